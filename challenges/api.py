@@ -1,0 +1,128 @@
+"""The JSON API under /api/ (DESIGN.md, "HTTP API"). Views parse, call a service or a
+selector, and render."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import IntegrityError
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.permissions import AllowAny
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from scoring.services import SetupInvalid
+
+from . import selectors, services
+from .models import Challenge
+from .permissions import CanRecordAttempts, IsScoringAdmin, is_scoring_admin
+from .serializers import (
+    AttemptInSerializer,
+    AttemptOutSerializer,
+    ChallengeSerializer,
+    LeaderboardQuerySerializer,
+    LeaderboardSerializer,
+    attempts_parse,
+)
+
+
+def _setup_errors(exc: SetupInvalid) -> serializers.ValidationError:
+    return serializers.ValidationError({field: [msg] for field, msg in exc.errors.items()})
+
+
+class ChallengeViewSet(viewsets.ModelViewSet):
+    """Challenges: public read (active ones; staff see all), admin write."""
+
+    serializer_class = ChallengeSerializer
+    pagination_class = None
+
+    def get_queryset(self) -> Any:
+        if self.action == "attempts":  # integrations may record before a challenge is public
+            return Challenge.objects.select_related("active_version")
+        return selectors.challenge_list(user=self.request.user)
+
+    def get_permissions(self) -> list[Any]:
+        if self.action in ("list", "retrieve", "leaderboard"):
+            return [AllowAny()]
+        if self.action == "attempts":
+            return [CanRecordAttempts()]
+        return [IsScoringAdmin()]
+
+    def perform_create(self, serializer: ChallengeSerializer) -> None:
+        try:
+            serializer.instance = services.challenge_create(
+                data=dict(serializer.validated_data), by=self.request.user
+            )
+        except SetupInvalid as exc:
+            raise _setup_errors(exc) from exc
+        except IntegrityError as exc:  # a concurrent create took the slug
+            raise serializers.ValidationError({"slug": ["A challenge with this slug already exists."]}) from exc
+
+    def perform_update(self, serializer: ChallengeSerializer) -> None:
+        try:
+            result = services.challenge_update(
+                challenge=serializer.instance, data=dict(serializer.validated_data), by=self.request.user
+            )
+        except SetupInvalid as exc:
+            raise _setup_errors(exc) from exc
+        except IntegrityError as exc:
+            raise serializers.ValidationError({"slug": ["A challenge with this slug already exists."]}) from exc
+        serializer.instance = result.challenge
+
+    @extend_schema(
+        request=AttemptInSerializer,
+        responses={201: AttemptOutSerializer},
+        description=(
+            "Record one attempt (a JSON object) or many (a JSON list), all or nothing. "
+            "Returns them with their score and details under the active version."
+        ),
+    )
+    @action(detail=True, methods=["post"])
+    def attempts(self, request: Request, pk: str | None = None) -> Response:
+        challenge = self.get_object()
+        inputs, many = attempts_parse(request.data)
+        recorded = services.attempts_record(challenge=challenge, inputs=inputs)
+        show_errors = is_scoring_admin(request.user)
+        version = challenge.active_version.number if challenge.active_version_id else None
+        out = [_attempt_out(r, version, show_errors) for r in recorded]
+        return Response(out if many else out[0], status=status.HTTP_201_CREATED)
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("limit", OpenApiTypes.INT, description="1–500, default 50"),
+            OpenApiParameter("offset", OpenApiTypes.INT, description="default 0"),
+            OpenApiParameter("player", OpenApiTypes.STR, description="an external id: that player's row"),
+        ],
+        responses={200: LeaderboardSerializer},
+    )
+    @action(detail=True, methods=["get"])
+    def leaderboard(self, request: Request, pk: str | None = None) -> Response:
+        challenge = self.get_object()
+        query = LeaderboardQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        params = query.validated_data
+        if "player" in params:
+            page = selectors.leaderboard_player(challenge=challenge, external_id=params["player"])
+        else:
+            page = selectors.leaderboard_page(
+                challenge=challenge, limit=params["limit"], offset=params["offset"]
+            )
+        body = {
+            "version": page.version.number if page.version else None,
+            "count": page.count,
+            "results": page.rows,
+        }
+        return Response(LeaderboardSerializer(body).data)
+
+
+def _attempt_out(recorded: services.RecordedAttempt, version: int | None, show_errors: bool) -> dict[str, Any]:
+    attempt, score = recorded.attempt, recorded.score
+    details = score.details if score else None
+    if details and not show_errors:  # scorer errors are for admins only
+        details = {k: v for k, v in details.items() if k != "error"} or None
+    data = AttemptOutSerializer(attempt).data
+    data.update(version=version, score=score.score if score else None, details=details)
+    return data

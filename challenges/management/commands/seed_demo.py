@@ -1,0 +1,18 @@
+from django.core.management.base import BaseCommand
+
+from challenges.demo import seed_demo
+
+
+class Command(BaseCommand):
+    help = "Create three demo challenges with a few hundred attempts (once)."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--attempts", type=int, default=150, help="attempts per challenge")
+
+    def handle(self, *args, attempts: int, **options):
+        created = seed_demo(attempts_per_challenge=attempts)
+        if not created:
+            self.stdout.write("Demo challenges exist already; nothing to do.")
+            return
+        for challenge in created:
+            self.stdout.write(f"Created /challenges/{challenge.slug}/")

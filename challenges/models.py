@@ -1,0 +1,207 @@
+"""Challenges, players, attempts, and the scores each scoring version gives them.
+
+Scores belong to a scoring version; a challenge points at its active version. A rescore
+writes a new version's scores beside the old ones and then moves the pointer, so
+switching versions never rewrites history. ``LeaderboardEntry`` keeps each player's best
+attempt per version, so a leaderboard page never scans all attempts.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+from scoring.engine import strategies as S
+
+MAX_METRIC = 2**53 - 1  # exact in JSON and in a float: no client sees a rounded value
+
+
+class ScoringStrategy(models.TextChoices):
+    FIRST = S.FIRST, S.STRATEGIES[S.FIRST].label
+    FASTEST = S.FASTEST, S.STRATEGIES[S.FASTEST].label
+    FEWEST_TOKENS = S.FEWEST_TOKENS, S.STRATEGIES[S.FEWEST_TOKENS].label
+    HIGHEST_RATING = S.HIGHEST_RATING, S.STRATEGIES[S.HIGHEST_RATING].label
+    CUSTOM = S.CUSTOM, "Scorer plugin"
+    PYTHON = S.PYTHON, "Python snippet"
+
+
+class ScoringSetupFields(models.Model):
+    """The scoring setup, shared by a challenge (what is being edited) and its versions
+    (what was in force). Field names follow DESIGN.md."""
+
+    scoring_strategy = models.CharField(
+        max_length=32, choices=ScoringStrategy.choices, default=ScoringStrategy.FIRST
+    )
+    scoring_plugin_id = models.CharField(max_length=200, blank=True)
+    scoring_entrypoint = models.CharField(max_length=300, blank=True)
+    scoring_config = models.JSONField(default=dict, blank=True)
+    scoring_code = models.TextField(blank=True)
+    score_key = models.CharField(max_length=64, blank=True)
+    metrics = models.JSONField(default=list, blank=True)
+    timeout_ms = models.PositiveIntegerField(default=5000)
+
+    SETUP_FIELDS = (
+        "scoring_strategy",
+        "scoring_plugin_id",
+        "scoring_entrypoint",
+        "scoring_config",
+        "scoring_code",
+        "score_key",
+        "metrics",
+        "timeout_ms",
+    )
+
+    class Meta:
+        abstract = True
+
+    def setup_dict(self) -> dict:
+        return {name: getattr(self, name) for name in self.SETUP_FIELDS}
+
+
+class Challenge(ScoringSetupFields):
+    name = models.CharField(max_length=200)
+    slug = models.SlugField(max_length=200, unique=True)
+    description = models.TextField(blank=True, help_text="Markdown.")
+    is_active = models.BooleanField(default=True, help_text="Listed publicly.")
+    tenant_id = models.CharField(max_length=200, blank=True)
+    app_id = models.CharField(max_length=200, blank=True)
+    workflow_id = models.CharField(max_length=200, blank=True)
+    # One active version per challenge, by construction: a single pointer.
+    active_version = models.ForeignKey(
+        "ScoringVersion", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name", "id"]
+        permissions = [("change_scoring", "Can change how a challenge is scored")]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(scoring_strategy__in=ScoringStrategy.values),
+                name="challenge_strategy_known",
+            ),
+            models.CheckConstraint(
+                condition=Q(timeout_ms__gte=1, timeout_ms__lte=60_000),
+                name="challenge_timeout_range",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Player(models.Model):
+    external_id = models.CharField(max_length=255, unique=True)
+    display_name = models.CharField(max_length=200)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["display_name", "id"]
+
+    def __str__(self) -> str:
+        return self.display_name or self.external_id
+
+
+class Attempt(models.Model):
+    challenge = models.ForeignKey(Challenge, on_delete=models.CASCADE, related_name="attempts")
+    player = models.ForeignKey(Player, on_delete=models.CASCADE, related_name="attempts")
+    succeeded = models.BooleanField(default=False)
+    tokens_total = models.BigIntegerField(null=True, blank=True)
+    elapsed_ms = models.BigIntegerField(null=True, blank=True)
+    rating = models.SmallIntegerField(null=True, blank=True)
+    created_at = models.DateTimeField(db_index=True)  # millisecond precision
+    sample = models.JSONField(null=True, blank=True)
+    output = models.TextField(blank=True)
+    messages = models.JSONField(null=True, blank=True)
+    recorded_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["challenge", "created_at"], name="attempt_challenge_created")]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(rating__isnull=True) | Q(rating__gte=0, rating__lte=10),
+                name="attempt_rating_0_10",
+            ),
+            models.CheckConstraint(
+                condition=Q(tokens_total__isnull=True)
+                | Q(tokens_total__gte=0, tokens_total__lte=MAX_METRIC),
+                name="attempt_tokens_nonnegative",
+            ),
+            models.CheckConstraint(
+                condition=Q(elapsed_ms__isnull=True)
+                | Q(elapsed_ms__gte=0, elapsed_ms__lte=MAX_METRIC),
+                name="attempt_elapsed_nonnegative",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"Attempt {self.pk} by {self.player_id} on {self.challenge_id}"
+
+
+class ScoringVersion(ScoringSetupFields):
+    """A challenge's scoring setup at one point in time; scores belong to a version."""
+
+    challenge = models.ForeignKey(Challenge, on_delete=models.CASCADE, related_name="versions")
+    number = models.PositiveIntegerField()
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    # Set when every attempt has a score under this version (then it may become active).
+    scored_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["challenge", "-number"]
+        constraints = [
+            models.UniqueConstraint(fields=["challenge", "number"], name="version_number_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.challenge} v{self.number}"
+
+
+class AttemptScore(models.Model):
+    """The score one version gives one attempt. ``score`` None: the attempt does not
+    count (or its scorer failed: then ``error`` says why, for admins only)."""
+
+    version = models.ForeignKey(ScoringVersion, on_delete=models.CASCADE, related_name="scores")
+    attempt = models.ForeignKey(Attempt, on_delete=models.CASCADE, related_name="scores")
+    score = models.FloatField(null=True)
+    # Ascending ranking key: the score, negated for "higher is better" strategies.
+    sort_key = models.FloatField(null=True)
+    details = models.JSONField(null=True, blank=True)
+    error = models.TextField(blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["version", "attempt"], name="score_version_attempt"),
+            models.CheckConstraint(
+                condition=Q(score__isnull=True, sort_key__isnull=True)
+                | Q(score__isnull=False, sort_key__isnull=False),
+                name="score_and_sort_key_together",
+            ),
+        ]
+
+
+class LeaderboardEntry(models.Model):
+    """Each player's best counted attempt under a version: one row per player."""
+
+    version = models.ForeignKey(
+        ScoringVersion, on_delete=models.CASCADE, related_name="entries"
+    )
+    player = models.ForeignKey(Player, on_delete=models.CASCADE, related_name="+")
+    attempt = models.ForeignKey(Attempt, on_delete=models.CASCADE, related_name="+")
+    score = models.FloatField()
+    sort_key = models.FloatField()
+    created_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["version", "player"], name="entry_version_player"),
+        ]
+        indexes = [
+            models.Index(fields=["version", "sort_key", "created_at", "attempt"], name="entry_rank"),
+        ]

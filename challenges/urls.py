@@ -1,0 +1,15 @@
+from django.urls import include, path
+from rest_framework.routers import DefaultRouter
+
+from . import api, views
+
+router = DefaultRouter()
+router.register("challenges", api.ChallengeViewSet, basename="challenge")
+
+app_name = "challenges"
+urlpatterns = [
+    path("", views.challenge_list, name="home"),
+    path("challenges/", views.challenge_list, name="list"),
+    path("challenges/<slug:slug>/", views.challenge_detail, name="detail"),
+]
+api_urlpatterns = [path("", include(router.urls))]

@@ -1,0 +1,9 @@
+from django.apps import AppConfig
+
+
+class ScoringConfig(AppConfig):
+    name = "scoring"
+    verbose_name = "Scoring"
+
+    def ready(self) -> None:
+        from . import checks  # noqa: F401 - registers the system checks

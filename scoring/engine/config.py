@@ -1,0 +1,70 @@
+"""Validation of a plugin's config against its ``config_schema`` (JSON Schema)."""
+
+from __future__ import annotations
+
+import copy
+import math
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError
+
+from .protocol import ConfigError
+
+
+def _path(error: Any) -> str:
+    parts = [str(p) for p in error.absolute_path]
+    if error.validator == "additionalProperties" and not parts:
+        # "Additional properties are not allowed ('x' was unexpected)": name the key.
+        extra = sorted(set(error.instance) - set(error.schema.get("properties", {})))
+        return ".".join(extra[:1])
+    if error.validator == "required" and not parts:
+        missing = [k for k in error.validator_value if k not in error.instance]
+        return ".".join(missing[:1])
+    return ".".join(parts)
+
+
+def _check_finite(value: Any, path: str, errors: dict[str, str]) -> None:
+    if isinstance(value, float) and not math.isfinite(value):
+        errors[path] = "must be a finite number"
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            _check_finite(v, f"{path}.{k}" if path else str(k), errors)
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            _check_finite(v, f"{path}.{i}" if path else str(i), errors)
+
+
+def validate_config(schema: dict[str, Any] | None, config: Any) -> dict[str, Any]:
+    """Return ``config`` with the schema's top-level defaults filled in.
+
+    Raises ``ConfigError`` naming each offending key. A plugin without a schema accepts
+    any JSON object.
+    """
+    if not isinstance(config, dict):
+        raise ConfigError({"": "must be a JSON object"})
+    errors: dict[str, str] = {}
+    _check_finite(config, "", errors)
+    if errors:
+        raise ConfigError(errors)
+    if not schema:
+        return copy.deepcopy(config)
+    try:
+        validator = Draft202012Validator(schema)
+    except SchemaError as exc:  # the plugin's fault, reported as such
+        raise ConfigError({"": f"the plugin's config_schema is invalid: {exc.message}"}) from exc
+    for error in sorted(validator.iter_errors(config), key=lambda e: list(e.absolute_path)):
+        errors.setdefault(_path(error), error.message)
+    if errors:
+        raise ConfigError(errors)
+    filled = copy.deepcopy(config)
+    for key, prop in (schema.get("properties") or {}).items():
+        if key not in filled and isinstance(prop, dict) and "default" in prop:
+            filled[key] = copy.deepcopy(prop["default"])
+    return filled
+
+
+def schema_defaults(schema: dict[str, Any] | None) -> dict[str, Any]:
+    """The top-level defaults a schema declares (the admin pre-fills its form with them)."""
+    props = (schema or {}).get("properties") or {}
+    return {k: copy.deepcopy(p["default"]) for k, p in props.items() if "default" in p}

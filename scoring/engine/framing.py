@@ -1,0 +1,68 @@
+"""Length-prefixed frames over pipes, with a deadline on the reading side."""
+
+from __future__ import annotations
+
+import os
+import select
+import struct
+import time
+from typing import BinaryIO
+
+_HEADER = struct.Struct("!I")
+MAX_FRAME = 64 * 1024 * 1024
+
+
+class FrameTimeout(Exception):
+    pass
+
+
+class FrameEOF(Exception):
+    pass
+
+
+def write_frame(stream: BinaryIO, payload: bytes) -> None:
+    stream.write(_HEADER.pack(len(payload)) + payload)
+    stream.flush()
+
+
+def read_frame(stream: BinaryIO) -> bytes | None:
+    """Blocking read of one frame; None at a clean end of stream."""
+    header = stream.read(_HEADER.size)
+    if not header:
+        return None
+    (size,) = _HEADER.unpack(header)
+    data = stream.read(size)
+    if len(data) != size:
+        return None
+    return data
+
+
+class FrameReader:
+    """Reads frames from a file descriptor, giving up at a monotonic deadline."""
+
+    def __init__(self, fd: int):
+        self._fd = fd
+        self._buffer = bytearray()
+
+    def _fill(self, need: int, deadline: float) -> None:
+        while len(self._buffer) < need:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise FrameTimeout
+            ready, _, _ = select.select([self._fd], [], [], remaining)
+            if not ready:
+                raise FrameTimeout
+            chunk = os.read(self._fd, max(65536, need - len(self._buffer)))
+            if not chunk:
+                raise FrameEOF
+            self._buffer += chunk
+
+    def read(self, deadline: float) -> bytes:
+        self._fill(_HEADER.size, deadline)
+        (size,) = _HEADER.unpack_from(self._buffer)
+        if size > MAX_FRAME:
+            raise FrameEOF  # a corrupt or hostile channel: treat the process as dead
+        self._fill(_HEADER.size + size, deadline)
+        payload = bytes(self._buffer[_HEADER.size : _HEADER.size + size])
+        del self._buffer[: _HEADER.size + size]
+        return payload

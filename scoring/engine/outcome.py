@@ -1,0 +1,63 @@
+"""What scoring one attempt ends in, and the failure rules that produce it."""
+
+from __future__ import annotations
+
+import json
+import math
+import numbers
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+MAX_DETAILS_BYTES = 16_384
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """``score`` None means the attempt does not count; ``error`` says why, for admins.
+
+    For a failed plugin call ``details`` is ``{"error": ...}`` (DESIGN.md keeps the error
+    in the details, for admins only); for an attempt a built-in strategy does not count,
+    score, details and error are all empty.
+    """
+
+    score: float | None
+    details: dict[str, Any] | None = None
+    error: str = ""
+
+    @classmethod
+    def failed(cls, error: str) -> Outcome:
+        return cls(None, {"error": error}, error)
+
+
+def _type_name(value: Any) -> str:
+    return type(value).__name__
+
+
+def normalize_result(raw: Any) -> Outcome:
+    """Apply DESIGN.md's failure rules to what a scorer returned."""
+    if not isinstance(raw, Mapping):
+        return Outcome.failed(f"the scorer returned {_type_name(raw)}, not a dict with a 'score'")
+    if "score" not in raw:
+        return Outcome.failed("the scorer's result has no 'score'")
+    value = raw["score"]
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        return Outcome.failed(f"'score' is {_type_name(value)}, not a number")
+    try:
+        score = float(value)
+    except (OverflowError, ValueError, TypeError):
+        return Outcome.failed("'score' is not representable as a float")
+    if not math.isfinite(score):
+        return Outcome.failed(f"'score' is {score}, not a finite number")
+    details = raw.get("details")
+    if details is not None:
+        if not isinstance(details, Mapping):
+            return Outcome.failed(f"'details' is {_type_name(details)}, not a dict")
+        try:
+            encoded = json.dumps(details, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            return Outcome.failed(f"'details' is not plain JSON: {exc}")
+        if len(encoded) > MAX_DETAILS_BYTES:
+            return Outcome.failed(f"'details' is over {MAX_DETAILS_BYTES} bytes of JSON")
+        details = json.loads(encoded)  # a plain dict, detached from the plugin's objects
+    return Outcome(max(score, 0.0), details)

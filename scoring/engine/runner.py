@@ -1,0 +1,95 @@
+"""Scores attempts under one scoring setup, applying every failure rule.
+
+``build_scorer(setup, registry)`` returns a ``Scorer`` for a setup; its ``score_many``
+returns one ``Outcome`` per attempt, in order, and never raises for a plugin's fault.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from .config import validate_config
+from .isolated import isolated_scorer
+from .outcome import Outcome, normalize_result
+from .protocol import DEFAULT_TIMEOUT_MS, AttemptMetrics, ScoringContext
+from .registry import ScorerRegistry
+from .strategies import CUSTOM, PYTHON, Strategy, get_strategy
+
+Item = tuple[AttemptMetrics, ScoringContext]
+
+
+@dataclass(frozen=True)
+class ScoringSetup:
+    """A challenge's scoring setup, as stored on a scoring version."""
+
+    strategy: str
+    plugin_id: str = ""
+    entrypoint: str = ""
+    config: dict[str, Any] = field(default_factory=dict)
+    timeout_ms: int = DEFAULT_TIMEOUT_MS
+    code: str = ""
+    score_key: str = ""
+
+
+class Scorer(Protocol):
+    strategy: Strategy
+
+    def score_many(self, items: Sequence[Item]) -> list[Outcome]: ...
+
+
+class StrategyScorer:
+    """A built-in strategy: the ranking value is a metric; no plugin runs."""
+
+    def __init__(self, strategy: Strategy):
+        assert strategy.value is not None
+        self.strategy = strategy
+        self._value = strategy.value
+
+    def score_many(self, items: Sequence[Item]) -> list[Outcome]:
+        value = self._value
+        return [Outcome(value(metrics)) for metrics, _ in items]
+
+
+class PluginScorer:
+    """A registered plugin, run in this process (built-in, pure plugins) or isolated."""
+
+    def __init__(self, registry: ScorerRegistry, setup: ScoringSetup):
+        self.strategy = get_strategy(CUSTOM)
+        info = registry.info(setup.plugin_id)
+        self.entrypoint = info.entrypoint
+        self.config = validate_config(info.config_schema, setup.config)
+        self.timeout_ms = setup.timeout_ms
+        self.in_process = info.runs_in_process
+        self._instance = registry.load(setup.plugin_id)() if self.in_process else None
+
+    def score_many(self, items: Sequence[Item]) -> list[Outcome]:
+        if self._instance is None:
+            return isolated_scorer(self.entrypoint).run(items, self.config, self.timeout_ms)
+        return [self._score_in_process(metrics, ctx) for metrics, ctx in items]
+
+    def _score_in_process(self, metrics: AttemptMetrics, ctx: ScoringContext) -> Outcome:
+        started = time.perf_counter()
+        try:
+            raw = self._instance.score(metrics, self.config, ctx)
+        except Exception as exc:  # noqa: BLE001 - a plugin failure is an outcome
+            return Outcome.failed(f"{type(exc).__name__}: {exc}"[:2000])
+        took_ms = (time.perf_counter() - started) * 1000
+        if took_ms > ctx.timeout_ms:
+            return Outcome.failed(f"took {took_ms:.0f} ms, over the {ctx.timeout_ms} ms limit")
+        return normalize_result(raw)
+
+
+def build_scorer(setup: ScoringSetup, registry: ScorerRegistry) -> Scorer:
+    """Raises ValueError (RegistryError, ConfigError) for a setup that cannot run."""
+    strategy = get_strategy(setup.strategy)
+    if strategy.value is not None:
+        return StrategyScorer(strategy)
+    if strategy.name == PYTHON:
+        raise ValueError(
+            "Python snippet scorers need the sandbox, which this installation does not "
+            "provide yet; snippets are refused rather than run unsandboxed."
+        )
+    return PluginScorer(registry, setup)

@@ -1,0 +1,1 @@
+"""Scorer plugins shipped with Podium (plain Python, no Django)."""

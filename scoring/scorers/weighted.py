@@ -1,0 +1,66 @@
+"""The built-in weighted scorer (``builtin.weighted_scorer``).
+
+score = success_bonus (only if succeeded) + rating × rating_weight
+        − elapsed_ms / 1000 × time_penalty − tokens_total × token_penalty,
+null metrics count as 0, and the result is clamped to ≥ 0.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from scoring.engine.protocol import AttemptMetrics, ScoringContext, ScoringResult
+
+_MAX_WEIGHT = 1e9  # keeps every term finite for any int64 metric
+
+
+def _weight(title: str, default: float, description: str) -> dict[str, Any]:
+    return {
+        "type": "number",
+        "title": title,
+        "default": default,
+        "minimum": 0,
+        "maximum": _MAX_WEIGHT,
+        "description": description,
+    }
+
+
+class WeightedScorer:
+    name = "Weighted score"
+    description = (
+        "A bonus for success plus points per rating point, minus a penalty per second "
+        "and per token."
+    )
+    # Pure arithmetic that cannot block: Podium may run it in the scoring process
+    # instead of an isolated one (see scoring.engine.runner).
+    runs_in_process = True
+    config_schema: dict[str, Any] = {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            "success_bonus": _weight(
+                "Success bonus", 100.0, "Points added when the attempt succeeded."
+            ),
+            "rating_weight": _weight("Rating weight", 10.0, "Points per rating point (0–10)."),
+            "time_penalty": _weight("Time penalty", 1.0, "Points taken off per second taken."),
+            "token_penalty": _weight("Token penalty", 0.01, "Points taken off per token used."),
+        },
+    }
+
+    def score(
+        self, metrics: AttemptMetrics, config: dict[str, Any], ctx: ScoringContext
+    ) -> ScoringResult:
+        bonus = float(config["success_bonus"]) if metrics.succeeded else 0.0
+        rating_part = (metrics.rating or 0) * float(config["rating_weight"])
+        time_part = (metrics.elapsed_ms or 0) / 1000.0 * float(config["time_penalty"])
+        token_part = (metrics.tokens_total or 0) * float(config["token_penalty"])
+        total = bonus + rating_part - time_part - token_part
+        details: dict[str, Any] = {
+            "success_bonus": bonus,
+            "rating_bonus": rating_part,
+            "time_penalty": 0.0 - time_part,  # never -0.0
+            "token_penalty": 0.0 - token_part,
+        }
+        if total < 0:
+            details["clamped_from"] = total
+        return {"score": max(total, 0.0), "details": details}

@@ -1,0 +1,166 @@
+"""Scoring services: validate a scoring setup and score attempts under a version.
+
+Django-facing glue around ``scoring.engine``: it turns model rows into engine types and
+engine errors into field errors.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from scoring.engine import strategies as S
+from scoring.engine.config import validate_config
+from scoring.engine.outcome import Outcome
+from scoring.engine.protocol import AttemptMetrics, ConfigError, RegistryError, ScoringContext
+from scoring.engine.runner import Scorer, ScoringSetup, build_scorer
+from scoring.registry import registry
+
+MAX_TIMEOUT_MS = 60_000
+SNIPPETS_UNAVAILABLE = (
+    "Python snippet scorers need the sandbox, which this installation does not provide "
+    "yet; snippets are refused rather than run unsandboxed. Use a built-in strategy or a "
+    "scorer plugin."
+)
+
+
+class SetupInvalid(ValueError):
+    """A scoring setup that cannot be saved; ``errors`` maps a field name to a message."""
+
+    def __init__(self, errors: dict[str, str]):
+        self.errors = errors
+        super().__init__("; ".join(f"{k}: {v}" for k, v in errors.items()))
+
+
+def setup_validate(*, setup: dict[str, Any]) -> dict[str, Any]:
+    """Check a scoring setup (the DESIGN.md fields) and return it normalised.
+
+    Normalised: the registered entrypoint (never the alias or the caller's string),
+    the plugin config with its schema defaults. Raises ``SetupInvalid``.
+    """
+    out = dict(setup)
+    errors: dict[str, str] = {}
+    strategy = setup.get("scoring_strategy")
+    if strategy not in S.STRATEGIES:
+        known = ", ".join(S.STRATEGIES)
+        raise SetupInvalid({"scoring_strategy": f"Unknown strategy {strategy!r}; choose one of: {known}."})
+    timeout = setup.get("timeout_ms", 5000)
+    if isinstance(timeout, bool) or not isinstance(timeout, int) or not 1 <= timeout <= MAX_TIMEOUT_MS:
+        errors["timeout_ms"] = f"Must be an integer from 1 to {MAX_TIMEOUT_MS}."
+
+    def unused(field: str, empty: Any) -> None:
+        if setup.get(field, empty) not in (empty, None):
+            errors[field] = f"Not used by the {strategy!r} strategy; leave it empty."
+
+    if strategy == S.PYTHON:
+        errors["scoring_strategy"] = SNIPPETS_UNAVAILABLE
+    elif strategy == S.CUSTOM:
+        for name in ("scoring_code", "score_key"):
+            unused(name, "")
+        unused("metrics", [])
+        _validate_plugin(setup, out, errors)
+    else:
+        for name in ("scoring_plugin_id", "scoring_entrypoint", "scoring_code", "score_key"):
+            unused(name, "")
+        unused("scoring_config", {})
+        unused("metrics", [])
+    if errors:
+        raise SetupInvalid(errors)
+    return out
+
+
+def _validate_plugin(setup: dict[str, Any], out: dict[str, Any], errors: dict[str, str]) -> None:
+    plugin_id = setup.get("scoring_plugin_id") or ""
+    if not plugin_id:
+        errors["scoring_plugin_id"] = "Required with the 'custom' strategy: a registered plugin id."
+        return
+    reg = registry()
+    try:
+        out["scoring_entrypoint"] = reg.verify(plugin_id, setup.get("scoring_entrypoint") or "")
+    except RegistryError as exc:
+        field = "scoring_plugin_id" if plugin_id not in reg.ids() else "scoring_entrypoint"
+        errors[field] = str(exc)
+        return
+    try:
+        schema = reg.info(plugin_id).config_schema
+        out["scoring_config"] = validate_config(schema, setup.get("scoring_config", {}))
+    except RegistryError as exc:
+        errors["scoring_plugin_id"] = f"The plugin cannot be loaded: {exc}"
+    except ConfigError as exc:
+        errors["scoring_config"] = "; ".join(
+            f"{key}: {msg}" if key else msg for key, msg in exc.errors.items()
+        )
+
+
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def setup_of(version: Any) -> ScoringSetup:
+    """The engine's view of a scoring version (or a challenge's current setup)."""
+    return ScoringSetup(
+        strategy=version.scoring_strategy,
+        plugin_id=version.scoring_plugin_id,
+        entrypoint=version.scoring_entrypoint,
+        config=version.scoring_config or {},
+        timeout_ms=version.timeout_ms,
+        code=version.scoring_code,
+        score_key=version.score_key,
+    )
+
+
+def scorer_for(version: Any) -> Scorer:
+    """Raises ValueError when the version's setup can no longer run (e.g. its plugin was
+    unregistered); callers record that as every attempt's error."""
+    return build_scorer(setup_of(version), registry())
+
+
+def epoch_ms(dt: Any) -> int:
+    return int(dt.timestamp() * 1000)
+
+
+def attempt_items(
+    attempts: Iterable[Any], *, challenge: Any, timeout_ms: int
+) -> list[tuple[AttemptMetrics, ScoringContext]]:
+    """Engine inputs for attempts (each needs ``player`` or ``player_external_id``)."""
+    items = []
+    for a in attempts:
+        external_id = getattr(a, "player_external_id", None)
+        if external_id is None:
+            external_id = a.player.external_id
+        items.append(
+            (
+                AttemptMetrics(
+                    succeeded=a.succeeded,
+                    tokens_total=a.tokens_total,
+                    elapsed_ms=a.elapsed_ms,
+                    rating=a.rating,
+                    created_at=epoch_ms(a.created_at),
+                ),
+                ScoringContext(
+                    challenge_id=challenge.pk,
+                    end_user_id=external_id,
+                    tenant_id=challenge.tenant_id,
+                    app_id=challenge.app_id,
+                    workflow_id=challenge.workflow_id,
+                    timeout_ms=timeout_ms,
+                ),
+            )
+        )
+    return items
+
+
+def scores_compute(*, version: Any, challenge: Any, attempts: Sequence[Any]) -> list[Outcome]:
+    """One outcome per attempt under ``version``; never raises for a scorer's fault."""
+    try:
+        scorer = scorer_for(version)
+    except ValueError as exc:
+        return [Outcome.failed(f"this scoring setup cannot run: {exc}")] * len(attempts)
+    items = attempt_items(attempts, challenge=challenge, timeout_ms=version.timeout_ms)
+    return scorer.score_many(items)
+
+
+def sort_key_of(version: Any, score: float | None) -> float | None:
+    if score is None:
+        return None
+    return S.get_strategy(version.scoring_strategy).sort_key(score)

@@ -1,0 +1,99 @@
+"""Scorer plugins for tests: each misbehaves in one way DESIGN.md's failure rules cover.
+
+They live in an importable module because isolated plugins run in a child process that
+imports them by entrypoint.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+
+class Constant:
+    """Scores every attempt with config['value'] (default 1.0)."""
+
+    name = "Constant"
+    config_schema = {
+        "type": "object",
+        "properties": {"value": {"type": "number", "default": 1.0}},
+        "additionalProperties": False,
+    }
+
+    def score(self, metrics, config, ctx):
+        return {"score": config["value"], "details": {"value": config["value"]}}
+
+
+class TokensScorer:
+    """Score = tokens_total (or 0); fails for tokens_total == 13."""
+
+    def score(self, metrics, config, ctx):
+        if metrics.tokens_total == 13:
+            raise ValueError("unlucky")
+        return {"score": float(metrics.tokens_total or 0)}
+
+
+class Sleeper:
+    """Sleeps config['seconds'] (default 60) when rating == 0, else scores 1."""
+
+    def score(self, metrics, config, ctx):
+        if metrics.rating == 0:
+            time.sleep(config.get("seconds", 60))
+        return {"score": 1.0}
+
+
+class Stubborn:
+    """Swallows even BaseException while sleeping: only a kill stops it."""
+
+    def score(self, metrics, config, ctx):
+        if metrics.rating == 0:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                try:
+                    time.sleep(60)
+                except BaseException:  # noqa: BLE001, S110 - that is the point
+                    pass
+        return {"score": 2.0}
+
+
+class Crasher:
+    """Kills its own process when rating == 0."""
+
+    def score(self, metrics, config, ctx):
+        if metrics.rating == 0:
+            import os
+
+            os._exit(3)
+        return {"score": 3.0}
+
+
+class Weird:
+    """Returns a different broken result per rating."""
+
+    RESULTS = {
+        0: None,
+        1: {"details": {}},
+        2: {"score": "12"},
+        3: {"score": math.nan},
+        4: {"score": math.inf},
+        5: {"score": True},
+        6: {"score": -5.0, "details": {"why": "negative"}},
+        7: {"score": 10**400},
+        8: {"score": 1.0, "details": "not a dict"},
+        9: {"score": 1.0, "details": {"bad": object()}},
+    }
+
+    def score(self, metrics, config, ctx):
+        return self.RESULTS.get(metrics.rating, {"score": 7.5, "details": {"ok": True}})
+
+
+class Printer:
+    """Prints to stdout (must not corrupt the result channel)."""
+
+    def score(self, metrics, config, ctx):
+        print("hello from the plugin", flush=True)
+        return {"score": 4.0}
+
+
+class NotAScorer:
+    pass
