@@ -97,3 +97,78 @@ class Printer:
 
 class NotAScorer:
     pass
+
+
+# -- added for tests/scoring ---------------------------------------------------------
+class InProcessWeird(Weird):
+    """Weird, declaring itself pure: runs in the scoring process if registered as built-in."""
+
+    runs_in_process = True
+
+
+class InProcessTokensScorer(TokensScorer):
+    """TokensScorer, declaring itself pure (in process if registered as built-in)."""
+
+    runs_in_process = True
+
+
+class InProcessSleeper(Sleeper):
+    """Sleeper, declaring itself pure (in process if registered as built-in)."""
+
+    runs_in_process = True
+
+
+class ReportsPid:
+    """Claims runs_in_process (only built-ins may); details carry the scoring pid."""
+
+    runs_in_process = True
+
+    def score(self, metrics, config, ctx):
+        import os
+
+        return {"score": 1.0, "details": {"pid": os.getpid()}}
+
+
+class StubbornReportsPid(Stubborn):
+    """Stubborn whose results carry the pid of the process that scored them."""
+
+    def score(self, metrics, config, ctx):
+        import os
+
+        result = super().score(metrics, config, ctx)
+        return {"score": result["score"], "details": {"pid": os.getpid()}}
+
+
+class HugeDetails:
+    """Returns details over the size cap."""
+
+    def score(self, metrics, config, ctx):
+        return {"score": 1.0, "details": {"blob": "x" * 20_000}}
+
+
+class BadSchema:
+    """Declares a config_schema that is a dict but not a valid JSON Schema."""
+
+    config_schema = {"type": "objekt"}  # noqa: RUF012
+
+    def score(self, metrics, config, ctx):
+        return {"score": 1.0}
+
+
+class EchoContext:
+    """Echoes the metrics, config and context it was given."""
+
+    config_schema = {  # noqa: RUF012
+        "type": "object",
+        "properties": {"k": {"type": "integer", "default": 7}},
+    }
+
+    def score(self, metrics, config, ctx):
+        return {
+            "score": 1.0,
+            "details": {
+                "metrics": metrics.as_dict(),
+                "config": config,
+                "ctx": ctx.as_dict(),
+            },
+        }

@@ -1,6 +1,7 @@
 from django.core.management.base import BaseCommand
 
 from challenges.demo import seed_demo
+from challenges.models import Challenge
 
 
 class Command(BaseCommand):
@@ -8,8 +9,13 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--attempts", type=int, default=150, help="attempts per challenge")
+        parser.add_argument(
+            "--if-empty", action="store_true", help="only when the database has no challenge"
+        )
 
-    def handle(self, *args, attempts: int, **options):
+    def handle(self, *args, attempts: int, if_empty: bool, **options):
+        if if_empty and Challenge.objects.exists():
+            return
         created = seed_demo(attempts_per_challenge=attempts)
         if not created:
             self.stdout.write("Demo challenges exist already; nothing to do.")

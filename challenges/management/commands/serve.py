@@ -1,0 +1,75 @@
+"""`manage.py serve`: the web server plus a Celery worker, for `make run`.
+
+The worker is a child process; it stops when the server stops (Ctrl-C).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import subprocess
+import sys
+import threading
+
+from django.conf import settings
+from django.core.management import call_command
+from django.core.management.base import BaseCommand
+
+
+def _die_with_parent() -> None:
+    """In the worker (before exec): get SIGTERM when `serve` dies, however it dies."""
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except OSError:
+        pass  # not Linux: the finally block below still stops the worker
+
+
+def _raise_exit(signum: int, frame: object) -> None:
+    raise SystemExit(0)
+
+
+class Command(BaseCommand):
+    help = "Serve the site on 127.0.0.1:PORT with a background Celery worker."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
+        parser.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))
+        parser.add_argument("--no-worker", action="store_true", help="serve without a worker")
+
+    def handle(self, *args, port: int, host: str, no_worker: bool, **options):
+        signal.signal(signal.SIGTERM, _raise_exit)  # so the finally block stops the worker
+        worker = None
+        if not no_worker:
+            worker = subprocess.Popen(
+                [sys.executable, "-m", "celery", "-A", "config", "--quiet", "worker",
+                 "--loglevel=WARNING", "--concurrency=2"],
+                start_new_session=True,
+                preexec_fn=_die_with_parent,
+            )  # fmt: skip
+            threading.Thread(target=self._watch, args=(worker,), daemon=True).start()
+        url = f"http://{'127.0.0.1' if host in ('0.0.0.0', '::') else host}:{port}/"
+        self.stdout.write(
+            "\n"
+            f"  Podium is running at {url}\n"
+            f"  API docs:   {url}api/docs/\n"
+            f"  Admin:      {url}admin/  (create a login: .venv/bin/python manage.py createsuperuser)\n"
+            f"  Worker:     {'Celery, broker ' + settings.CELERY_BROKER_URL if worker else 'none'}\n"
+            "  Stop with Ctrl-C.\n"
+        )
+        try:
+            call_command("runserver", f"{host}:{port}", use_reloader=False)
+        finally:
+            if worker is not None and worker.poll() is None:
+                worker.terminate()  # the main process stops its pool children itself
+                try:
+                    worker.wait(timeout=20)  # a warm shutdown finishes the running task
+                except subprocess.TimeoutExpired:
+                    os.killpg(worker.pid, signal.SIGKILL)
+
+    def _watch(self, worker: subprocess.Popen) -> None:
+        code = worker.wait()
+        self.stderr.write(
+            f"\n  The Celery worker stopped (exit code {code}): rescoring waits until a "
+            "worker runs again (.venv/bin/celery -A config worker).\n"
+        )

@@ -1,0 +1,88 @@
+"""Shared fixtures: named personas and an API client per role.
+
+Personas: ``admin`` (superuser), ``scorer_admin`` (only challenges.change_scoring),
+``staff`` (is_staff, no scoring rights), ``integration`` (the Integrations group: may
+record attempts), ``player_one``/``player_two`` (external ids for attempts).
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+os.environ.setdefault("CELERY_TASK_ALWAYS_EAGER", "true")
+
+
+@pytest.fixture(autouse=True)
+def _eager_celery(settings):
+    # Tests run tasks inline; the real-worker tests (rescoring issue) opt out explicitly.
+    from config.celery import app
+
+    app.conf.task_always_eager = True
+    app.conf.task_eager_propagates = True
+    yield
+
+
+@pytest.fixture
+def admin(db, django_user_model):
+    return django_user_model.objects.create_superuser("admin", "admin@example.com", "pw")
+
+
+@pytest.fixture
+def scorer_admin(db, django_user_model):
+    from django.contrib.auth.models import Permission
+
+    user = django_user_model.objects.create_user("scorer", password="pw")
+    user.user_permissions.add(Permission.objects.get(codename="change_scoring"))
+    return user
+
+
+@pytest.fixture
+def staff(db, django_user_model):
+    return django_user_model.objects.create_user("staff", password="pw", is_staff=True)
+
+
+@pytest.fixture
+def integration(db, django_user_model):
+    from django.contrib.auth.models import Group
+
+    user = django_user_model.objects.create_user("integration")
+    user.groups.add(Group.objects.get(name="Integrations"))
+    return user
+
+
+def _client_for(user):
+    from rest_framework.test import APIClient
+    from rest_framework.authtoken.models import Token
+
+    client = APIClient()
+    if user is not None:
+        token, _ = Token.objects.get_or_create(user=user)
+        client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+    return client
+
+
+@pytest.fixture
+def anon_api(db):
+    return _client_for(None)
+
+
+@pytest.fixture
+def admin_api(admin):
+    return _client_for(admin)
+
+
+@pytest.fixture
+def staff_api(staff):
+    return _client_for(staff)
+
+
+@pytest.fixture
+def integration_api(integration):
+    return _client_for(integration)
+
+
+@pytest.fixture
+def scorer_admin_api(scorer_admin):
+    return _client_for(scorer_admin)

@@ -1,0 +1,70 @@
+"""Factories for object graphs, built through the services (as the API would)."""
+
+from __future__ import annotations
+
+import itertools
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from challenges import services
+from challenges.models import Challenge
+
+_counter = itertools.count(1)
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+WEIGHTED_SEED = {
+    "name": "Advanced Prompt Challenge",
+    "scoring_strategy": "custom",
+    "scoring_plugin_id": "builtin.weighted_scorer",
+    "scoring_entrypoint": "services.scorers.weighted:WeightedScorer",
+    "scoring_config": {
+        "success_bonus": 100.0,
+        "rating_weight": 15.0,
+        "time_penalty": 0.5,
+        "token_penalty": 0.02,
+    },
+}
+
+
+def make_challenge(**data: Any) -> Challenge:
+    n = next(_counter)
+    data.setdefault("name", f"Challenge {n}")
+    data.setdefault("scoring_strategy", "first")
+    return services.challenge_create(data=data)
+
+
+def attempt_input(
+    player: str = "p1",
+    *,
+    succeeded: bool = True,
+    tokens_total: int | None = None,
+    elapsed_ms: int | None = None,
+    rating: int | None = None,
+    created_at: datetime | int | None = None,
+    player_name: str | None = None,
+    sample: dict | None = None,
+    output: str = "",
+    messages: list | None = None,
+) -> services.AttemptInput:
+    """``created_at`` may be a datetime or seconds after T0."""
+    if created_at is None:
+        created_at = T0
+    elif isinstance(created_at, int):
+        created_at = T0 + timedelta(seconds=created_at)
+    return services.AttemptInput(
+        player=player,
+        player_name=player_name,
+        succeeded=succeeded,
+        tokens_total=tokens_total,
+        elapsed_ms=elapsed_ms,
+        rating=rating,
+        created_at=created_at,
+        sample=sample,
+        output=output,
+        messages=messages,
+    )
+
+
+def record(challenge: Challenge, *inputs: services.AttemptInput) -> list[services.RecordedAttempt]:
+    challenge.refresh_from_db()
+    return services.attempts_record(challenge=challenge, inputs=list(inputs))
