@@ -20,7 +20,16 @@ from .models import Attempt, AttemptScore, Challenge, Player, ScoringVersion
 class ChallengeAdminForm(forms.ModelForm):
     class Meta:
         model = Challenge
-        exclude = ["active_version"]
+        fields = [
+            "name",
+            "slug",
+            "description",
+            "is_active",
+            "tenant_id",
+            "app_id",
+            "workflow_id",
+            *services.SETUP_FIELDS,
+        ]
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean()
@@ -65,7 +74,16 @@ class PlayerAdmin(admin.ModelAdmin):
 
 @admin.register(Attempt)
 class AttemptAdmin(admin.ModelAdmin):
-    list_display = ["id", "challenge", "player", "succeeded", "tokens_total", "elapsed_ms", "rating", "created_at"]
+    list_display = [
+        "id",
+        "challenge",
+        "player",
+        "succeeded",
+        "tokens_total",
+        "elapsed_ms",
+        "rating",
+        "created_at",
+    ]
     list_filter = ["challenge", "succeeded"]
     list_select_related = ["challenge", "player"]
     raw_id_fields = ["player"]
@@ -74,7 +92,15 @@ class AttemptAdmin(admin.ModelAdmin):
 
 @admin.register(ScoringVersion)
 class ScoringVersionAdmin(admin.ModelAdmin):
-    list_display = ["challenge", "number", "scoring_strategy", "scoring_plugin_id", "created_by", "created_at", "scored_at"]
+    list_display = [
+        "challenge",
+        "number",
+        "scoring_strategy",
+        "scoring_plugin_id",
+        "created_by",
+        "created_at",
+        "scored_at",
+    ]
     list_filter = ["challenge"]
     list_select_related = ["challenge", "created_by"]
 

@@ -59,17 +59,23 @@ class ChallengeViewSet(viewsets.ModelViewSet):
         except SetupInvalid as exc:
             raise _setup_errors(exc) from exc
         except IntegrityError as exc:  # a concurrent create took the slug
-            raise serializers.ValidationError({"slug": ["A challenge with this slug already exists."]}) from exc
+            raise serializers.ValidationError(
+                {"slug": ["A challenge with this slug already exists."]}
+            ) from exc
 
     def perform_update(self, serializer: ChallengeSerializer) -> None:
         try:
             result = services.challenge_update(
-                challenge=serializer.instance, data=dict(serializer.validated_data), by=self.request.user
+                challenge=serializer.instance,
+                data=dict(serializer.validated_data),
+                by=self.request.user,
             )
         except SetupInvalid as exc:
             raise _setup_errors(exc) from exc
         except IntegrityError as exc:
-            raise serializers.ValidationError({"slug": ["A challenge with this slug already exists."]}) from exc
+            raise serializers.ValidationError(
+                {"slug": ["A challenge with this slug already exists."]}
+            ) from exc
         serializer.instance = result.challenge
 
     @extend_schema(
@@ -94,7 +100,9 @@ class ChallengeViewSet(viewsets.ModelViewSet):
         parameters=[
             OpenApiParameter("limit", OpenApiTypes.INT, description="1–500, default 50"),
             OpenApiParameter("offset", OpenApiTypes.INT, description="default 0"),
-            OpenApiParameter("player", OpenApiTypes.STR, description="an external id: that player's row"),
+            OpenApiParameter(
+                "player", OpenApiTypes.STR, description="an external id: that player's row"
+            ),
         ],
         responses={200: LeaderboardSerializer},
     )
@@ -118,7 +126,9 @@ class ChallengeViewSet(viewsets.ModelViewSet):
         return Response(LeaderboardSerializer(body).data)
 
 
-def _attempt_out(recorded: services.RecordedAttempt, version: int | None, show_errors: bool) -> dict[str, Any]:
+def _attempt_out(
+    recorded: services.RecordedAttempt, version: int | None, show_errors: bool
+) -> dict[str, Any]:
     attempt, score = recorded.attempt, recorded.score
     details = score.details if score else None
     if details and not show_errors:  # scorer errors are for admins only

@@ -119,7 +119,9 @@ class Attempt(models.Model):
 
     class Meta:
         ordering = ["-created_at", "-id"]
-        indexes = [models.Index(fields=["challenge", "created_at"], name="attempt_challenge_created")]
+        indexes = [
+            models.Index(fields=["challenge", "created_at"], name="attempt_challenge_created")
+        ]
         constraints = [
             models.CheckConstraint(
                 condition=Q(rating__isnull=True) | Q(rating__gte=0, rating__lte=10),
@@ -185,13 +187,14 @@ class AttemptScore(models.Model):
             ),
         ]
 
+    def __str__(self) -> str:
+        return f"{self.score} for attempt {self.attempt_id} under version {self.version_id}"
+
 
 class LeaderboardEntry(models.Model):
     """Each player's best counted attempt under a version: one row per player."""
 
-    version = models.ForeignKey(
-        ScoringVersion, on_delete=models.CASCADE, related_name="entries"
-    )
+    version = models.ForeignKey(ScoringVersion, on_delete=models.CASCADE, related_name="entries")
     player = models.ForeignKey(Player, on_delete=models.CASCADE, related_name="+")
     attempt = models.ForeignKey(Attempt, on_delete=models.CASCADE, related_name="+")
     score = models.FloatField()
@@ -203,5 +206,10 @@ class LeaderboardEntry(models.Model):
             models.UniqueConstraint(fields=["version", "player"], name="entry_version_player"),
         ]
         indexes = [
-            models.Index(fields=["version", "sort_key", "created_at", "attempt"], name="entry_rank"),
+            models.Index(
+                fields=["version", "sort_key", "created_at", "attempt"], name="entry_rank"
+            ),
         ]
+
+    def __str__(self) -> str:
+        return f"{self.player_id}: {self.score} (version {self.version_id})"

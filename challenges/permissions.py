@@ -11,7 +11,9 @@ RECORD_ATTEMPTS = "challenges.add_attempt"
 
 
 def is_scoring_admin(user: Any) -> bool:
-    return bool(user and user.is_authenticated and (user.is_superuser or user.has_perm(CHANGE_SCORING)))
+    return bool(
+        user and user.is_authenticated and (user.is_superuser or user.has_perm(CHANGE_SCORING))
+    )
 
 
 class IsScoringAdmin(BasePermission):

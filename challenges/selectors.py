@@ -77,7 +77,10 @@ def leaderboard_player(*, challenge: Challenge, external_id: str) -> Leaderboard
         return LeaderboardPage(None, 0, [])
     count = _entries(version.pk).count()
     entry = (
-        _entries(version.pk).select_related("player").filter(player__external_id=external_id).first()
+        _entries(version.pk)
+        .select_related("player")
+        .filter(player__external_id=external_id)
+        .first()
     )
     if entry is None:
         return LeaderboardPage(version, count, [])

@@ -55,10 +55,16 @@ class ChallengeSerializer(StrictSerializer):
         default=S.FIRST,
         error_messages={"invalid_choice": _STRATEGY_ERROR},
     )
-    scoring_plugin_id = StrictCharField(max_length=200, required=False, allow_blank=True, default="")
-    scoring_entrypoint = StrictCharField(max_length=300, required=False, allow_blank=True, default="")
+    scoring_plugin_id = StrictCharField(
+        max_length=200, required=False, allow_blank=True, default=""
+    )
+    scoring_entrypoint = StrictCharField(
+        max_length=300, required=False, allow_blank=True, default=""
+    )
     scoring_config = JSONObjectField(required=False, default=dict)
-    scoring_code = StrictCharField(required=False, allow_blank=True, default="", trim_whitespace=False)
+    scoring_code = StrictCharField(
+        required=False, allow_blank=True, default="", trim_whitespace=False
+    )
     score_key = StrictCharField(max_length=64, required=False, allow_blank=True, default="")
     metrics = JSONListField(required=False, default=list)
     tenant_id = StrictCharField(max_length=200, required=False, allow_blank=True, default="")
@@ -87,8 +93,12 @@ class AttemptInSerializer(StrictSerializer):
         max_length=200, required=False, allow_null=True, help_text="Sets the display name."
     )
     succeeded = StrictBooleanField()
-    tokens_total = StrictIntegerField(min_value=0, max_value=MAX_METRIC, required=False, allow_null=True)
-    elapsed_ms = StrictIntegerField(min_value=0, max_value=MAX_METRIC, required=False, allow_null=True)
+    tokens_total = StrictIntegerField(
+        min_value=0, max_value=MAX_METRIC, required=False, allow_null=True
+    )
+    elapsed_ms = StrictIntegerField(
+        min_value=0, max_value=MAX_METRIC, required=False, allow_null=True
+    )
     rating = StrictIntegerField(min_value=0, max_value=10, required=False, allow_null=True)
     created_at = EpochOrISODateTimeField(
         required=False, allow_null=True, help_text="Epoch milliseconds or ISO 8601; absent: now."

@@ -91,7 +91,9 @@ class ChallengeUpdate:
 
 
 @transaction.atomic
-def challenge_update(*, challenge: Challenge, data: dict[str, Any], by: Any = None) -> ChallengeUpdate:
+def challenge_update(
+    *, challenge: Challenge, data: dict[str, Any], by: Any = None
+) -> ChallengeUpdate:
     """Update a challenge. A change of the scoring setup makes a new version and queues
     its rescore; the active version stays until that rescore is done."""
     challenge = Challenge.objects.select_for_update().get(pk=challenge.pk)
@@ -138,7 +140,9 @@ def _attempts_for_scoring(challenge_id: int):
     )
 
 
-def _scores_write(*, version: ScoringVersion, attempts: Sequence[Attempt], outcomes: Sequence[Outcome]) -> list[AttemptScore]:
+def _scores_write(
+    *, version: ScoringVersion, attempts: Sequence[Attempt], outcomes: Sequence[Outcome]
+) -> list[AttemptScore]:
     rows = [
         AttemptScore(
             version=version,
@@ -203,27 +207,30 @@ def _superseded(version: ScoringVersion) -> bool:
     ).exists()
 
 
+_REBUILD_SQL = """
+INSERT INTO {entry} (version_id, player_id, attempt_id, score, sort_key, created_at)
+SELECT version_id, player_id, attempt_id, score, sort_key, created_at FROM (
+    SELECT s.version_id, a.player_id, s.attempt_id, s.score, s.sort_key, a.created_at,
+           ROW_NUMBER() OVER (
+               PARTITION BY a.player_id ORDER BY s.sort_key, a.created_at, s.attempt_id
+           ) AS place
+    FROM {score} s JOIN {attempt} a ON a.id = s.attempt_id
+    WHERE s.version_id = %s AND s.sort_key IS NOT NULL
+) best
+WHERE place = 1
+"""
+
+
 def _entries_rebuild(*, version: ScoringVersion) -> None:
     """Recompute every player's best attempt under ``version`` from its scores."""
     LeaderboardEntry.objects.filter(version=version).delete()
-    entry, score, attempt = (m._meta.db_table for m in (LeaderboardEntry, AttemptScore, Attempt))
+    tables = {
+        "entry": LeaderboardEntry._meta.db_table,
+        "score": AttemptScore._meta.db_table,
+        "attempt": Attempt._meta.db_table,
+    }
     with connection.cursor() as cursor:
-        cursor.execute(
-            f"""
-            INSERT INTO {entry} (version_id, player_id, attempt_id, score, sort_key, created_at)
-            SELECT version_id, player_id, attempt_id, score, sort_key, created_at FROM (
-                SELECT s.version_id, a.player_id, s.attempt_id, s.score, s.sort_key, a.created_at,
-                       ROW_NUMBER() OVER (
-                           PARTITION BY a.player_id
-                           ORDER BY s.sort_key, a.created_at, s.attempt_id
-                       ) AS place
-                FROM {score} s JOIN {attempt} a ON a.id = s.attempt_id
-                WHERE s.version_id = %s AND s.sort_key IS NOT NULL
-            ) best
-            WHERE place = 1
-            """,
-            [version.pk],
-        )
+        cursor.execute(_REBUILD_SQL.format(**tables), [version.pk])
 
 
 _UPSERT_SQL = """
@@ -238,7 +245,9 @@ WHERE excluded.sort_key < {t}.sort_key
 """
 
 
-def _entries_upsert(*, version: ScoringVersion, attempts: Sequence[Attempt], rows: Sequence[AttemptScore]) -> None:
+def _entries_upsert(
+    *, version: ScoringVersion, attempts: Sequence[Attempt], rows: Sequence[AttemptScore]
+) -> None:
     """Keep each player's best attempt under ``version`` after new attempts."""
     best: dict[int, tuple[tuple[float, datetime, int], Attempt, AttemptScore]] = {}
     for a, row in zip(attempts, rows, strict=True):
@@ -305,9 +314,8 @@ def _lock_challenge_shared(challenge_id: int) -> None:
     lock: its write transactions are serialised already."""
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
-            cursor.execute(
-                f"SELECT 1 FROM {Challenge._meta.db_table} WHERE id = %s FOR SHARE", [challenge_id]
-            )
+            table = Challenge._meta.db_table
+            cursor.execute(f"SELECT 1 FROM {table} WHERE id = %s FOR SHARE", [challenge_id])  # noqa: S608
 
 
 def challenge_active_id(challenge_id: int) -> int | None:
@@ -327,7 +335,9 @@ def _versions_to_score(challenge_id: int) -> tuple[int | None, list[ScoringVersi
     return active_id, versions
 
 
-def attempts_record(*, challenge: Challenge, inputs: Sequence[AttemptInput]) -> list[RecordedAttempt]:
+def attempts_record(
+    *, challenge: Challenge, inputs: Sequence[AttemptInput]
+) -> list[RecordedAttempt]:
     """Record attempts, all or nothing, scored under the active version (and any version
     being rescored), and update the leaderboard at once."""
     attempts = [
@@ -349,7 +359,9 @@ def attempts_record(*, challenge: Challenge, inputs: Sequence[AttemptInput]) -> 
     # Score before the transaction: a slow plugin must not hold database locks.
     computed: dict[int, list[Outcome]] = {}
     for version in _versions_to_score(challenge.pk)[1]:
-        computed[version.pk] = scoring.scores_compute(version=version, challenge=challenge, attempts=attempts)
+        computed[version.pk] = scoring.scores_compute(
+            version=version, challenge=challenge, attempts=attempts
+        )
     with transaction.atomic():
         _lock_challenge_shared(challenge.pk)
         players = _players_upsert(inputs)
@@ -361,7 +373,9 @@ def attempts_record(*, challenge: Challenge, inputs: Sequence[AttemptInput]) -> 
         for version in versions:
             outcomes = computed.get(version.pk)
             if outcomes is None:  # a version created since we scored: rare, score now
-                outcomes = scoring.scores_compute(version=version, challenge=challenge, attempts=attempts)
+                outcomes = scoring.scores_compute(
+                    version=version, challenge=challenge, attempts=attempts
+                )
             rows = _scores_write(version=version, attempts=attempts, outcomes=outcomes)
             _entries_upsert(version=version, attempts=attempts, rows=rows)
             if version.pk == active_id:

@@ -21,7 +21,5 @@ def scorer_plugins_load(app_configs: object, **kwargs: object) -> list[checks.Ch
         try:
             reg.info(plugin_id)
         except RegistryError as exc:
-            problems.append(
-                checks.Error(f"Scorer plugin {plugin_id!r}: {exc}", id="podium.E002")
-            )
+            problems.append(checks.Error(f"Scorer plugin {plugin_id!r}: {exc}", id="podium.E002"))
     return problems

@@ -44,9 +44,15 @@ def setup_validate(*, setup: dict[str, Any]) -> dict[str, Any]:
     strategy = setup.get("scoring_strategy")
     if strategy not in S.STRATEGIES:
         known = ", ".join(S.STRATEGIES)
-        raise SetupInvalid({"scoring_strategy": f"Unknown strategy {strategy!r}; choose one of: {known}."})
+        raise SetupInvalid(
+            {"scoring_strategy": f"Unknown strategy {strategy!r}; choose one of: {known}."}
+        )
     timeout = setup.get("timeout_ms", 5000)
-    if isinstance(timeout, bool) or not isinstance(timeout, int) or not 1 <= timeout <= MAX_TIMEOUT_MS:
+    if (
+        isinstance(timeout, bool)
+        or not isinstance(timeout, int)
+        or not 1 <= timeout <= MAX_TIMEOUT_MS
+    ):
         errors["timeout_ms"] = f"Must be an integer from 1 to {MAX_TIMEOUT_MS}."
 
     def unused(field: str, empty: Any) -> None:

@@ -53,8 +53,8 @@ def integration(db, django_user_model):
 
 
 def _client_for(user):
-    from rest_framework.test import APIClient
     from rest_framework.authtoken.models import Token
+    from rest_framework.test import APIClient
 
     client = APIClient()
     if user is not None:

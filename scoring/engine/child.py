@@ -42,7 +42,7 @@ def _score_one(scorer: Any, item: list[Any], config: dict[str, Any], timeout_ms:
         return ["ok", scorer.score(metrics, config, ctx)]
     except _Timeout:
         return ["err", f"timed out after {timeout_ms} ms"]
-    except BaseException as exc:  # noqa: BLE001 - any plugin failure is recorded, not raised
+    except BaseException as exc:
         return ["err", f"{type(exc).__name__}: {exc}"[:2000]]
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
@@ -56,7 +56,7 @@ def main() -> None:
     signal.signal(signal.SIGALRM, _on_alarm)
     try:
         scorer = import_entrypoint(sys.argv[1])()
-    except BaseException as exc:  # noqa: BLE001
+    except BaseException as exc:
         write_frame(channel_out, _encode(["fatal", f"cannot load scorer: {exc}"]))
         return
     write_frame(channel_out, _encode(["ready"]))

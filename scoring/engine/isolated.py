@@ -62,7 +62,9 @@ class IsolatedScorer:
             hello = json.loads(self._reader.read(time.monotonic() + START_TIMEOUT_S))
         except (FrameTimeout, FrameEOF):
             self.stop()
-            raise RuntimeError(f"the scorer process for {self.entrypoint!r} did not start")
+            raise RuntimeError(
+                f"the scorer process for {self.entrypoint!r} did not start"
+            ) from None
         if hello[0] != "ready":
             self.stop()
             raise RuntimeError(str(hello[1]))

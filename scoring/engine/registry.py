@@ -43,8 +43,11 @@ class PluginInfo:
 
 def _parse_entrypoint(entrypoint: str) -> tuple[str, str]:
     module, sep, attr = entrypoint.partition(":")
-    if not sep or not module or not attr or not all(
-        part.isidentifier() for part in [*module.split("."), *attr.split(".")]
+    if (
+        not sep
+        or not module
+        or not attr
+        or not all(part.isidentifier() for part in [*module.split("."), *attr.split(".")])
     ):
         raise RegistryError(f"Entrypoint {entrypoint!r} is not of the form 'package.module:Class'.")
     return module, attr
@@ -160,8 +163,10 @@ class ScorerRegistry:
         or a registered alias; anything else is refused. It is never imported.
         """
         registered = self.entrypoint_for(plugin_id)
-        if entrypoint and entrypoint != registered and entrypoint not in self._aliases.get(
-            plugin_id, ()
+        if (
+            entrypoint
+            and entrypoint != registered
+            and entrypoint not in self._aliases.get(plugin_id, ())
         ):
             raise RegistryError(
                 f"Entrypoint {entrypoint!r} is not the one registered for plugin "

@@ -74,7 +74,7 @@ class PluginScorer:
         started = time.perf_counter()
         try:
             raw = self._instance.score(metrics, self.config, ctx)
-        except Exception as exc:  # noqa: BLE001 - a plugin failure is an outcome
+        except Exception as exc:
             return Outcome.failed(f"{type(exc).__name__}: {exc}"[:2000])
         took_ms = (time.perf_counter() - started) * 1000
         if took_ms > ctx.timeout_ms:

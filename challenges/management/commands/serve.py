@@ -48,13 +48,16 @@ class Command(BaseCommand):
                 preexec_fn=_die_with_parent,
             )  # fmt: skip
             threading.Thread(target=self._watch, args=(worker,), daemon=True).start()
-        url = f"http://{'127.0.0.1' if host in ('0.0.0.0', '::') else host}:{port}/"
+        shown_host = "127.0.0.1" if host in ("0.0.0.0", "::") else host  # noqa: S104
+        url = f"http://{shown_host}:{port}/"
+        broker = settings.CELERY_BROKER_URL.split("@")[-1]  # never print a password
         self.stdout.write(
             "\n"
             f"  Podium is running at {url}\n"
             f"  API docs:   {url}api/docs/\n"
-            f"  Admin:      {url}admin/  (create a login: .venv/bin/python manage.py createsuperuser)\n"
-            f"  Worker:     {'Celery, broker ' + settings.CELERY_BROKER_URL if worker else 'none'}\n"
+            f"  Admin:      {url}admin/\n"
+            "              create a login: .venv/bin/python manage.py createsuperuser\n"
+            f"  Worker:     {'Celery, broker ' + broker if worker else 'none'}\n"
             "  Stop with Ctrl-C.\n"
         )
         try:
