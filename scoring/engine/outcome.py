@@ -34,6 +34,29 @@ def _type_name(value: Any) -> str:
     return type(value).__name__
 
 
+_SCALARS = (int, str, bool, type(None))
+_MAX_FLAT_KEYS = 64
+_MAX_FLAT_STR = 1024
+
+
+def _flat_plain_copy(details: Mapping[str, Any]) -> dict[str, Any] | None:
+    """A copy of a small flat dict of plain JSON scalars, or None when the JSON path
+    must decide (nested values, odd types, NaN, big strings). The fast path for the
+    common case: it gives exactly what the JSON round trip would."""
+    if len(details) > _MAX_FLAT_KEYS:
+        return None
+    for key, value in details.items():
+        if type(key) is not str or len(key) > _MAX_FLAT_STR:
+            return None
+        kind = type(value)
+        if kind is float:
+            if not math.isfinite(value):
+                return None
+        elif kind not in _SCALARS or (kind is str and len(value) > _MAX_FLAT_STR):
+            return None
+    return dict(details)
+
+
 def normalize_result(raw: Any) -> Outcome:
     """Apply DESIGN.md's failure rules to what a scorer returned."""
     if not isinstance(raw, Mapping):
@@ -53,6 +76,9 @@ def normalize_result(raw: Any) -> Outcome:
     if details is not None:
         if not isinstance(details, Mapping):
             return Outcome.failed(f"'details' is {_type_name(details)}, not a dict")
+        fast = _flat_plain_copy(details)
+        if fast is not None:
+            return Outcome(max(score, 0.0), fast)
         try:
             encoded = json.dumps(details, allow_nan=False)
         except (TypeError, ValueError) as exc:

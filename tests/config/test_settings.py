@@ -44,7 +44,7 @@ def test_env_list_and_json(monkeypatch):
 
 def test_check_reports_a_broken_plugin(settings):
     settings.SCORING_PLUGINS = {"acme.broken": "tests.plugins:NotAScorer"}
-    with pytest.raises(SystemCheckError, match="acme.broken"):
+    with pytest.raises(SystemCheckError, match=r"acme\.broken"):
         call_command("check")
 
 
