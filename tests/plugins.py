@@ -51,7 +51,7 @@ class Stubborn:
             while time.monotonic() < deadline:
                 try:
                     time.sleep(60)
-                except BaseException:  # noqa: BLE001, S110 - that is the point
+                except BaseException:  # noqa: S110 - that is the point
                     pass
         return {"score": 2.0}
 
@@ -149,7 +149,7 @@ class HugeDetails:
 class BadSchema:
     """Declares a config_schema that is a dict but not a valid JSON Schema."""
 
-    config_schema = {"type": "objekt"}  # noqa: RUF012
+    config_schema = {"type": "objekt"}
 
     def score(self, metrics, config, ctx):
         return {"score": 1.0}
@@ -158,7 +158,7 @@ class BadSchema:
 class EchoContext:
     """Echoes the metrics, config and context it was given."""
 
-    config_schema = {  # noqa: RUF012
+    config_schema = {
         "type": "object",
         "properties": {"k": {"type": "integer", "default": 7}},
     }
@@ -172,3 +172,29 @@ class EchoContext:
                 "ctx": ctx.as_dict(),
             },
         }
+
+
+class WideDetails:
+    """Flat details of short strings that add up to more than the details size cap."""
+
+    def score(self, metrics, config, ctx):
+        return {"score": 1.0, "details": {f"k{i}": "x" * 1000 for i in range(30)}}
+
+
+class InProcessWideDetails(WideDetails):
+    """WideDetails, declaring itself pure (in process if registered as built-in)."""
+
+    runs_in_process = True
+
+
+class BigIntDetails:
+    """Details holding an int too long for json.dumps (over Python's 4300-digit limit)."""
+
+    def score(self, metrics, config, ctx):
+        return {"score": 1.0, "details": {"n": 10**5000}}
+
+
+class InProcessBigIntDetails(BigIntDetails):
+    """BigIntDetails, declaring itself pure (in process if registered as built-in)."""
+
+    runs_in_process = True

@@ -12,16 +12,23 @@ from jsonschema.exceptions import SchemaError
 from .protocol import ConfigError
 
 
-def _path(error: Any) -> str:
-    parts = [str(p) for p in error.absolute_path]
-    if error.validator == "additionalProperties" and not parts:
-        # "Additional properties are not allowed ('x' was unexpected)": name the key.
-        extra = sorted(set(error.instance) - set(error.schema.get("properties", {})))
-        return ".".join(extra[:1])
-    if error.validator == "required" and not parts:
+def _named_errors(error: Any) -> dict[str, str]:
+    """Path → message for one jsonschema error, one entry per offending key."""
+    prefix = ".".join(str(p) for p in error.absolute_path)
+
+    def under(key: str) -> str:
+        return f"{prefix}.{key}" if prefix else key
+
+    if error.validator == "additionalProperties" and isinstance(error.instance, dict):
+        known = set(error.schema.get("properties", {}))
+        extra = sorted(str(k) for k in error.instance if k not in known)
+        if extra:
+            return {under(k): "unknown key" for k in extra}
+    if error.validator == "required" and isinstance(error.instance, dict):
         missing = [k for k in error.validator_value if k not in error.instance]
-        return ".".join(missing[:1])
-    return ".".join(parts)
+        if missing:
+            return {under(k): "required" for k in missing}
+    return {prefix: error.message}
 
 
 def _check_finite(value: Any, path: str, errors: dict[str, str]) -> None:
@@ -50,11 +57,15 @@ def validate_config(schema: dict[str, Any] | None, config: Any) -> dict[str, Any
     if not schema:
         return copy.deepcopy(config)
     try:
-        validator = Draft202012Validator(schema)
+        Draft202012Validator.check_schema(schema)
+        found = list(Draft202012Validator(schema).iter_errors(config))
     except SchemaError as exc:  # the plugin's fault, reported as such
         raise ConfigError({"": f"the plugin's config_schema is invalid: {exc.message}"}) from exc
-    for error in sorted(validator.iter_errors(config), key=lambda e: list(e.absolute_path)):
-        errors.setdefault(_path(error), error.message)
+    except Exception as exc:
+        raise ConfigError({"": f"the plugin's config_schema cannot be used: {exc}"}) from exc
+    for error in sorted(found, key=lambda e: [str(p) for p in e.absolute_path]):
+        for path, message in _named_errors(error).items():
+            errors.setdefault(path, message)
     if errors:
         raise ConfigError(errors)
     filled = copy.deepcopy(config)

@@ -23,7 +23,7 @@ from .framing import FrameEOF, FrameReader, FrameTimeout, write_frame
 from .outcome import Outcome, normalize_result
 from .protocol import AttemptMetrics, ScoringContext
 
-GRACE_S = 0.5  # how long past the child's own alarm the parent waits before killing it
+GRACE_S = 0.25  # how long past the child's own alarm the parent waits before killing it
 START_TIMEOUT_S = 30.0
 BATCH_SIZE = 500
 
@@ -137,7 +137,12 @@ class IsolatedScorer:
                 outcomes.append(Outcome.failed(f"timed out after {timeout_ms} ms"))
                 return index + 1
             except (FrameEOF, ValueError):
-                code = self._proc.poll() if self._proc else None
+                code = None
+                if self._proc is not None:
+                    try:
+                        code = self._proc.wait(timeout=1)
+                    except subprocess.TimeoutExpired:
+                        pass  # alive but talking nonsense: killed below
                 self._restart()
                 outcomes.append(Outcome.failed(f"the scorer process died (exit code {code})"))
                 return index + 1

@@ -34,26 +34,34 @@ def _type_name(value: Any) -> str:
     return type(value).__name__
 
 
-_SCALARS = (int, str, bool, type(None))
 _MAX_FLAT_KEYS = 64
-_MAX_FLAT_STR = 1024
+_MAX_SAFE_INT = 2**53
 
 
 def _flat_plain_copy(details: Mapping[str, Any]) -> dict[str, Any] | None:
     """A copy of a small flat dict of plain JSON scalars, or None when the JSON path
-    must decide (nested values, odd types, NaN, big strings). The fast path for the
-    common case: it gives exactly what the JSON round trip would."""
+    must decide (nested values, odd types, NaN, big ints, much text). The fast path for
+    the common case: it accepts only what the JSON round trip would accept as it is."""
     if len(details) > _MAX_FLAT_KEYS:
         return None
+    text = 0  # characters of keys and strings: a bound on the JSON size, with the numbers
     for key, value in details.items():
-        if type(key) is not str or len(key) > _MAX_FLAT_STR:
+        if type(key) is not str:
             return None
+        text += len(key) + 32
         kind = type(value)
         if kind is float:
             if not math.isfinite(value):
                 return None
-        elif kind not in _SCALARS or (kind is str and len(value) > _MAX_FLAT_STR):
+        elif kind is int:
+            if not -_MAX_SAFE_INT <= value <= _MAX_SAFE_INT:
+                return None
+        elif kind is str:
+            text += len(value)
+        elif kind is not bool and value is not None:
             return None
+    if text * 2 > MAX_DETAILS_BYTES:  # escapes can double a string's JSON size
+        return None
     return dict(details)
 
 

@@ -132,7 +132,7 @@ class ScorerRegistry:
             saved = (
                 self._entrypoints.get(plugin_id),
                 set(self._aliases.get(plugin_id, ())),
-                self._classes.get(plugin_id),
+                plugin_id in self._builtin,
             )
         self.unregister(plugin_id)
         self.register(plugin_id, entrypoint)
@@ -141,7 +141,7 @@ class ScorerRegistry:
         finally:
             self.unregister(plugin_id)
             if saved[0] is not None:
-                self.register(plugin_id, saved[0], aliases=tuple(saved[1]))
+                self.register(plugin_id, saved[0], aliases=tuple(saved[1]), builtin=saved[2])
 
     # -- lookup -------------------------------------------------------------------
     def ids(self) -> list[str]:

@@ -58,6 +58,7 @@ class PluginScorer:
 
     def __init__(self, registry: ScorerRegistry, setup: ScoringSetup):
         self.strategy = get_strategy(CUSTOM)
+        registry.verify(setup.plugin_id, setup.entrypoint)  # a stale or tampered row: refused
         info = registry.info(setup.plugin_id)
         self.entrypoint = info.entrypoint
         self.config = validate_config(info.config_schema, setup.config)
@@ -77,8 +78,8 @@ class PluginScorer:
         except Exception as exc:
             return Outcome.failed(f"{type(exc).__name__}: {exc}"[:2000])
         took_ms = (time.perf_counter() - started) * 1000
-        if took_ms > ctx.timeout_ms:
-            return Outcome.failed(f"took {took_ms:.0f} ms, over the {ctx.timeout_ms} ms limit")
+        if took_ms > self.timeout_ms:
+            return Outcome.failed(f"took {took_ms:.0f} ms, over the {self.timeout_ms} ms limit")
         return normalize_result(raw)
 
 
