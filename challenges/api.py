@@ -7,7 +7,7 @@ from typing import Any
 
 from django.db import IntegrityError
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, PolymorphicProxySerializer, extend_schema
 from rest_framework import serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.permissions import AllowAny
@@ -17,7 +17,6 @@ from rest_framework.response import Response
 from scoring.services import SetupInvalid
 
 from . import selectors, services
-from .models import Challenge
 from .permissions import CanRecordAttempts, IsScoringAdmin, is_scoring_admin
 from .serializers import (
     AttemptInSerializer,
@@ -38,11 +37,14 @@ class ChallengeViewSet(viewsets.ModelViewSet):
 
     serializer_class = ChallengeSerializer
     pagination_class = None
+    http_method_names = ["get", "post", "patch", "delete", "head", "options"]  # no PUT
 
     def get_queryset(self) -> Any:
-        if self.action == "attempts":  # integrations may record before a challenge is public
-            return Challenge.objects.select_related("active_version")
-        return selectors.challenge_list(user=self.request.user)
+        user = self.request.user
+        # Staff and admins see inactive challenges; integrations may record attempts
+        # before a challenge is public.
+        include_inactive = self.action == "attempts" or user.is_staff or is_scoring_admin(user)
+        return selectors.challenge_list(include_inactive=include_inactive)
 
     def get_permissions(self) -> list[Any]:
         if self.action in ("list", "retrieve", "leaderboard"):
@@ -79,8 +81,20 @@ class ChallengeViewSet(viewsets.ModelViewSet):
         serializer.instance = result.challenge
 
     @extend_schema(
-        request=AttemptInSerializer,
-        responses={201: AttemptOutSerializer},
+        request=PolymorphicProxySerializer(
+            component_name="AttemptOrAttempts",
+            serializers=[AttemptInSerializer, AttemptInSerializer(many=True)],
+            resource_type_field_name=None,
+            many=False,
+        ),
+        responses={
+            201: PolymorphicProxySerializer(
+                component_name="RecordedAttemptOrAttempts",
+                serializers=[AttemptOutSerializer, AttemptOutSerializer(many=True)],
+                resource_type_field_name=None,
+                many=False,
+            )
+        },
         description=(
             "Record one attempt (a JSON object) or many (a JSON list), all or nothing. "
             "Returns them with their score and details under the active version."
@@ -92,8 +106,7 @@ class ChallengeViewSet(viewsets.ModelViewSet):
         inputs, many = attempts_parse(request.data)
         recorded = services.attempts_record(challenge=challenge, inputs=inputs)
         show_errors = is_scoring_admin(request.user)
-        version = challenge.active_version.number if challenge.active_version_id else None
-        out = [_attempt_out(r, version, show_errors) for r in recorded]
+        out = [_attempt_out(r, show_errors) for r in recorded]
         return Response(out if many else out[0], status=status.HTTP_201_CREATED)
 
     @extend_schema(
@@ -126,13 +139,13 @@ class ChallengeViewSet(viewsets.ModelViewSet):
         return Response(LeaderboardSerializer(body).data)
 
 
-def _attempt_out(
-    recorded: services.RecordedAttempt, version: int | None, show_errors: bool
-) -> dict[str, Any]:
+def _attempt_out(recorded: services.RecordedAttempt, show_errors: bool) -> dict[str, Any]:
     attempt, score = recorded.attempt, recorded.score
     details = score.details if score else None
     if details and not show_errors:  # scorer errors are for admins only
         details = {k: v for k, v in details.items() if k != "error"} or None
     data = AttemptOutSerializer(attempt).data
-    data.update(version=version, score=score.score if score else None, details=details)
+    data.update(
+        version=recorded.version_number, score=score.score if score else None, details=details
+    )
     return data

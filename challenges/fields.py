@@ -85,5 +85,13 @@ class EpochOrISODateTimeField(serializers.DateTimeField):
                 )
             if parsed.tzinfo is None:
                 parsed = parsed.replace(tzinfo=UTC)
-            return _truncate_ms(parsed.astimezone(UTC))
+            try:
+                value = parsed.astimezone(UTC)
+            except OverflowError:
+                value = None
+            if value is None or value.year < 1970:
+                raise serializers.ValidationError(
+                    "Must be between 1970-01-01T00:00:00Z and 9999-12-31T23:59:59.999Z."
+                )
+            return _truncate_ms(value)
         raise serializers.ValidationError("Must be epoch milliseconds or an ISO 8601 string.")

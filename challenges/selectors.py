@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 from django.db.models import F, Q, QuerySet, Window
 from django.db.models.functions import Rank
@@ -14,12 +13,10 @@ from .models import Challenge, LeaderboardEntry, ScoringVersion
 RANK_ORDER = (F("sort_key").asc(), F("created_at").asc())
 
 
-def challenge_list(*, user: Any = None) -> QuerySet[Challenge]:
-    """Active challenges; staff see all of them."""
+def challenge_list(*, include_inactive: bool = False) -> QuerySet[Challenge]:
+    """Active challenges (the public's view), or all of them."""
     qs = Challenge.objects.select_related("active_version")
-    if user is not None and user.is_staff:
-        return qs
-    return qs.filter(is_active=True)
+    return qs if include_inactive else qs.filter(is_active=True)
 
 
 @dataclass(frozen=True)

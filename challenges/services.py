@@ -30,6 +30,7 @@ from .models import (
 )
 
 SETUP_FIELDS = ScoringSetupFields.SETUP_FIELDS
+DISPLAY_NAME_MAX = Player._meta.get_field("display_name").max_length
 INFO_FIELDS = ("name", "slug", "description", "is_active", "tenant_id", "app_id", "workflow_id")
 _EMPTY_SETUP = {
     "scoring_plugin_id": "",
@@ -285,7 +286,8 @@ class AttemptInput:
 @dataclass(frozen=True)
 class RecordedAttempt:
     attempt: Attempt
-    score: AttemptScore | None  # under the active version
+    score: AttemptScore | None  # under the active version (None: no active version)
+    version_number: int | None
 
 
 def _players_upsert(inputs: Sequence[AttemptInput]) -> dict[str, Player]:
@@ -294,7 +296,10 @@ def _players_upsert(inputs: Sequence[AttemptInput]) -> dict[str, Player]:
         if item.player_name or item.player not in names:
             names[item.player] = item.player_name or names.get(item.player)
     Player.objects.bulk_create(
-        [Player(external_id=ext, display_name=name or ext) for ext, name in names.items()],
+        [
+            Player(external_id=ext, display_name=(name or ext)[:DISPLAY_NAME_MAX])
+            for ext, name in names.items()
+        ],
         ignore_conflicts=True,
     )
     players = {p.external_id: p for p in Player.objects.filter(external_id__in=list(names))}
@@ -370,6 +375,7 @@ def attempts_record(
         Attempt.objects.bulk_create(attempts)
         active_id, versions = _versions_to_score(challenge.pk)
         active_rows: list[AttemptScore | None] = [None] * len(attempts)
+        active_number = None
         for version in versions:
             outcomes = computed.get(version.pk)
             if outcomes is None:  # a version created since we scored: rare, score now
@@ -379,5 +385,7 @@ def attempts_record(
             rows = _scores_write(version=version, attempts=attempts, outcomes=outcomes)
             _entries_upsert(version=version, attempts=attempts, rows=rows)
             if version.pk == active_id:
-                active_rows = list(rows)
-    return [RecordedAttempt(a, s) for a, s in zip(attempts, active_rows, strict=True)]
+                active_rows, active_number = list(rows), version.number
+    return [
+        RecordedAttempt(a, s, active_number) for a, s in zip(attempts, active_rows, strict=True)
+    ]

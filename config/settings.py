@@ -164,6 +164,8 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.AllowAny"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "challenges.api_errors.exception_handler",
+    # JSON only: every field is strictly typed, which form encodings cannot express.
+    "DEFAULT_PARSER_CLASSES": ["challenges.parsers.SafeJSONParser"],
     "DEFAULT_RENDERER_CLASSES": [
         "rest_framework.renderers.JSONRenderer",
         "rest_framework.renderers.BrowsableAPIRenderer",

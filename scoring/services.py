@@ -6,8 +6,8 @@ engine errors into field errors.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from scoring.engine import strategies as S
@@ -99,9 +99,6 @@ def _validate_plugin(setup: dict[str, Any], out: dict[str, Any], errors: dict[st
         )
 
 
-_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-
-
 def setup_of(version: Any) -> ScoringSetup:
     """The engine's view of a scoring version (or a challenge's current setup)."""
     return ScoringSetup(
@@ -121,8 +118,13 @@ def scorer_for(version: Any) -> Scorer:
     return build_scorer(setup_of(version), registry())
 
 
-def epoch_ms(dt: Any) -> int:
-    return int(dt.timestamp() * 1000)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MS = timedelta(milliseconds=1)
+
+
+def epoch_ms(dt: datetime) -> int:
+    """Exact epoch milliseconds (integer arithmetic: a float loses a millisecond)."""
+    return (dt - _EPOCH) // _MS
 
 
 def attempt_items(

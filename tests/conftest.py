@@ -15,6 +15,11 @@ os.environ.setdefault("CELERY_TASK_ALWAYS_EAGER", "true")
 
 
 @pytest.fixture(autouse=True)
+def _fast_password_hasher(settings):
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture(autouse=True)
 def _eager_celery(settings):
     # Tests run tasks inline; the real-worker tests (rescoring issue) opt out explicitly.
     from config.celery import app

@@ -8,6 +8,7 @@ fixed seeds and small value ranges, so ties and nulls are frequent.
 
 from __future__ import annotations
 
+import calendar
 import random
 from datetime import timedelta
 
@@ -31,13 +32,16 @@ def _weighted(a) -> float:
 
 
 def _epoch_ms(dt) -> int:
-    return int(dt.timestamp() * 1000)
+    return calendar.timegm(dt.utctimetuple()) * 1000 + dt.microsecond // 1000
 
 
 # strategy -> (value of an attempt or None, higher is better?)
 REFERENCE = {
     "first": (lambda a: _epoch_ms(a.created_at) if a.succeeded else None, False),
-    "fastest": (lambda a: a.elapsed_ms if a.succeeded and a.elapsed_ms is not None else None, False),
+    "fastest": (
+        lambda a: a.elapsed_ms if a.succeeded and a.elapsed_ms is not None else None,
+        False,
+    ),
     "fewest_tokens": (
         lambda a: a.tokens_total if a.succeeded and a.tokens_total is not None else None,
         False,
