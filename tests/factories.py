@@ -68,3 +68,39 @@ def attempt_input(
 def record(challenge: Challenge, *inputs: services.AttemptInput) -> list[services.RecordedAttempt]:
     challenge.refresh_from_db()
     return services.attempts_record(challenge=challenge, inputs=list(inputs))
+
+
+# --- API helpers ------------------------------------------------------------------
+SEED_ATTEMPT = {
+    "player": "u1",
+    "succeeded": True,
+    "tokens_total": 1200,
+    "elapsed_ms": 12000,
+    "rating": 5,
+}
+
+
+def detail_url(pk: object) -> str:
+    return f"/api/challenges/{pk}/"
+
+
+def attempts_url(pk: object) -> str:
+    return f"/api/challenges/{pk}/attempts/"
+
+
+def leaderboard_url(pk: object) -> str:
+    return f"/api/challenges/{pk}/leaderboard/"
+
+
+def counts() -> dict[str, int]:
+    """Rows per model: a failed request must leave every count unchanged."""
+    from challenges.models import (
+        Attempt,
+        AttemptScore,
+        LeaderboardEntry,
+        Player,
+        ScoringVersion,
+    )
+
+    models = (Challenge, ScoringVersion, Attempt, Player, AttemptScore, LeaderboardEntry)
+    return {m.__name__: m.objects.count() for m in models}

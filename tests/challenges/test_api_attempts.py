@@ -15,37 +15,16 @@ from challenges.models import (
     Challenge,
     LeaderboardEntry,
     Player,
-    ScoringVersion,
 )
 from scoring.registry import registry
-from tests.factories import WEIGHTED_SEED, make_challenge
-
-SEED_ATTEMPT = {
-    "player": "u1",
-    "succeeded": True,
-    "tokens_total": 1200,
-    "elapsed_ms": 12000,
-    "rating": 5,
-}
-
-
-@pytest.fixture(autouse=True)
-def _fast_passwords(settings):
-    # The personas have passwords; the default PBKDF2 costs ~0.25 s per user.
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
-def attempts_url(pk: object) -> str:
-    return f"/api/challenges/{pk}/attempts/"
-
-
-def leaderboard_url(pk: object) -> str:
-    return f"/api/challenges/{pk}/leaderboard/"
-
-
-def counts() -> dict[str, int]:
-    models = (Challenge, ScoringVersion, Attempt, Player, AttemptScore, LeaderboardEntry)
-    return {m.__name__: m.objects.count() for m in models}
+from tests.factories import (
+    SEED_ATTEMPT,
+    WEIGHTED_SEED,
+    attempts_url,
+    counts,
+    leaderboard_url,
+    make_challenge,
+)
 
 
 def attempt(**changes: object) -> dict:

@@ -12,42 +12,22 @@ import pytest
 
 from challenges.models import (
     Attempt,
-    AttemptScore,
     Challenge,
-    LeaderboardEntry,
-    Player,
     ScoringVersion,
 )
-from tests.factories import WEIGHTED_SEED, attempt_input, make_challenge, record
+from tests.factories import (
+    SEED_ATTEMPT,
+    WEIGHTED_SEED,
+    attempt_input,
+    counts,
+    detail_url,
+    leaderboard_url,
+    make_challenge,
+    record,
+)
 
 LIST_URL = "/api/challenges/"
 REGISTERED_WEIGHTED = "scoring.scorers.weighted:WeightedScorer"
-SEED_ATTEMPT = {
-    "player": "u1",
-    "succeeded": True,
-    "tokens_total": 1200,
-    "elapsed_ms": 12000,
-    "rating": 5,
-}
-
-
-@pytest.fixture(autouse=True)
-def _fast_passwords(settings):
-    # The personas have passwords; the default PBKDF2 costs ~0.25 s per user.
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
-def detail_url(pk: object) -> str:
-    return f"/api/challenges/{pk}/"
-
-
-def leaderboard_url(pk: object) -> str:
-    return f"/api/challenges/{pk}/leaderboard/"
-
-
-def counts() -> dict[str, int]:
-    models = (Challenge, ScoringVersion, Attempt, Player, AttemptScore, LeaderboardEntry)
-    return {m.__name__: m.objects.count() for m in models}
 
 
 def seed_body(**changes: object) -> dict:

@@ -7,32 +7,22 @@ from datetime import UTC, datetime
 import pytest
 
 from challenges.models import (
-    Attempt,
     AttemptScore,
     Challenge,
-    LeaderboardEntry,
     Player,
-    ScoringVersion,
 )
 from scoring.registry import registry
-from tests.factories import T0, WEIGHTED_SEED, attempt_input, make_challenge, record
+from tests.factories import (
+    T0,
+    WEIGHTED_SEED,
+    attempt_input,
+    counts,
+    leaderboard_url,
+    make_challenge,
+    record,
+)
 
 ROW_KEYS = {"rank", "player", "display_name", "score", "attempt_id", "created_at"}
-
-
-@pytest.fixture(autouse=True)
-def _fast_passwords(settings):
-    # The personas have passwords; the default PBKDF2 costs ~0.25 s per user.
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
-def leaderboard_url(pk: object) -> str:
-    return f"/api/challenges/{pk}/leaderboard/"
-
-
-def counts() -> dict[str, int]:
-    models = (Challenge, ScoringVersion, Attempt, Player, AttemptScore, LeaderboardEntry)
-    return {m.__name__: m.objects.count() for m in models}
 
 
 def get_board(client, challenge, **params):
