@@ -5,6 +5,7 @@ Views, the API, the admin, commands and tasks call these; the logic lives here o
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -29,6 +30,7 @@ from .models import (
     ScoringVersion,
 )
 
+logger = logging.getLogger(__name__)
 SETUP_FIELDS = ScoringSetupFields.SETUP_FIELDS
 DISPLAY_NAME_MAX = Player._meta.get_field("display_name").max_length
 INFO_FIELDS = ("name", "slug", "description", "is_active", "tenant_id", "app_id", "workflow_id")
@@ -127,9 +129,21 @@ def _version_create(*, challenge: Challenge, by: Any) -> ScoringVersion:
 
 
 def rescore_enqueue(*, version: ScoringVersion) -> None:
+    """Queue the version's rescore once the transaction commits."""
     from .tasks import rescore_version  # tasks import services: keep the cycle lazy
 
-    transaction.on_commit(lambda: rescore_version.delay(version.pk))
+    def send() -> None:
+        try:
+            rescore_version.delay(version.pk)
+        except Exception:  # the broker is down: the change is saved, the rescore waits
+            logger.exception(
+                "Could not queue the rescore of challenge %s version %s; the active "
+                "version stays until it is rescored.",
+                version.challenge_id,
+                version.number,
+            )
+
+    transaction.on_commit(send)
 
 
 # --- rescoring ------------------------------------------------------------------------

@@ -149,3 +149,21 @@ def test_version_keeps_the_full_setup_and_author(admin):
         "time_penalty": 1.0,
         "token_penalty": 0.01,
     }
+
+
+def test_a_broker_outage_does_not_fail_the_change(
+    monkeypatch, django_capture_on_commit_callbacks, caplog
+):
+    from challenges import tasks
+
+    def broker_down(*args, **kwargs):
+        raise ConnectionError("broker unreachable")
+
+    monkeypatch.setattr(tasks.rescore_version, "delay", broker_down)
+    challenge = make_challenge(scoring_strategy="fastest")
+    with django_capture_on_commit_callbacks(execute=True):
+        update = services.challenge_update(challenge=challenge, data={"scoring_strategy": "first"})
+    assert update.new_version.number == 2  # saved
+    challenge.refresh_from_db()
+    assert challenge.active_version.number == 1  # still the old scores, shown consistently
+    assert "Could not queue the rescore" in caplog.text
