@@ -16,14 +16,17 @@ from rest_framework.response import Response
 
 from scoring.services import SetupInvalid
 
-from . import selectors, services
-from .permissions import CanRecordAttempts, IsScoringAdmin, is_scoring_admin
+from . import rescoring, selectors, services
+from .models import RescoreJob
+from .permissions import CanRecordAttempts, IsScoringAdmin, IsStaffMember, is_scoring_admin
 from .serializers import (
     AttemptInSerializer,
     AttemptOutSerializer,
     ChallengeSerializer,
     LeaderboardQuerySerializer,
     LeaderboardSerializer,
+    RescoreJobSerializer,
+    RescoreStartedSerializer,
     attempts_parse,
 )
 
@@ -51,6 +54,8 @@ class ChallengeViewSet(viewsets.ModelViewSet):
             return [AllowAny()]
         if self.action == "attempts":
             return [CanRecordAttempts()]
+        if self.action == "rescore":
+            return [IsStaffMember()]
         return [IsScoringAdmin()]
 
     def perform_create(self, serializer: ChallengeSerializer) -> None:
@@ -109,6 +114,14 @@ class ChallengeViewSet(viewsets.ModelViewSet):
         out = [_attempt_out(r, show_errors) for r in recorded]
         return Response(out if many else out[0], status=status.HTTP_201_CREATED)
 
+    @extend_schema(request=None, responses={202: RescoreStartedSerializer})
+    @action(detail=True, methods=["post"])
+    def rescore(self, request: Request, pk: str | None = None) -> Response:
+        """Queue a rescore of the current setup (staff). The leaderboard keeps the active
+        version until every attempt is scored, then switches in one step."""
+        job = rescoring.rescore_start(challenge=self.get_object(), by=request.user)
+        return Response({"job": job.pk}, status=status.HTTP_202_ACCEPTED)
+
     @extend_schema(
         parameters=[
             OpenApiParameter("limit", OpenApiTypes.INT, description="1–500, default 50"),
@@ -137,6 +150,27 @@ class ChallengeViewSet(viewsets.ModelViewSet):
             "results": page.rows,
         }
         return Response(LeaderboardSerializer(body).data)
+
+
+class RescoreJobViewSet(viewsets.GenericViewSet):
+    """Rescore jobs: staff watch and cancel them."""
+
+    serializer_class = RescoreJobSerializer
+    permission_classes = [IsStaffMember]
+    queryset = RescoreJob.objects.select_related("version")
+
+    def retrieve(self, request: Request, pk: str | None = None) -> Response:
+        return Response(RescoreJobSerializer(self.get_object()).data)
+
+    @extend_schema(request=None, responses={200: RescoreJobSerializer})
+    @action(detail=True, methods=["post"])
+    def cancel(self, request: Request, pk: str | None = None) -> Response:
+        """Stop the job; the active version does not change. 409 if it has finished."""
+        try:
+            job = rescoring.job_cancel(job=self.get_object())
+        except rescoring.JobStateError as exc:
+            return Response({"status": [str(exc)]}, status=status.HTTP_409_CONFLICT)
+        return Response(RescoreJobSerializer(job).data)
 
 
 def _attempt_out(recorded: services.RecordedAttempt, show_errors: bool) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
-from django.db.models import Q
+from django.db.models import F, Q
 
 from scoring.engine import strategies as S
 
@@ -152,6 +152,7 @@ class ScoringVersion(ScoringSetupFields):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
     )
     created_at = models.DateTimeField(auto_now_add=True)
+    reason = models.CharField(max_length=200, blank=True, help_text="Why it was made.")
     # Set when every attempt has a score under this version (then it may become active).
     scored_at = models.DateTimeField(null=True, blank=True)
 
@@ -213,3 +214,77 @@ class LeaderboardEntry(models.Model):
 
     def __str__(self) -> str:
         return f"{self.player_id}: {self.score} (version {self.version_id})"
+
+
+class RescoreJob(models.Model):
+    """Background work that scores every attempt of a challenge under one version, in
+    chunks, then makes that version active in one step."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        SUCCEEDED = "succeeded"
+        FAILED = "failed"
+        CANCELLED = "cancelled"
+
+    ACTIVE_STATUSES = (Status.QUEUED, Status.RUNNING)
+
+    challenge = models.ForeignKey(Challenge, on_delete=models.CASCADE, related_name="rescore_jobs")
+    version = models.ForeignKey(ScoringVersion, on_delete=models.CASCADE, related_name="jobs")
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
+    total = models.PositiveIntegerField(default=0, help_text="Attempts to score.")
+    processed = models.PositiveIntegerField(default=0, help_text="Attempts scored so far.")
+    failed = models.PositiveIntegerField(default=0, help_text="Attempts whose scorer failed.")
+    chunks_total = models.PositiveIntegerField(default=0)
+    chunks_done = models.PositiveIntegerField(default=0)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    error = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["challenge", "status"], name="job_challenge_status")]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(status__in=["queued", "running", "succeeded", "failed", "cancelled"]),
+                name="job_status_known",
+            ),
+            models.CheckConstraint(
+                condition=Q(chunks_done__lte=F("chunks_total")), name="job_chunks_done_le_total"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"Rescore {self.pk} of {self.challenge_id} v{self.version_id} ({self.status})"
+
+    @property
+    def is_active(self) -> bool:
+        return self.status in self.ACTIVE_STATUSES
+
+
+class RescoreChunk(models.Model):
+    """A range of a challenge's attempts (by id, inclusive) that one task scores.
+
+    ``done_at`` is set in the same transaction that writes the chunk's scores, so a
+    retried or duplicated chunk task finds it done and writes nothing twice."""
+
+    job = models.ForeignKey(RescoreJob, on_delete=models.CASCADE, related_name="chunks")
+    number = models.PositiveIntegerField()
+    first_attempt_id = models.BigIntegerField()
+    last_attempt_id = models.BigIntegerField()
+    done_at = models.DateTimeField(null=True, blank=True)
+    scored = models.PositiveIntegerField(default=0)
+    failed = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["job", "number"]
+        constraints = [
+            models.UniqueConstraint(fields=["job", "number"], name="chunk_job_number"),
+        ]
+
+    def __str__(self) -> str:
+        return f"Chunk {self.number} of job {self.job_id}"

@@ -23,6 +23,18 @@ class IsScoringAdmin(BasePermission):
         return is_scoring_admin(request.user)
 
 
+def is_staff_member(user: Any) -> bool:
+    """Staff may trigger and cancel rescoring (admins may too)."""
+    return bool(user and user.is_authenticated and (user.is_staff or is_scoring_admin(user)))
+
+
+class IsStaffMember(BasePermission):
+    message = "Only staff may start, watch or cancel rescoring."
+
+    def has_permission(self, request: Any, view: Any) -> bool:
+        return is_staff_member(request.user)
+
+
 class CanRecordAttempts(BasePermission):
     message = "This token may not record attempts (it needs challenges.add_attempt)."
 

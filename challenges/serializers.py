@@ -172,6 +172,26 @@ class AttemptOutSerializer(serializers.Serializer):
     details = serializers.JSONField(allow_null=True)
 
 
+class RescoreJobSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    challenge = serializers.IntegerField(source="challenge_id")
+    status = serializers.ChoiceField(
+        choices=["queued", "running", "succeeded", "failed", "cancelled"]
+    )
+    processed = serializers.IntegerField()
+    total = serializers.IntegerField()
+    failed = serializers.IntegerField(help_text="Attempts whose scorer failed (score null).")
+    version = serializers.IntegerField(source="version.number")
+    error = serializers.CharField()
+    created_at = serializers.DateTimeField()
+    started_at = serializers.DateTimeField(allow_null=True)
+    finished_at = serializers.DateTimeField(allow_null=True)
+
+
+class RescoreStartedSerializer(serializers.Serializer):
+    job = serializers.IntegerField()
+
+
 class LeaderboardQuerySerializer(serializers.Serializer):
     limit = StrictIntegerField(min_value=1, max_value=500, required=False, default=50)
     offset = StrictIntegerField(min_value=0, max_value=10**9, required=False, default=0)

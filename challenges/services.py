@@ -12,7 +12,6 @@ from datetime import datetime
 from typing import Any
 
 from django.db import connection, transaction
-from django.db.models import Exists, F, OuterRef
 from django.utils import timezone
 from django.utils.text import slugify
 
@@ -20,12 +19,13 @@ from scoring import services as scoring
 from scoring.engine import strategies as S
 from scoring.engine.outcome import Outcome
 
+from . import rescoring, scores
 from .models import (
     Attempt,
     AttemptScore,
     Challenge,
-    LeaderboardEntry,
     Player,
+    RescoreJob,
     ScoringSetupFields,
     ScoringVersion,
 )
@@ -69,7 +69,7 @@ def challenge_create(*, data: dict[str, Any], by: Any = None) -> Challenge:
     if not challenge.slug:
         challenge.slug = _unique_slug(challenge.name)
     challenge.save()
-    version = _version_create(challenge=challenge, by=by)
+    version = version_create(challenge=challenge, by=by, reason="created")
     version.scored_at = timezone.now()
     version.save(update_fields=["scored_at"])
     challenge.active_version = version
@@ -91,6 +91,7 @@ def setup_merge(*, challenge: Challenge, changes: dict[str, Any]) -> dict[str, A
 class ChallengeUpdate:
     challenge: Challenge
     new_version: ScoringVersion | None  # set when the scoring setup changed
+    job: RescoreJob | None  # the rescore queued for the new version
 
 
 @transaction.atomic
@@ -111,175 +112,25 @@ def challenge_update(
         if setup != challenge.setup_dict():
             for name, value in setup.items():
                 setattr(challenge, name, value)
-            new_version = _version_create(challenge=challenge, by=by)
+            new_version = version_create(challenge=challenge, by=by, reason="setup change")
     challenge.save()
+    job = None
     if new_version is not None:
-        rescore_enqueue(version=new_version)
-    return ChallengeUpdate(challenge, new_version)
+        job = rescoring.rescore_start(challenge=challenge, version=new_version, by=by)
+    return ChallengeUpdate(challenge, new_version, job)
 
 
-def _version_create(*, challenge: Challenge, by: Any) -> ScoringVersion:
+def version_create(*, challenge: Challenge, by: Any, reason: str) -> ScoringVersion:
+    """A new version holding the challenge's current setup (call with the challenge row
+    locked, or in its creating transaction, so numbers never collide)."""
     last = challenge.versions.order_by("-number").values_list("number", flat=True).first() or 0
     return ScoringVersion.objects.create(
         challenge=challenge,
         number=last + 1,
+        reason=reason,
         created_by=by if getattr(by, "is_authenticated", False) else None,
         **challenge.setup_dict(),
     )
-
-
-def rescore_enqueue(*, version: ScoringVersion) -> None:
-    """Queue the version's rescore once the transaction commits."""
-    from .tasks import rescore_version  # tasks import services: keep the cycle lazy
-
-    def send() -> None:
-        try:
-            rescore_version.delay(version.pk)
-        except Exception:  # the broker is down: the change is saved, the rescore waits
-            logger.exception(
-                "Could not queue the rescore of challenge %s version %s; the active "
-                "version stays until it is rescored.",
-                version.challenge_id,
-                version.number,
-            )
-
-    transaction.on_commit(send)
-
-
-# --- rescoring ------------------------------------------------------------------------
-def _attempts_for_scoring(challenge_id: int):
-    return (
-        Attempt.objects.filter(challenge_id=challenge_id)
-        .annotate(player_external_id=F("player__external_id"))
-        .only("id", "player_id", "succeeded", "tokens_total", "elapsed_ms", "rating", "created_at")
-    )
-
-
-def _scores_write(
-    *, version: ScoringVersion, attempts: Sequence[Attempt], outcomes: Sequence[Outcome]
-) -> list[AttemptScore]:
-    rows = [
-        AttemptScore(
-            version=version,
-            attempt_id=a.pk,
-            score=o.score,
-            sort_key=scoring.sort_key_of(version, o.score),
-            details=o.details,
-            error=o.error,
-        )
-        for a, o in zip(attempts, outcomes, strict=True)
-    ]
-    # ignore_conflicts: a retried chunk, or an attempt ingestion already scored under
-    # this version, keeps the one row it has.
-    AttemptScore.objects.bulk_create(rows, ignore_conflicts=True)
-    return rows
-
-
-def _score_missing(*, version: ScoringVersion, chunk: int) -> int:
-    """Score every attempt of the version's challenge that has no score under it."""
-    challenge = version.challenge
-    scored = AttemptScore.objects.filter(version=version, attempt=OuterRef("pk"))
-    todo = _attempts_for_scoring(challenge.pk).filter(~Exists(scored)).order_by("pk")
-    done, last_pk = 0, 0
-    while True:
-        batch = list(todo.filter(pk__gt=last_pk)[:chunk])
-        if not batch:
-            return done
-        outcomes = scoring.scores_compute(version=version, challenge=challenge, attempts=batch)
-        _scores_write(version=version, attempts=batch, outcomes=outcomes)
-        done += len(batch)
-        last_pk = batch[-1].pk
-
-
-def version_rescore(*, version_id: int, chunk: int = 2000) -> ScoringVersion | None:
-    """Score every attempt under a version, then make it active in one transaction.
-
-    Returns None when the version is gone or a newer version superseded it (the newer
-    one's rescore activates that one instead).
-    """
-    version = ScoringVersion.objects.select_related("challenge").filter(pk=version_id).first()
-    if version is None or _superseded(version):
-        return None
-    _score_missing(version=version, chunk=chunk)
-    with transaction.atomic():
-        challenge = Challenge.objects.select_for_update().get(pk=version.challenge_id)
-        if _superseded(version):
-            return None
-        version.challenge = challenge
-        # Under the lock no attempt can be recorded: catch up the ones recorded meanwhile.
-        _score_missing(version=version, chunk=chunk)
-        _entries_rebuild(version=version)
-        version.scored_at = timezone.now()
-        version.save(update_fields=["scored_at"])
-        challenge.active_version = version
-        challenge.save(update_fields=["active_version", "updated_at"])
-    return version
-
-
-def _superseded(version: ScoringVersion) -> bool:
-    return ScoringVersion.objects.filter(
-        challenge_id=version.challenge_id, number__gt=version.number
-    ).exists()
-
-
-_REBUILD_SQL = """
-INSERT INTO {entry} (version_id, player_id, attempt_id, score, sort_key, created_at)
-SELECT version_id, player_id, attempt_id, score, sort_key, created_at FROM (
-    SELECT s.version_id, a.player_id, s.attempt_id, s.score, s.sort_key, a.created_at,
-           ROW_NUMBER() OVER (
-               PARTITION BY a.player_id ORDER BY s.sort_key, a.created_at, s.attempt_id
-           ) AS place
-    FROM {score} s JOIN {attempt} a ON a.id = s.attempt_id
-    WHERE s.version_id = %s AND s.sort_key IS NOT NULL
-) best
-WHERE place = 1
-"""
-
-
-def _entries_rebuild(*, version: ScoringVersion) -> None:
-    """Recompute every player's best attempt under ``version`` from its scores."""
-    LeaderboardEntry.objects.filter(version=version).delete()
-    tables = {
-        "entry": LeaderboardEntry._meta.db_table,
-        "score": AttemptScore._meta.db_table,
-        "attempt": Attempt._meta.db_table,
-    }
-    with connection.cursor() as cursor:
-        cursor.execute(_REBUILD_SQL.format(**tables), [version.pk])
-
-
-_UPSERT_SQL = """
-INSERT INTO {t} (version_id, player_id, attempt_id, score, sort_key, created_at)
-VALUES (%s, %s, %s, %s, %s, %s)
-ON CONFLICT (version_id, player_id) DO UPDATE SET
-    attempt_id = excluded.attempt_id, score = excluded.score,
-    sort_key = excluded.sort_key, created_at = excluded.created_at
-WHERE excluded.sort_key < {t}.sort_key
-   OR (excluded.sort_key = {t}.sort_key AND (excluded.created_at < {t}.created_at
-       OR (excluded.created_at = {t}.created_at AND excluded.attempt_id < {t}.attempt_id)))
-"""
-
-
-def _entries_upsert(
-    *, version: ScoringVersion, attempts: Sequence[Attempt], rows: Sequence[AttemptScore]
-) -> None:
-    """Keep each player's best attempt under ``version`` after new attempts."""
-    best: dict[int, tuple[tuple[float, datetime, int], Attempt, AttemptScore]] = {}
-    for a, row in zip(attempts, rows, strict=True):
-        if row.sort_key is None:
-            continue
-        key = (row.sort_key, a.created_at, a.pk)
-        if a.player_id not in best or key < best[a.player_id][0]:
-            best[a.player_id] = (key, a, row)
-    if not best:
-        return
-    adapt = connection.ops.adapt_datetimefield_value
-    params = [
-        (version.pk, a.player_id, a.pk, row.score, row.sort_key, adapt(a.created_at))
-        for _, a, row in best.values()
-    ]
-    with connection.cursor() as cursor:
-        cursor.executemany(_UPSERT_SQL.format(t=LeaderboardEntry._meta.db_table), params)
 
 
 # --- attempts ---------------------------------------------------------------------------
@@ -344,14 +195,14 @@ def challenge_active_id(challenge_id: int) -> int | None:
 
 
 def _versions_to_score(challenge_id: int) -> tuple[int | None, list[ScoringVersion]]:
-    """The active version, and the newest version too while its rescore runs (only the
-    newest can become active: older pending ones are superseded)."""
+    """The active version first, then any version whose rescore job is under way (so
+    attempts recorded during a rescore are scored under the new version too)."""
     active_id = challenge_active_id(challenge_id)
-    newest = ScoringVersion.objects.filter(challenge_id=challenge_id).order_by("-number").first()
+    pending = ScoringVersion.objects.filter(
+        challenge_id=challenge_id, jobs__status__in=RescoreJob.ACTIVE_STATUSES
+    ).exclude(pk=active_id)
     versions = list(ScoringVersion.objects.filter(pk=active_id)) if active_id else []
-    if newest is not None and newest.pk != active_id and newest.scored_at is None:
-        versions.append(newest)
-    return active_id, versions
+    return active_id, versions + list(pending.distinct())
 
 
 def attempts_record(
@@ -396,8 +247,8 @@ def attempts_record(
                 outcomes = scoring.scores_compute(
                     version=version, challenge=challenge, attempts=attempts
                 )
-            rows = _scores_write(version=version, attempts=attempts, outcomes=outcomes)
-            _entries_upsert(version=version, attempts=attempts, rows=rows)
+            rows = scores.scores_write(version=version, attempts=attempts, outcomes=outcomes)
+            scores.entries_upsert(version=version, attempts=attempts, rows=rows)
             if version.pk == active_id:
                 active_rows, active_number = list(rows), version.number
     return [

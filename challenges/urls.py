@@ -5,6 +5,7 @@ from . import api, views
 
 router = DefaultRouter()
 router.register("challenges", api.ChallengeViewSet, basename="challenge")
+router.register("rescore-jobs", api.RescoreJobViewSet, basename="rescore-job")
 
 app_name = "challenges"
 urlpatterns = [

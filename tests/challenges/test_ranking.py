@@ -14,7 +14,7 @@ from datetime import timedelta
 
 import pytest
 
-from challenges import selectors, services
+from challenges import rescoring, selectors, services
 from tests.factories import T0, attempt_input, make_challenge, record
 
 WEIGHTS = {"success_bonus": 100.0, "rating_weight": 10.0, "time_penalty": 1.0, "token_penalty": 1.0}
@@ -119,12 +119,10 @@ def test_leaderboard_matches_brute_force(strategy, seed):
     assert db_leaderboard(challenge) == expected
 
     # A rescore rebuilds the board from scratch (the bulk path): same result.
-    with_new_version = services.challenge_update(
-        challenge=challenge, data={"timeout_ms": 4000}
-    ).new_version
-    services.version_rescore(version_id=with_new_version.pk)
+    update = services.challenge_update(challenge=challenge, data={"timeout_ms": 4000})
+    rescoring.job_run_inline(job=update.job)
     challenge.refresh_from_db()
-    assert challenge.active_version_id == with_new_version.pk
+    assert challenge.active_version_id == update.new_version.pk
     assert db_leaderboard(challenge) == expected
 
 

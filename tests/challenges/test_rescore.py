@@ -1,16 +1,25 @@
-"""Scoring versions: a setup change makes a version, its rescore switches atomically,
-history is never rewritten, and no attempt is left without a score."""
+"""Scoring versions and rescore jobs (run inline here; tests/realworker runs them on a
+real Celery worker): a setup change makes a version, its job switches atomically,
+history is never rewritten, no attempt is left without a score, nothing is written twice.
+"""
 
 from __future__ import annotations
 
 import pytest
 
-from challenges import selectors, services
-from challenges.models import AttemptScore, LeaderboardEntry, ScoringVersion
+from challenges import rescoring, selectors, services
+from challenges.models import (
+    AttemptScore,
+    LeaderboardEntry,
+    RescoreChunk,
+    RescoreJob,
+    ScoringVersion,
+)
 from scoring.registry import registry
 from tests.factories import WEIGHTED_SEED, attempt_input, make_challenge, record
 
 pytestmark = pytest.mark.django_db
+Status = RescoreJob.Status
 
 
 def board(challenge):
@@ -34,12 +43,13 @@ def test_setup_change_switches_only_when_rescored():
     update = services.challenge_update(
         challenge=challenge, data={"scoring_config": {"success_bonus": 10.0}}
     )
-    version = update.new_version
-    assert version.number == 2 and version.scored_at is None
+    assert update.new_version.number == 2 and update.new_version.scored_at is None
+    assert update.job.status == Status.QUEUED and update.job.total == 1
     # Not rescored yet: the public board still shows version 1.
     assert board(challenge) == (1, [("a", 145.0)])
 
-    services.version_rescore(version_id=version.pk)
+    job = rescoring.job_run_inline(job=update.job)
+    assert (job.status, job.processed, job.total, job.failed) == (Status.SUCCEEDED, 1, 1, 0)
     # defaults: rating_weight 10, time_penalty 1, token_penalty 0.01
     assert board(challenge) == (2, [("a", 10.0 + 50.0 - 12.0 - 12.0)])
     # History kept: version 1's scores are untouched.
@@ -50,7 +60,7 @@ def test_setup_change_switches_only_when_rescored():
 def test_info_change_makes_no_version():
     challenge = make_challenge()
     update = services.challenge_update(challenge=challenge, data={"name": "Renamed"})
-    assert update.new_version is None
+    assert update.new_version is None and update.job is None
     assert challenge.versions.count() == 1
 
 
@@ -60,55 +70,147 @@ def test_same_setup_makes_no_version():
     assert update.new_version is None
 
 
+def test_rescore_of_the_same_setup_makes_a_new_version():
+    challenge = make_challenge(scoring_strategy="fastest")
+    record(challenge, attempt_input("a", elapsed_ms=5))
+    job = rescoring.rescore_start(challenge=challenge)
+    assert job.version.number == 2 and job.version.reason == "rescore"
+    rescoring.job_run_inline(job=job)
+    assert board(challenge) == (2, [("a", 5.0)])
+
+
+def test_chunks_cover_every_attempt_once(settings):
+    settings.PODIUM_SCORING_CHUNK = 7
+    challenge = make_challenge(scoring_strategy="fastest")
+    other = make_challenge(scoring_strategy="fastest")
+    for i in range(30):  # interleave ids with another challenge's attempts
+        record(challenge, attempt_input(f"p{i}", elapsed_ms=i + 1))
+        record(other, attempt_input(f"q{i}", elapsed_ms=i + 1))
+    job = rescoring.rescore_start(challenge=challenge)
+    chunks = list(job.chunks.order_by("number"))
+    assert [c.number for c in chunks] == [1, 2, 3, 4, 5]
+    assert job.total == 30 and job.chunks_total == 5
+    ids = sorted(challenge.attempts.values_list("pk", flat=True))
+    covered = [pk for c in chunks for pk in ids if c.first_attempt_id <= pk <= c.last_attempt_id]
+    assert covered == ids  # each attempt in exactly one chunk
+    job = rescoring.job_run_inline(job=job)
+    assert (job.status, job.processed, job.chunks_done) == (Status.SUCCEEDED, 30, 5)
+    assert AttemptScore.objects.filter(version=job.version).count() == 30
+    assert board(challenge)[1][:2] == [("p0", 1.0), ("p1", 2.0)]
+
+
 def test_attempts_recorded_during_a_rescore_are_scored_under_the_new_version():
     challenge = make_challenge(scoring_strategy="fastest")
     record(challenge, attempt_input("a", elapsed_ms=500))
-    version = services.challenge_update(
+    update = services.challenge_update(
         challenge=challenge, data={"scoring_strategy": "fewest_tokens"}
-    ).new_version
-    # Recorded while version 2 is pending: scored under both versions.
+    )
+    # Recorded while version 2's job is queued: scored under both versions.
     [recorded] = record(challenge, attempt_input("b", elapsed_ms=900, tokens_total=7))
     assert recorded.score.score == 900.0  # the active version (fastest)
-    assert AttemptScore.objects.get(version=version, attempt=recorded.attempt).score == 7.0
-    services.version_rescore(version_id=version.pk)
+    assert recorded.version_number == 1
+    new_score = AttemptScore.objects.get(version=update.new_version, attempt=recorded.attempt)
+    assert new_score.score == 7.0
+    job = rescoring.job_run_inline(job=update.job)
     assert board(challenge) == (2, [("b", 7.0)])  # a has no tokens: not counted
+    assert job.total == 2 and job.processed == 2  # the late attempt is counted too
 
 
-def test_rescore_is_idempotent():
+def test_finalize_catches_up_attempts_no_one_scored():
+    challenge = make_challenge(scoring_strategy="fastest")
+    record(challenge, attempt_input("a", elapsed_ms=50))
+    job = rescoring.rescore_start(challenge=challenge)
+    rescoring.job_run_inline(job=job)  # done; now simulate an attempt the job missed
+    late_job = rescoring.rescore_start(challenge=challenge)
+    record(challenge, attempt_input("b", elapsed_ms=10))
+    AttemptScore.objects.filter(version=late_job.version).delete()  # as if never scored
+    late_job = rescoring.job_run_inline(job=late_job)
+    assert late_job.status == Status.SUCCEEDED
+    assert AttemptScore.objects.filter(version=late_job.version).count() == 2
+    assert board(challenge) == (3, [("b", 10.0), ("a", 50.0)])
+
+
+def test_a_retried_chunk_writes_nothing_twice():
     challenge = make_challenge(scoring_strategy="fastest")
     record(challenge, *[attempt_input(f"p{i}", elapsed_ms=100 * i) for i in range(5)])
-    version = services.challenge_update(
-        challenge=challenge, data={"scoring_strategy": "first"}
-    ).new_version
-    services.version_rescore(version_id=version.pk)
-    services.version_rescore(version_id=version.pk)  # a retried task
-    assert AttemptScore.objects.filter(version=version).count() == 5
-    assert LeaderboardEntry.objects.filter(version=version).count() == 5
-    assert board(challenge)[0] == 2
+    job = rescoring.rescore_start(challenge=challenge)
+    [chunk] = job.chunks.all()
+    assert rescoring.chunk_run(chunk_id=chunk.pk) is True
+    assert rescoring.chunk_run(chunk_id=chunk.pk) is False  # a redelivered task
+    job.refresh_from_db()
+    assert (job.status, job.processed, job.chunks_done) == (Status.SUCCEEDED, 5, 1)
+    assert AttemptScore.objects.filter(version=job.version).count() == 5
+    assert LeaderboardEntry.objects.filter(version=job.version).count() == 5
+    rescoring.job_run_inline(job=job)  # and a late dispatch of the whole job
+    assert AttemptScore.objects.filter(version=job.version).count() == 5
 
 
-def test_superseded_version_never_becomes_active():
+def test_newer_job_supersedes_older():
     challenge = make_challenge(scoring_strategy="fastest")
     record(challenge, attempt_input("a", elapsed_ms=5, tokens_total=3, rating=4))
-    v2 = services.challenge_update(
+    old = services.challenge_update(
         challenge=challenge, data={"scoring_strategy": "fewest_tokens"}
-    ).new_version
-    v3 = services.challenge_update(
+    ).job
+    new = services.challenge_update(
         challenge=challenge, data={"scoring_strategy": "highest_rating"}
-    ).new_version
-    assert services.version_rescore(version_id=v2.pk) is None
-    assert board(challenge) == (1, [("a", 5.0)])
-    services.version_rescore(version_id=v3.pk)
+    ).job
+    old.refresh_from_db()
+    assert old.status == Status.CANCELLED and "Superseded" in old.error
+    assert rescoring.job_run_inline(job=old).status == Status.CANCELLED
+    assert board(challenge) == (1, [("a", 5.0)])  # nothing switched
+    assert rescoring.job_run_inline(job=new).status == Status.SUCCEEDED
     assert board(challenge) == (3, [("a", 4.0)])
-    assert services.version_rescore(version_id=v2.pk) is None  # late retry of the old one
+    rescoring.job_run_inline(job=old)  # a late retry of the old one changes nothing
     assert board(challenge)[0] == 3
 
 
-def test_rescore_of_a_deleted_version_is_quiet():
-    assert services.version_rescore(version_id=999_999) is None
+def test_cancel_keeps_the_active_version():
+    challenge = make_challenge(scoring_strategy="fastest")
+    record(challenge, *[attempt_input(f"p{i}", elapsed_ms=i) for i in range(3)])
+    job = rescoring.rescore_start(challenge=challenge)
+    job = rescoring.job_cancel(job=job)
+    assert job.status == Status.CANCELLED and job.finished_at is not None
+    rescoring.job_run_inline(job=job)
+    assert board(challenge)[0] == 1
+    assert AttemptScore.objects.filter(version=job.version).count() == 0
+    with pytest.raises(rescoring.JobStateError, match="cancelled"):
+        rescoring.job_cancel(job=job)
 
 
-def test_scorer_failures_are_recorded_not_raised():
+def test_cancel_mid_run_shows_no_partial_scores(settings):
+    settings.PODIUM_SCORING_CHUNK = 2
+    challenge = make_challenge(scoring_strategy="fastest")
+    record(challenge, *[attempt_input(f"p{i}", elapsed_ms=i + 10) for i in range(6)])
+    job = rescoring.rescore_start(challenge=challenge)
+    first = job.chunks.order_by("number").first()
+    rescoring.chunk_run(chunk_id=first.pk)
+    rescoring.job_cancel(job=job)
+    for chunk in job.chunks.all():
+        rescoring.chunk_run(chunk_id=chunk.pk)
+    job.refresh_from_db()
+    assert job.status == Status.CANCELLED and job.chunks_done == 1
+    assert board(challenge)[0] == 1  # the public board never saw version 2
+
+
+def test_job_for_an_empty_challenge_succeeds_at_once():
+    challenge = make_challenge(scoring_strategy="fastest")
+    job = rescoring.job_run_inline(job=rescoring.rescore_start(challenge=challenge))
+    assert (job.status, job.total, job.chunks_total) == (Status.SUCCEEDED, 0, 0)
+    assert board(challenge) == (2, [])
+
+
+def test_resume_requeues_unfinished_jobs_only():
+    challenge = make_challenge(scoring_strategy="fastest")
+    record(challenge, attempt_input("a", elapsed_ms=1))
+    running = rescoring.rescore_start(challenge=challenge)
+    other = make_challenge(scoring_strategy="fastest")
+    finished = rescoring.job_run_inline(job=rescoring.rescore_start(challenge=other))
+    sent: list[int] = []
+    assert rescoring.jobs_resume(send_dispatch=sent.append) == [running.pk]
+    assert sent == [running.pk] and finished.pk not in sent
+
+
+def test_scorer_failures_are_recorded_and_counted():
     with registry().temporarily("t.tokens", "tests.plugins:TokensScorer"):
         challenge = make_challenge(scoring_strategy="custom", scoring_plugin_id="t.tokens")
         results = record(
@@ -116,11 +218,13 @@ def test_scorer_failures_are_recorded_not_raised():
             attempt_input("a", tokens_total=13),  # TokensScorer raises for 13
             attempt_input("b", tokens_total=20),
         )
+        job = rescoring.job_run_inline(job=rescoring.rescore_start(challenge=challenge))
     assert results[0].score.score is None
     assert "unlucky" in results[0].score.error
     assert results[0].score.details == {"error": results[0].score.error}
     assert results[1].score.score == 20.0
-    assert board(challenge) == (1, [("b", 20.0)])
+    assert (job.status, job.processed, job.failed) == (Status.SUCCEEDED, 2, 1)
+    assert board(challenge) == (2, [("b", 20.0)])
 
 
 def test_unregistered_plugin_scores_none_with_reason():
@@ -135,13 +239,14 @@ def test_unregistered_plugin_scores_none_with_reason():
 
 def test_version_keeps_the_full_setup_and_author(admin):
     challenge = make_challenge(scoring_strategy="fastest")
-    version = services.challenge_update(
+    update = services.challenge_update(
         challenge=challenge,
         data={"scoring_strategy": "custom", "scoring_plugin_id": "builtin.weighted_scorer"},
         by=admin,
-    ).new_version
-    stored = ScoringVersion.objects.get(pk=version.pk)
-    assert stored.created_by == admin
+    )
+    stored = ScoringVersion.objects.get(pk=update.new_version.pk)
+    assert stored.created_by == admin and update.job.created_by == admin
+    assert stored.reason == "setup change"
     assert stored.scoring_entrypoint == "scoring.scorers.weighted:WeightedScorer"
     assert stored.scoring_config == {
         "success_bonus": 100.0,
@@ -159,11 +264,21 @@ def test_a_broker_outage_does_not_fail_the_change(
     def broker_down(*args, **kwargs):
         raise ConnectionError("broker unreachable")
 
-    monkeypatch.setattr(tasks.rescore_version, "delay", broker_down)
+    monkeypatch.setattr(tasks.rescore_dispatch, "delay", broker_down)
     challenge = make_challenge(scoring_strategy="fastest")
     with django_capture_on_commit_callbacks(execute=True):
         update = services.challenge_update(challenge=challenge, data={"scoring_strategy": "first"})
     assert update.new_version.number == 2  # saved
+    update.job.refresh_from_db()
+    assert update.job.status == Status.QUEUED  # waits for a resume
     challenge.refresh_from_db()
     assert challenge.active_version.number == 1  # still the old scores, shown consistently
-    assert "Could not queue the rescore" in caplog.text
+    assert "Could not queue rescore job" in caplog.text
+
+
+def test_chunk_rows_record_their_counts():
+    challenge = make_challenge(scoring_strategy="fastest")
+    record(challenge, attempt_input("a", elapsed_ms=1), attempt_input("b", succeeded=False))
+    job = rescoring.job_run_inline(job=rescoring.rescore_start(challenge=challenge))
+    chunk = RescoreChunk.objects.get(job=job)
+    assert (chunk.scored, chunk.failed) == (2, 0) and chunk.done_at is not None

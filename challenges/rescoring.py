@@ -1,0 +1,247 @@
+"""Rescore jobs: score every attempt of a challenge under one version, in chunks, on any
+number of workers, then make that version active in one transaction.
+
+The guarantees, and where each one lives:
+- *No mix*: scores belong to a version; the public leaderboard reads the active
+  version only, and ``job_finalize`` moves the pointer after the last chunk.
+- *No lost attempt*: chunks cover the attempts that existed at the start; attempts
+  recorded later are scored under the job's version at ingestion (``services``), and
+  ``job_finalize`` scores any still missing while it holds the challenge row lock, which
+  ingestion takes in share mode.
+- *No double write*: a chunk's scores and its ``done_at`` are written in one transaction
+  with the chunk row locked; a retried or duplicated chunk task finds it done.
+- *Newest wins*: starting a job cancels the challenge's other queued or running jobs;
+  only a running job whose chunks are all done can be finalized.
+- *Resumable*: a job whose worker died is picked up again by ``jobs_resume`` (run when a
+  worker starts), which re-queues its unfinished chunks.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.models import Count, F, Max
+from django.utils import timezone
+
+from scoring import services as scoring
+
+from . import scores
+from .models import AttemptScore, Challenge, RescoreChunk, RescoreJob, ScoringVersion
+
+logger = logging.getLogger(__name__)
+Status = RescoreJob.Status
+
+
+class JobStateError(ValueError):
+    """An action that the job's status does not allow (e.g. cancelling a finished job)."""
+
+
+# --- starting ---------------------------------------------------------------------------
+def rescore_start(
+    *, challenge: Challenge, by: Any = None, version: ScoringVersion | None = None
+) -> RescoreJob:
+    """Queue a rescore of ``challenge``: of ``version``, or of a new version holding the
+    current setup. Other queued or running jobs of the challenge are cancelled: the
+    newest request wins. The job's tasks are sent when the transaction commits."""
+    from .services import version_create  # services import this module
+
+    with transaction.atomic():
+        challenge = Challenge.objects.select_for_update().get(pk=challenge.pk)
+        if version is None:
+            version = version_create(challenge=challenge, by=by, reason="rescore")
+        now = timezone.now()
+        RescoreJob.objects.filter(
+            challenge=challenge, status__in=RescoreJob.ACTIVE_STATUSES
+        ).update(status=Status.CANCELLED, finished_at=now, error="Superseded by a newer rescore.")
+        job = RescoreJob.objects.create(
+            challenge=challenge,
+            version=version,
+            created_by=by if getattr(by, "is_authenticated", False) else None,
+        )
+        _plan_chunks(job, size=settings.PODIUM_SCORING_CHUNK)
+        transaction.on_commit(lambda: _send(job))
+    return job
+
+
+def _plan_chunks(job: RescoreJob, *, size: int) -> None:
+    """Split the challenge's attempts (as they are now) into id ranges of ``size``."""
+    attempts = scores.attempts_for_scoring(job.challenge_id)
+    stats = attempts.aggregate(total=Count("pk"), last=Max("pk"))
+    total, last = stats["total"], stats["last"]
+    starts: list[int] = []
+    if total:
+        table = attempts.model._meta.db_table
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"SELECT id FROM (SELECT id, ROW_NUMBER() OVER (ORDER BY id) AS place "  # noqa: S608
+                f"FROM {table} WHERE challenge_id = %s) numbered "
+                f"WHERE (place - 1) %% %s = 0 ORDER BY id",
+                [job.challenge_id, size],
+            )
+            starts = [row[0] for row in cursor.fetchall()]
+    ends = [start - 1 for start in starts[1:]] + ([last] if starts else [])
+    RescoreChunk.objects.bulk_create(
+        RescoreChunk(job=job, number=n, first_attempt_id=first, last_attempt_id=end)
+        for n, (first, end) in enumerate(zip(starts, ends, strict=True), start=1)
+    )
+    job.total, job.chunks_total = total, len(starts)
+    job.save(update_fields=["total", "chunks_total"])
+
+
+def _send(job: RescoreJob) -> None:
+    from .tasks import rescore_dispatch  # tasks import services: keep the cycle lazy
+
+    try:
+        rescore_dispatch.delay(job.pk)
+    except Exception:  # the broker is down: the job waits for `jobs_resume`
+        logger.exception("Could not queue rescore job %s; it stays queued.", job.pk)
+
+
+def job_dispatch(*, job_id: int, send_chunk: Callable[[int], None]) -> None:
+    """Send a task per unfinished chunk (or finalize a job that has nothing to score)."""
+    job = RescoreJob.objects.filter(pk=job_id, status__in=RescoreJob.ACTIVE_STATUSES).first()
+    if job is None:
+        return
+    pending = list(job.chunks.filter(done_at__isnull=True).values_list("pk", flat=True))
+    if not pending:
+        _mark_running(job.pk)
+        job_finalize(job_id=job.pk)
+        return
+    for chunk_id in pending:
+        send_chunk(chunk_id)
+
+
+def _mark_running(job_id: int) -> None:
+    RescoreJob.objects.filter(pk=job_id, status=Status.QUEUED).update(
+        status=Status.RUNNING, started_at=timezone.now()
+    )
+
+
+# --- chunks -----------------------------------------------------------------------------
+def chunk_run(*, chunk_id: int) -> bool:
+    """Score one chunk under its job's version; finalize the job after its last chunk.
+
+    Returns False when there was nothing to do (chunk done already, job cancelled or
+    superseded, chunk gone)."""
+    with transaction.atomic():
+        chunk = (
+            RescoreChunk.objects.select_for_update()
+            .select_related("job__version__challenge")
+            .filter(pk=chunk_id)
+            .first()
+        )
+        if chunk is None or chunk.done_at is not None:
+            return False
+        job = chunk.job
+        if job.status not in RescoreJob.ACTIVE_STATUSES:
+            return False
+        _mark_running(job.pk)
+        version = job.version
+        attempts = list(
+            scores.attempts_for_scoring(job.challenge_id).filter(
+                pk__gte=chunk.first_attempt_id, pk__lte=chunk.last_attempt_id
+            )
+        )
+        outcomes = scoring.scores_compute(
+            version=version, challenge=version.challenge, attempts=attempts
+        )
+        rows = scores.score_rows(version=version, attempts=attempts, outcomes=outcomes)
+        # Ingestion may have scored some of these under the version already: replace.
+        AttemptScore.objects.filter(
+            version=version,
+            attempt_id__gte=chunk.first_attempt_id,
+            attempt_id__lte=chunk.last_attempt_id,
+        ).delete()
+        AttemptScore.objects.bulk_create(rows, batch_size=5000)
+        failed = sum(1 for o in outcomes if o.error)
+        chunk.done_at, chunk.scored, chunk.failed = timezone.now(), len(rows), failed
+        chunk.save(update_fields=["done_at", "scored", "failed"])
+        RescoreJob.objects.filter(pk=job.pk).update(
+            processed=F("processed") + len(rows),
+            failed=F("failed") + failed,
+            chunks_done=F("chunks_done") + 1,
+        )
+    job.refresh_from_db(fields=["chunks_done", "chunks_total", "status"])
+    if job.status == Status.RUNNING and job.chunks_done == job.chunks_total:
+        job_finalize(job_id=job.pk)
+    return True
+
+
+# --- finishing ---------------------------------------------------------------------------
+def job_finalize(*, job_id: int) -> bool:
+    """Make the job's version active, if the job is running and every chunk is done.
+
+    Under the challenge row lock (ingestion waits), the attempts recorded since the job
+    started that still lack a score get one, the leaderboard is rebuilt and the pointer
+    moves: readers see the old version or the new one, never a mix."""
+    with transaction.atomic():
+        job = RescoreJob.objects.filter(pk=job_id).select_related("version").first()
+        if job is None:
+            return False
+        challenge = Challenge.objects.select_for_update().get(pk=job.challenge_id)
+        job = RescoreJob.objects.select_for_update().get(pk=job_id)
+        if job.status != Status.RUNNING or job.chunks_done < job.chunks_total:
+            return False
+        version = ScoringVersion.objects.get(pk=job.version_id)
+        version.challenge = challenge
+        scores.score_missing(version=version)
+        scores.entries_rebuild(version=version)
+        now = timezone.now()
+        version.scored_at = now
+        version.save(update_fields=["scored_at"])
+        challenge.active_version = version
+        challenge.save(update_fields=["active_version", "updated_at"])
+        job.status, job.finished_at = Status.SUCCEEDED, now
+        # Attempts recorded during the run were scored at ingestion or just now: the
+        # finished job reports every attempt it leaves scored under its version.
+        scored = AttemptScore.objects.filter(version=version)
+        job.total = job.processed = scored.count()
+        job.failed = scored.exclude(error="").count()
+        job.save(update_fields=["status", "finished_at", "total", "processed", "failed"])
+    return True
+
+
+def job_cancel(*, job: RescoreJob) -> RescoreJob:
+    """Stop a queued or running job; the active version does not change."""
+    cancelled = RescoreJob.objects.filter(pk=job.pk, status__in=RescoreJob.ACTIVE_STATUSES).update(
+        status=Status.CANCELLED, finished_at=timezone.now(), error="Cancelled."
+    )
+    job.refresh_from_db()
+    if not cancelled:
+        raise JobStateError(
+            f"The job is {job.status}; only queued or running jobs can be cancelled."
+        )
+    return job
+
+
+def job_fail(*, job_id: int, error: str) -> None:
+    """Give up on a job after an unexpected error (the scorer's own failures do not fail a
+    job: they are recorded per attempt)."""
+    RescoreJob.objects.filter(pk=job_id, status__in=RescoreJob.ACTIVE_STATUSES).update(
+        status=Status.FAILED, finished_at=timezone.now(), error=error[:5000]
+    )
+
+
+def jobs_resume(*, send_dispatch: Callable[[int], None]) -> list[int]:
+    """Re-send every queued or running job (after a worker restart, a broker outage):
+    their unfinished chunks are queued again; finished chunks are never redone."""
+    ids = list(
+        RescoreJob.objects.filter(status__in=RescoreJob.ACTIVE_STATUSES).values_list(
+            "pk", flat=True
+        )
+    )
+    for job_id in ids:
+        send_dispatch(job_id)
+    return ids
+
+
+# --- running without a worker ----------------------------------------------------------------
+def job_run_inline(*, job: RescoreJob) -> RescoreJob:
+    """Run a job in this process, chunk after chunk (tests, the command's --inline)."""
+    job_dispatch(job_id=job.pk, send_chunk=lambda chunk_id: chunk_run(chunk_id=chunk_id))
+    job.refresh_from_db()
+    return job
