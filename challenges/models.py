@@ -170,8 +170,19 @@ class AttemptScore(models.Model):
     """The score one version gives one attempt. ``score`` None: the attempt does not
     count (or its scorer failed: then ``error`` says why, for admins only)."""
 
-    version = models.ForeignKey(ScoringVersion, on_delete=models.CASCADE, related_name="scores")
+    # No index of its own: the unique (version, attempt) index serves version lookups.
+    version = models.ForeignKey(
+        ScoringVersion, on_delete=models.CASCADE, related_name="scores", db_index=False
+    )
     attempt = models.ForeignKey(Attempt, on_delete=models.CASCADE, related_name="scores")
+    # Copies of the attempt's player and time, so a leaderboard rebuild reads this table
+    # alone (no join with a million attempts). No database constraint on the player: the
+    # attempt's own foreign key already guarantees it, and a rescore would pay a million
+    # redundant checks. Deleting a player still cascades (in the ORM).
+    player = models.ForeignKey(
+        Player, on_delete=models.CASCADE, related_name="+", db_index=False, db_constraint=False
+    )
+    created_at = models.DateTimeField()
     score = models.FloatField(null=True)
     # Ascending ranking key: the score, negated for "higher is better" strategies.
     sort_key = models.FloatField(null=True)

@@ -7,6 +7,7 @@ statement when a rescore finishes.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from datetime import datetime
 
@@ -16,7 +17,7 @@ from django.db.models import Exists, F, OuterRef, QuerySet
 from scoring import services as scoring
 from scoring.engine.outcome import Outcome
 
-from .models import Attempt, AttemptScore, LeaderboardEntry, ScoringVersion
+from .models import Attempt, AttemptScore, LeaderboardEntry, Player, ScoringVersion
 
 SCORING_FIELDS = (
     "id",
@@ -39,6 +40,106 @@ def attempts_for_scoring(challenge_id: int) -> QuerySet[Attempt]:
     )
 
 
+# A rescore reads a million attempts: plain tuples, not model instances.
+# (id, player_id, external_id, succeeded, tokens_total, elapsed_ms, rating, created_ms,
+#  created_at) where created_at is the database's own text on PostgreSQL (copied back
+#  as it is) and a datetime elsewhere.
+AttemptRow = tuple[int, int, str, bool, int | None, int | None, int | None, int, object]
+
+_RANGE_SQL = """
+SELECT a.id, a.player_id, p.external_id, a.succeeded, a.tokens_total, a.elapsed_ms,
+       a.rating, {created_ms}, {created_at}
+FROM {attempt} a JOIN {player} p ON p.id = a.player_id
+WHERE a.challenge_id = %s AND a.id BETWEEN %s AND %s
+ORDER BY a.id
+"""
+# PostgreSQL computes epoch milliseconds exactly (numeric); elsewhere Python does.
+_PG_COLUMNS = {
+    "created_ms": "(EXTRACT(EPOCH FROM a.created_at) * 1000)::bigint",
+    "created_at": "a.created_at::text",
+}
+
+
+def attempt_rows(*, challenge_id: int, first_id: int, last_id: int) -> list[AttemptRow]:
+    """The challenge's attempts with ids in [first_id, last_id], in id order."""
+    postgres = connection.vendor == "postgresql"
+    columns = _PG_COLUMNS if postgres else {"created_ms": "0", "created_at": "a.created_at"}
+    sql = _RANGE_SQL.format(attempt=Attempt._meta.db_table, player=Player._meta.db_table, **columns)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [challenge_id, first_id, last_id])
+        rows = cursor.fetchall()
+    if postgres:
+        return rows
+    field = Attempt._meta.get_field("created_at")
+    convert = connection.ops.convert_datetimefield_value
+    converted = []
+    for r in rows:
+        created_at = convert(r[8], field, connection)
+        converted.append((*r[:7], scoring.epoch_ms(created_at), created_at))
+    return converted
+
+
+def _copy_text(value: object) -> str:
+    """A value in PostgreSQL's COPY text format."""
+    if value is None:
+        return "\\N"
+    text = value if isinstance(value, str) else repr(value)
+    return text.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")
+
+
+def scores_replace(
+    *,
+    version: ScoringVersion,
+    attempts: Sequence[AttemptRow],
+    outcomes: Sequence[Outcome],
+    first_id: int,
+    last_id: int,
+) -> None:
+    """Make the version's scores for attempts in [first_id, last_id] exactly these (in a
+    transaction): the rows there are deleted, then written (COPY on PostgreSQL)."""
+    AttemptScore.objects.filter(
+        version=version, attempt_id__gte=first_id, attempt_id__lte=last_id
+    ).delete()
+    if connection.vendor != "postgresql":
+        rows = [
+            AttemptScore(
+                version=version,
+                attempt_id=a[0],
+                player_id=a[1],
+                created_at=a[8],
+                score=o.score,
+                sort_key=scoring.sort_key_of(version, o.score),
+                details=o.details,
+                error=o.error,
+            )
+            for a, o in zip(attempts, outcomes, strict=True)
+        ]
+        AttemptScore.objects.bulk_create(rows, batch_size=2000)
+        return
+    negate = scoring.sort_key_of(version, 1.0) == -1.0
+    dumps = json.dumps
+    version_id = version.pk
+    lines = []
+    for a, o in zip(attempts, outcomes, strict=True):
+        score = o.score
+        if score is None:
+            score_text = sort_text = "\\N"
+        else:
+            score_text = repr(score)
+            sort_text = repr(-score if negate else score)
+        details = "\\N" if o.details is None else _copy_text(dumps(o.details))
+        error = _copy_text(o.error) if o.error else ""
+        lines.append(
+            f"{version_id}\t{a[0]}\t{a[1]}\t{a[8]}\t{score_text}\t{sort_text}\t{details}\t{error}\n"
+        )
+    table = AttemptScore._meta.db_table
+    columns = "version_id, attempt_id, player_id, created_at, score, sort_key, details, error"
+    with connection.cursor() as cursor:
+        with cursor.cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
+            for start in range(0, len(lines), 5000):
+                copy.write("".join(lines[start : start + 5000]))
+
+
 def score_rows(
     *, version: ScoringVersion, attempts: Sequence[Attempt], outcomes: Sequence[Outcome]
 ) -> list[AttemptScore]:
@@ -46,6 +147,8 @@ def score_rows(
         AttemptScore(
             version=version,
             attempt_id=a.pk,
+            player_id=a.player_id,
+            created_at=a.created_at,
             score=o.score,
             sort_key=scoring.sort_key_of(version, o.score),
             details=o.details,
@@ -58,10 +161,10 @@ def score_rows(
 def scores_write(
     *, version: ScoringVersion, attempts: Sequence[Attempt], outcomes: Sequence[Outcome]
 ) -> list[AttemptScore]:
-    """Write new attempts' scores. ``ignore_conflicts``: an attempt that already has a
-    score under the version keeps the one row it has."""
+    """Write the scores of attempts that have none under the version yet (new ones, or
+    the ones a rescore catches up while it holds the challenge lock)."""
     rows = score_rows(version=version, attempts=attempts, outcomes=outcomes)
-    AttemptScore.objects.bulk_create(rows, ignore_conflicts=True)
+    AttemptScore.objects.bulk_create(rows)
     return rows
 
 
@@ -75,7 +178,10 @@ def score_missing(*, version: ScoringVersion, batch_size: int = 2000) -> tuple[i
     scored = failed = 0
     last_pk = 0
     while batch := list(todo.filter(pk__gt=last_pk)[:batch_size]):
-        outcomes = scoring.scores_compute(version=version, challenge=challenge, attempts=batch)
+        items = scoring.items_from_attempts(
+            batch, challenge=challenge, timeout_ms=version.timeout_ms
+        )
+        outcomes = scoring.scores_compute(version=version, items=items)
         scores_write(version=version, attempts=batch, outcomes=outcomes)
         scored += len(batch)
         failed += sum(1 for o in outcomes if o.error)
@@ -83,30 +189,39 @@ def score_missing(*, version: ScoringVersion, batch_size: int = 2000) -> tuple[i
     return scored, failed
 
 
-_REBUILD_SQL = """
-INSERT INTO {entry} (version_id, player_id, attempt_id, score, sort_key, created_at)
-SELECT version_id, player_id, attempt_id, score, sort_key, created_at FROM (
-    SELECT s.version_id, a.player_id, s.attempt_id, s.score, s.sort_key, a.created_at,
-           ROW_NUMBER() OVER (
-               PARTITION BY a.player_id ORDER BY s.sort_key, a.created_at, s.attempt_id
-           ) AS place
-    FROM {score} s JOIN {attempt} a ON a.id = s.attempt_id
-    WHERE s.version_id = %s AND s.sort_key IS NOT NULL
+_COLUMNS = "version_id, player_id, attempt_id, score, sort_key, created_at"
+# Best attempt per player: the first in (sort_key, created_at, attempt_id) order.
+_REBUILD_SQL = {
+    "postgresql": """
+INSERT INTO {entry} ({columns})
+SELECT DISTINCT ON (player_id) {columns} FROM {score}
+WHERE version_id = %s AND sort_key IS NOT NULL
+ORDER BY player_id, sort_key, created_at, attempt_id
+""",
+    "default": """
+INSERT INTO {entry} ({columns})
+SELECT {columns} FROM (
+    SELECT {columns}, ROW_NUMBER() OVER (
+        PARTITION BY player_id ORDER BY sort_key, created_at, attempt_id
+    ) AS place
+    FROM {score} WHERE version_id = %s AND sort_key IS NOT NULL
 ) best
 WHERE place = 1
-"""
+""",
+}
 
 
 def entries_rebuild(*, version: ScoringVersion) -> None:
-    """Recompute every player's best attempt under ``version`` from its scores."""
+    """Recompute every player's best attempt under ``version`` from its scores (one
+    statement over the scores table alone)."""
     LeaderboardEntry.objects.filter(version=version).delete()
-    tables = {
-        "entry": LeaderboardEntry._meta.db_table,
-        "score": AttemptScore._meta.db_table,
-        "attempt": Attempt._meta.db_table,
-    }
+    sql = _REBUILD_SQL.get(connection.vendor, _REBUILD_SQL["default"]).format(
+        entry=LeaderboardEntry._meta.db_table, score=AttemptScore._meta.db_table, columns=_COLUMNS
+    )
     with connection.cursor() as cursor:
-        cursor.execute(_REBUILD_SQL.format(**tables), [version.pk])
+        if connection.vendor == "postgresql":  # sort a million rows in memory, not on disk
+            cursor.execute("SET LOCAL work_mem = '256MB'")
+        cursor.execute(sql, [version.pk])
 
 
 _UPSERT_SQL = """

@@ -205,6 +205,13 @@ def _versions_to_score(challenge_id: int) -> tuple[int | None, list[ScoringVersi
     return active_id, versions + list(pending.distinct())
 
 
+def _compute(version: ScoringVersion, challenge: Challenge, attempts: list[Attempt]):
+    items = scoring.items_from_attempts(
+        attempts, challenge=challenge, timeout_ms=version.timeout_ms
+    )
+    return scoring.scores_compute(version=version, items=items)
+
+
 def attempts_record(
     *, challenge: Challenge, inputs: Sequence[AttemptInput]
 ) -> list[RecordedAttempt]:
@@ -229,9 +236,7 @@ def attempts_record(
     # Score before the transaction: a slow plugin must not hold database locks.
     computed: dict[int, list[Outcome]] = {}
     for version in _versions_to_score(challenge.pk)[1]:
-        computed[version.pk] = scoring.scores_compute(
-            version=version, challenge=challenge, attempts=attempts
-        )
+        computed[version.pk] = _compute(version, challenge, attempts)
     with transaction.atomic():
         _lock_challenge_shared(challenge.pk)
         players = _players_upsert(inputs)
@@ -244,9 +249,7 @@ def attempts_record(
         for version in versions:
             outcomes = computed.get(version.pk)
             if outcomes is None:  # a version created since we scored: rare, score now
-                outcomes = scoring.scores_compute(
-                    version=version, challenge=challenge, attempts=attempts
-                )
+                outcomes = _compute(version, challenge, attempts)
             rows = scores.scores_write(version=version, attempts=attempts, outcomes=outcomes)
             scores.entries_upsert(version=version, attempts=attempts, rows=rows)
             if version.pk == active_id:

@@ -127,44 +127,60 @@ def epoch_ms(dt: datetime) -> int:
     return (dt - _EPOCH) // _MS
 
 
-def attempt_items(
-    attempts: Iterable[Any], *, challenge: Any, timeout_ms: int
-) -> list[tuple[AttemptMetrics, ScoringContext]]:
-    """Engine inputs for attempts (each needs ``player`` or ``player_external_id``)."""
+class _Contexts:
+    """One ScoringContext per player of a challenge (they differ only by end user)."""
+
+    def __init__(self, challenge: Any, timeout_ms: int):
+        self._base = ScoringContext(
+            challenge_id=challenge.pk,
+            tenant_id=challenge.tenant_id,
+            app_id=challenge.app_id,
+            workflow_id=challenge.workflow_id,
+            timeout_ms=timeout_ms,
+        )
+        self._cache: dict[str | None, ScoringContext] = {}
+
+    def __call__(self, end_user_id: str | None) -> ScoringContext:
+        ctx = self._cache.get(end_user_id)
+        if ctx is None:
+            ctx = self._cache[end_user_id] = self._base._replace(end_user_id=end_user_id)
+        return ctx
+
+
+Item = tuple[AttemptMetrics, ScoringContext]
+
+
+def items_from_attempts(attempts: Iterable[Any], *, challenge: Any, timeout_ms: int) -> list[Item]:
+    """Engine inputs for Attempt instances (each with ``player`` loaded, or a
+    ``player_external_id`` attribute)."""
+    context = _Contexts(challenge, timeout_ms)
     items = []
     for a in attempts:
         external_id = getattr(a, "player_external_id", None)
         if external_id is None:
             external_id = a.player.external_id
-        items.append(
-            (
-                AttemptMetrics(
-                    succeeded=a.succeeded,
-                    tokens_total=a.tokens_total,
-                    elapsed_ms=a.elapsed_ms,
-                    rating=a.rating,
-                    created_at=epoch_ms(a.created_at),
-                ),
-                ScoringContext(
-                    challenge_id=challenge.pk,
-                    end_user_id=external_id,
-                    tenant_id=challenge.tenant_id,
-                    app_id=challenge.app_id,
-                    workflow_id=challenge.workflow_id,
-                    timeout_ms=timeout_ms,
-                ),
-            )
+        metrics = AttemptMetrics(
+            a.succeeded, a.tokens_total, a.elapsed_ms, a.rating, epoch_ms(a.created_at)
         )
+        items.append((metrics, context(external_id)))
     return items
 
 
-def scores_compute(*, version: Any, challenge: Any, attempts: Sequence[Any]) -> list[Outcome]:
-    """One outcome per attempt under ``version``; never raises for a scorer's fault."""
+def items_from_rows(
+    rows: Iterable[Sequence[Any]], *, challenge: Any, timeout_ms: int
+) -> list[Item]:
+    """Engine inputs for plain rows ``(id, player_id, external_id, succeeded,
+    tokens_total, elapsed_ms, rating, created_ms)`` (the rescore's fast path)."""
+    context = _Contexts(challenge, timeout_ms)
+    return [(AttemptMetrics(*row[3:8]), context(row[2])) for row in rows]
+
+
+def scores_compute(*, version: Any, items: Sequence[Item]) -> list[Outcome]:
+    """One outcome per item under ``version``; never raises for a scorer's fault."""
     try:
         scorer = scorer_for(version)
     except ValueError as exc:
-        return [Outcome.failed(f"this scoring setup cannot run: {exc}")] * len(attempts)
-    items = attempt_items(attempts, challenge=challenge, timeout_ms=version.timeout_ms)
+        return [Outcome.failed(f"this scoring setup cannot run: {exc}")] * len(items)
     return scorer.score_many(items)
 
 

@@ -27,15 +27,15 @@ What Podium does with the result:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Protocol, Required, TypedDict, runtime_checkable
+from typing import Any, NamedTuple, Protocol, Required, TypedDict, runtime_checkable
 
 DEFAULT_TIMEOUT_MS = 5000
 
 
-@dataclass(frozen=True, slots=True)
-class AttemptMetrics:
-    """What every scorer sees of an attempt. Any metric may be None (unknown)."""
+class AttemptMetrics(NamedTuple):
+    """What every scorer sees of an attempt. Any metric may be None (unknown).
+
+    Immutable (a NamedTuple: cheap to make a million of during a rescore)."""
 
     succeeded: bool = False
     tokens_total: int | None = None
@@ -53,8 +53,7 @@ class AttemptMetrics:
         }
 
 
-@dataclass(frozen=True, slots=True)
-class ScoringContext:
+class ScoringContext(NamedTuple):
     """Where an attempt comes from. Identifiers are blank or None when unknown."""
 
     challenge_id: int | None = None

@@ -1,0 +1,80 @@
+"""Shared set-up for the PostgreSQL benchmarks: a fresh database, migrated, with
+challenges, players and attempts loaded by COPY."""
+
+from __future__ import annotations
+
+import os
+import random
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_URL = "postgres://postgres@127.0.0.1:5432/podium_bench"
+
+
+def setup_django(url: str) -> None:
+    """Recreate the benchmark database and point Django at it."""
+    import psycopg
+
+    name = url.rsplit("/", 1)[1]
+    admin_url = url.rsplit("/", 1)[0] + "/postgres"
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{name}"')
+    os.environ["DATABASE_URL"] = url
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    os.environ.setdefault("LOG_LEVEL", "WARNING")
+    sys.path.insert(0, str(ROOT))
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+
+
+def load(*, players: int, attempts: int, setup: dict, seed: int = 1):
+    """A challenge with ``attempts`` attempts from ``players`` players, loaded by COPY,
+    with version 1 active and scored (by SQL: the set-up, not what is measured)."""
+    from django.db import connection
+
+    from challenges import services
+    from challenges.models import Attempt, Player
+
+    challenge = services.challenge_create(data={"name": "Bench", **setup})
+    rng = random.Random(seed)
+    base = int(datetime(2026, 1, 1, tzinfo=UTC).timestamp())
+    started = time.perf_counter()
+    with connection.cursor() as cursor:
+        raw = cursor.cursor
+        with raw.copy(
+            f"COPY {Player._meta.db_table} (external_id, display_name, created_at) FROM STDIN"
+        ) as copy:
+            now = datetime.now(UTC)
+            for i in range(players):
+                copy.write_row((f"player-{i:06d}", f"Player {i}", now))
+        cursor.execute(f"SELECT min(id) FROM {Player._meta.db_table}")
+        first_player = cursor.fetchone()[0]
+        cols = "challenge_id, player_id, succeeded, tokens_total, elapsed_ms, rating, created_at, output, recorded_at"
+        with raw.copy(f"COPY {Attempt._meta.db_table} ({cols}) FROM STDIN") as copy:
+            for i in range(attempts):
+                copy.write_row(
+                    (
+                        challenge.pk,
+                        first_player + rng.randrange(players),
+                        rng.random() < 0.6,
+                        rng.choice((None, rng.randint(0, 5000))),
+                        rng.randint(0, 120_000),
+                        rng.choice((None, rng.randint(0, 10))),
+                        datetime.fromtimestamp(base + i, UTC),
+                        "",
+                        now,
+                    )
+                )
+        cursor.execute("ANALYZE")
+    print(
+        f"loaded {players:,} players and {attempts:,} attempts in {time.perf_counter() - started:.1f}s"
+    )
+    return challenge
