@@ -198,3 +198,45 @@ class InProcessBigIntDetails(BigIntDetails):
     """BigIntDetails, declaring itself pure (in process if registered as built-in)."""
 
     runs_in_process = True
+
+
+# -- added for tests/realworker ------------------------------------------------------
+class SlowTokens:
+    """Sleeps config['sleep_ms'] (default 20) per attempt, then scores tokens_total
+    (or 0) × config['scale'] (default 1.0): slow enough that a cancel or a SIGKILL lands
+    in the middle of a rescore job, and the scale tells one version's scores from
+    another's."""
+
+    config_schema = {
+        "type": "object",
+        "properties": {
+            "sleep_ms": {"type": "integer", "minimum": 0, "default": 20},
+            "scale": {"type": "number", "default": 1.0},
+        },
+        "additionalProperties": False,
+    }
+
+    def score(self, metrics, config, ctx):
+        time.sleep(config.get("sleep_ms", 20) / 1000.0)
+        return {"score": float(metrics.tokens_total or 0) * config.get("scale", 1.0)}
+
+
+class BatchRaises(TokensScorer):
+    """Has a batch method that always raises: the runner falls back to score()."""
+
+    runs_in_process = True
+
+    def score_many(self, items, config):
+        raise RuntimeError("batch broken")
+
+
+class BatchWeird:
+    """A batch method returning NaN, a negative and a fine score."""
+
+    runs_in_process = True
+
+    def score(self, metrics, config, ctx):
+        return {"score": 5.0}
+
+    def score_many(self, items, config):
+        return [{"score": math.nan}, {"score": -1.0}, {"score": 5.0}]

@@ -23,6 +23,11 @@ What Podium does with the result:
 - ``config`` has already been validated against ``config_schema`` with its defaults
   filled in; the same instance of the class scores many attempts, so keep no state
   between calls.
+
+Built-in scorers that run in Podium's own process may also define
+``score_many(items, config) -> list[ScoringResult]`` over ``(metrics, ctx)`` pairs: the
+same results as ``score``, one per item, in order, computed faster. Each result still
+goes through the rules above; if ``score_many`` raises, the batch is scored one by one.
 """
 
 from __future__ import annotations

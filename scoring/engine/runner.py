@@ -69,6 +69,14 @@ class PluginScorer:
     def score_many(self, items: Sequence[Item]) -> list[Outcome]:
         if self._instance is None:
             return isolated_scorer(self.entrypoint).run(items, self.config, self.timeout_ms)
+        batch = getattr(self._instance, "score_many", None)
+        if batch is not None:
+            try:
+                results = batch(items, self.config)
+            except Exception:  # scored one by one below, to find the culprit
+                results = None
+            if isinstance(results, list) and len(results) == len(items):
+                return [normalize_result(raw) for raw in results]
         return [self._score_in_process(metrics, ctx) for metrics, ctx in items]
 
     def _score_in_process(self, metrics: AttemptMetrics, ctx: ScoringContext) -> Outcome:

@@ -7,6 +7,7 @@ null metrics count as 0, and the result is clamped to ≥ 0.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from scoring.engine.protocol import AttemptMetrics, ScoringContext, ScoringResult
@@ -46,6 +47,34 @@ class WeightedScorer:
             "token_penalty": _weight("Token penalty", 0.01, "Points taken off per token used."),
         },
     }
+
+    def score_many(
+        self, items: Sequence[tuple[AttemptMetrics, ScoringContext]], config: dict[str, Any]
+    ) -> list[ScoringResult]:
+        """The same formula over a batch (a rescore scores a million attempts)."""
+        bonus_w = float(config["success_bonus"])
+        rating_w = float(config["rating_weight"])
+        time_w = float(config["time_penalty"])
+        token_w = float(config["token_penalty"])
+        results: list[ScoringResult] = []
+        append = results.append
+        for metrics, _ in items:
+            bonus = bonus_w if metrics.succeeded else 0.0
+            rating_part = (metrics.rating or 0) * rating_w
+            time_part = (metrics.elapsed_ms or 0) / 1000.0 * time_w  # same rounding as score()
+            token_part = (metrics.tokens_total or 0) * token_w
+            total = bonus + rating_part - time_part - token_part
+            details = {
+                "success_bonus": bonus,
+                "rating_bonus": rating_part,
+                "time_penalty": 0.0 - time_part,
+                "token_penalty": 0.0 - token_part,
+            }
+            if total < 0:
+                details["clamped_from"] = total
+                total = 0.0
+            append({"score": total, "details": details})
+        return results
 
     def score(
         self, metrics: AttemptMetrics, config: dict[str, Any], ctx: ScoringContext

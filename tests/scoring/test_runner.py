@@ -417,3 +417,27 @@ def test_python_strategy_refused(registry):
 def test_unknown_strategy_refused(registry, strategy):
     with pytest.raises(ValueError, match="Unknown strategy"):
         build_scorer(ScoringSetup(strategy=strategy), registry)
+
+
+def test_in_process_batch_that_raises_falls_back_to_one_by_one():
+    from scoring.engine.registry import builtin_registry
+
+    registry = builtin_registry()
+    registry.register("b.batchfail", "tests.plugins:BatchRaises", builtin=True)
+    scorer = build_scorer(ScoringSetup("custom", "b.batchfail"), registry)
+    out = scorer.score_many(
+        [(AttemptMetrics(tokens_total=t), ScoringContext()) for t in (1, 13, 2)]
+    )
+    assert [o.score for o in out] == [1.0, None, 2.0]
+    assert "unlucky" in out[1].error
+
+
+def test_in_process_batch_results_still_follow_the_rules():
+    from scoring.engine.registry import builtin_registry
+
+    registry = builtin_registry()
+    registry.register("b.batchweird", "tests.plugins:BatchWeird", builtin=True)
+    scorer = build_scorer(ScoringSetup("custom", "b.batchweird"), registry)
+    out = scorer.score_many([(AttemptMetrics(), ScoringContext())] * 3)
+    assert [o.score for o in out] == [None, 0.0, 5.0]
+    assert "nan" in out[0].error

@@ -320,3 +320,33 @@ def test_runner_refuses_bad_config_naming_the_key(config, key):
     with pytest.raises(ConfigError) as info:
         run(config, metrics(True))
     assert key in info.value.errors
+
+
+def test_batch_path_gives_exactly_the_single_results():
+    import random
+
+    from scoring.engine.protocol import AttemptMetrics, ScoringContext
+    from scoring.scorers.weighted import WeightedScorer
+
+    rng = random.Random(11)
+    scorer = WeightedScorer()
+    config = {
+        "success_bonus": 100.0,
+        "rating_weight": 15.0,
+        "time_penalty": 0.5,
+        "token_penalty": 0.02,
+    }
+    items = [
+        (
+            AttemptMetrics(
+                rng.random() < 0.5,
+                rng.choice([None, 0, rng.randint(0, 5000), 2**53 - 1]),
+                rng.choice([None, 0, rng.randint(0, 10**6)]),
+                rng.choice([None, rng.randint(0, 10)]),
+                0,
+            ),
+            ScoringContext(),
+        )
+        for _ in range(5000)
+    ]
+    assert scorer.score_many(items, config) == [scorer.score(m, config, c) for m, c in items]
