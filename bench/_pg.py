@@ -57,7 +57,10 @@ def load(*, players: int, attempts: int, setup: dict, seed: int = 1):
                 copy.write_row((f"player-{i:06d}", f"Player {i}", now))
         cursor.execute(f"SELECT min(id) FROM {Player._meta.db_table}")
         first_player = cursor.fetchone()[0]
-        cols = "challenge_id, player_id, succeeded, tokens_total, elapsed_ms, rating, created_at, output, recorded_at"
+        cols = (
+            "challenge_id, player_id, succeeded, tokens_total, elapsed_ms, rating, "
+            "created_at, output, recorded_at"
+        )
         with raw.copy(f"COPY {Attempt._meta.db_table} ({cols}) FROM STDIN") as copy:
             for i in range(attempts):
                 copy.write_row(
@@ -74,7 +77,6 @@ def load(*, players: int, attempts: int, setup: dict, seed: int = 1):
                     )
                 )
         cursor.execute("ANALYZE")
-    print(
-        f"loaded {players:,} players and {attempts:,} attempts in {time.perf_counter() - started:.1f}s"
-    )
+    took = time.perf_counter() - started
+    print(f"loaded {players:,} players and {attempts:,} attempts in {took:.1f}s")
     return challenge

@@ -270,7 +270,7 @@ class RescoreJob(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"Rescore {self.pk} of {self.challenge_id} v{self.version_id} ({self.status})"
+        return f"Rescore job #{self.pk} ({self.status})"
 
     @property
     def is_active(self) -> bool:

@@ -124,8 +124,9 @@ def _mark_running(job_id: int) -> None:
 
 
 # --- chunks -----------------------------------------------------------------------------
-def chunk_run(*, chunk_id: int) -> bool:
-    """Score one chunk under its job's version; finalize the job after its last chunk.
+def chunk_run(*, chunk_id: int, finalize: bool = True) -> bool:
+    """Score one chunk under its job's version; finalize the job after its last chunk
+    (unless ``finalize`` is False: the caller will, e.g. to time the switch alone).
 
     Returns False when there was nothing to do (chunk done already, job cancelled or
     superseded, chunk gone)."""
@@ -133,6 +134,8 @@ def chunk_run(*, chunk_id: int) -> bool:
         done = _chunk_score(chunk_id)
     if done is None:
         return False
+    if not finalize:
+        return True
     done.refresh_from_db(fields=["chunks_done", "chunks_total", "status"])
     if done.status == Status.RUNNING and done.chunks_done == done.chunks_total:
         job_finalize(job_id=done.pk)
@@ -170,17 +173,22 @@ def _chunk_score(chunk_id: int) -> RescoreJob | None:
         _mark_running(job.pk)
         version = job.version
         span = {"first_id": chunk.first_attempt_id, "last_id": chunk.last_attempt_id}
-        attempts = scores.attempt_rows(challenge_id=job.challenge_id, **span)
-        items = scoring.items_from_rows(
-            attempts, challenge=version.challenge, timeout_ms=version.timeout_ms
+        scored = scores.scores_replace_in_sql(
+            version=version, challenge_id=job.challenge_id, **span
         )
-        outcomes = scoring.scores_compute(version=version, items=items)
-        scores.scores_replace(version=version, attempts=attempts, outcomes=outcomes, **span)
-        failed = sum(1 for o in outcomes if o.error)
-        chunk.done_at, chunk.scored, chunk.failed = timezone.now(), len(attempts), failed
+        failed = 0  # built-in strategies cannot fail
+        if scored is None:  # a plugin (or not PostgreSQL): score in Python
+            attempts = scores.attempt_rows(challenge_id=job.challenge_id, **span)
+            items = scoring.items_from_rows(
+                attempts, challenge=version.challenge, timeout_ms=version.timeout_ms
+            )
+            outcomes = scoring.scores_compute(version=version, items=items)
+            scores.scores_replace(version=version, attempts=attempts, outcomes=outcomes, **span)
+            scored, failed = len(attempts), sum(1 for o in outcomes if o.error)
+        chunk.done_at, chunk.scored, chunk.failed = timezone.now(), scored, failed
         chunk.save(update_fields=["done_at", "scored", "failed"])
         RescoreJob.objects.filter(pk=job.pk).update(
-            processed=F("processed") + len(attempts),
+            processed=F("processed") + scored,
             failed=F("failed") + failed,
             chunks_done=F("chunks_done") + 1,
         )
@@ -204,7 +212,10 @@ def job_finalize(*, job_id: int) -> bool:
             return False
         version = ScoringVersion.objects.get(pk=job.version_id)
         version.challenge = challenge
-        scores.score_missing(version=version)
+        # Every planned range is scored (its chunk is done): only attempts recorded since
+        # the plan can lack a score.
+        planned_up_to = job.chunks.aggregate(last=Max("last_attempt_id"))["last"] or 0
+        scores.score_missing(version=version, after_id=planned_up_to)
         scores.entries_rebuild(version=version)
         now = timezone.now()
         version.scored_at = now
@@ -214,7 +225,6 @@ def job_finalize(*, job_id: int) -> bool:
         job.status, job.finished_at = Status.SUCCEEDED, now
         # Attempts recorded during the run (after the planned ranges) were scored at
         # ingestion or just now: the finished job counts them too.
-        planned_up_to = job.chunks.aggregate(last=Max("last_attempt_id"))["last"] or 0
         late = AttemptScore.objects.filter(version=version, attempt_id__gt=planned_up_to)
         job.total = job.processed = job.processed + late.count()
         job.failed += late.exclude(error="").count()

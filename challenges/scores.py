@@ -140,6 +140,46 @@ def scores_replace(
                 copy.write("".join(lines[start : start + 5000]))
 
 
+# Built-in strategies as SQL (PostgreSQL): the value the engine's strategy computes, so a
+# rescore needs no Python per attempt. tests/challenges/test_ranking.py checks both ways
+# against the same brute-force reference.
+_STRATEGY_VALUE_SQL = {
+    "first": "CASE WHEN a.succeeded THEN (EXTRACT(EPOCH FROM a.created_at) * 1000)::float8 END",
+    "fastest": "CASE WHEN a.succeeded THEN a.elapsed_ms::float8 END",
+    "fewest_tokens": "CASE WHEN a.succeeded THEN a.tokens_total::float8 END",
+    "highest_rating": "CASE WHEN a.succeeded THEN a.rating::float8 END",
+}
+_STRATEGY_INSERT_SQL = """
+INSERT INTO {score} (version_id, attempt_id, player_id, created_at, score, sort_key, details, error)
+SELECT %s, id, player_id, created_at, value, {sign} value, NULL, '' FROM (
+    SELECT a.id, a.player_id, a.created_at, {value} AS value
+    FROM {attempt} a WHERE a.challenge_id = %s AND a.id BETWEEN %s AND %s
+) computed
+"""
+
+
+def scores_replace_in_sql(
+    *, version: ScoringVersion, challenge_id: int, first_id: int, last_id: int
+) -> int | None:
+    """Like ``scores_replace`` for a built-in strategy, computed by the database.
+
+    Returns the number of attempts scored, or None where this path does not apply (not
+    PostgreSQL, or not a built-in strategy): the caller scores in Python instead."""
+    value = _STRATEGY_VALUE_SQL.get(version.scoring_strategy)
+    if value is None or connection.vendor != "postgresql":
+        return None
+    AttemptScore.objects.filter(
+        version=version, attempt_id__gte=first_id, attempt_id__lte=last_id
+    ).delete()
+    sign = "-" if scoring.sort_key_of(version, 1.0) == -1.0 else ""
+    sql = _STRATEGY_INSERT_SQL.format(
+        score=AttemptScore._meta.db_table, attempt=Attempt._meta.db_table, sign=sign, value=value
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [version.pk, challenge_id, first_id, last_id])
+        return cursor.rowcount
+
+
 def score_rows(
     *, version: ScoringVersion, attempts: Sequence[Attempt], outcomes: Sequence[Outcome]
 ) -> list[AttemptScore]:
@@ -168,15 +208,16 @@ def scores_write(
     return rows
 
 
-def score_missing(*, version: ScoringVersion, batch_size: int = 2000) -> tuple[int, int]:
-    """Score every attempt of the version's challenge that has no score under it.
-
-    Returns (scored, failed)."""
+def score_missing(
+    *, version: ScoringVersion, after_id: int = 0, batch_size: int = 2000
+) -> tuple[int, int]:
+    """Score the attempts of the version's challenge with ids above ``after_id`` that
+    have no score under it. Returns (scored, failed)."""
     challenge = version.challenge
     has_score = AttemptScore.objects.filter(version=version, attempt=OuterRef("pk"))
     todo = attempts_for_scoring(challenge.pk).filter(~Exists(has_score))
     scored = failed = 0
-    last_pk = 0
+    last_pk = after_id
     while batch := list(todo.filter(pk__gt=last_pk)[:batch_size]):
         items = scoring.items_from_attempts(
             batch, challenge=challenge, timeout_ms=version.timeout_ms

@@ -1,0 +1,249 @@
+"""Rescore throughput on PostgreSQL, beside the physical limit, measured in one run.
+
+Loads ATTEMPTS attempts from PLAYERS players (default 1,000,000 and 100,000) into a
+fresh PostgreSQL database, then for each repeat, side by side on the same rows:
+
+- ours: the real rescore path (plan, chunks, switch) with the weighted scorer, in one
+  process and in two worker processes (Celery's default concurrency here), and with a
+  built-in strategy (`fastest`);
+- the limit: ONE plain SQL statement computing the same formula (and the same details)
+  for every attempt, inserting where Podium keeps scores (a per-version score table);
+- the naive way: a Django save() loop, on NAIVE attempts;
+- the switch: making the new version active, leaderboard rebuild included.
+
+Prints medians and the ratios. Needs PostgreSQL (DATABASE_URL, default
+postgres://postgres@127.0.0.1:5432/podium_bench — the database is dropped and recreated).
+
+    .venv/bin/python bench/rescore.py [--attempts 1000000] [--players 100000] [--repeats 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _pg
+
+WEIGHTS = {
+    "success_bonus": 100.0,
+    "rating_weight": 15.0,
+    "time_penalty": 0.5,
+    "token_penalty": 0.02,
+}
+
+_WEIGHTED_SQL = """
+INSERT INTO challenges_attemptscore
+    (version_id, attempt_id, player_id, created_at, score, sort_key, details, error)
+SELECT %(version)s, id, player_id, created_at, total, -total,
+       jsonb_build_object('success_bonus', b, 'rating_bonus', r,
+                          'time_penalty', 0.0 - t, 'token_penalty', 0.0 - k), ''
+FROM (
+    SELECT id, player_id, created_at, b, r, t, k, GREATEST(b + r - t - k, 0.0) AS total
+    FROM (
+        SELECT id, player_id, created_at,
+               CASE WHEN succeeded THEN %(bonus)s ELSE 0.0 END AS b,
+               COALESCE(rating, 0) * %(rating)s AS r,
+               COALESCE(elapsed_ms, 0) / 1000.0 * %(time)s AS t,
+               COALESCE(tokens_total, 0) * %(tokens)s AS k
+        FROM challenges_attempt WHERE challenge_id = %(challenge)s
+    ) terms
+) scored
+"""
+
+_FASTEST_SQL = """
+INSERT INTO challenges_attemptscore
+    (version_id, attempt_id, player_id, created_at, score, sort_key, details, error)
+SELECT %(version)s, id, player_id, created_at, value, value, NULL, ''
+FROM (
+    SELECT id, player_id, created_at,
+           CASE WHEN succeeded THEN elapsed_ms::float8 END AS value
+    FROM challenges_attempt WHERE challenge_id = %(challenge)s
+) scored
+"""
+
+
+def _version(challenge, setup: dict):
+    """A new version of ``challenge`` with ``setup`` (no job: the SQL reference's)."""
+    from django.db import transaction
+
+    from challenges import services
+    from challenges.models import Challenge
+
+    with transaction.atomic():
+        locked = Challenge.objects.select_for_update().get(pk=challenge.pk)
+        for key, value in setup.items():
+            setattr(locked, key, value)
+        locked.save()
+        return services.version_create(challenge=locked, by=None, reason="bench")
+
+
+def _drop_scores(version) -> None:
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "DELETE FROM challenges_leaderboardentry WHERE version_id = %s", [version.pk]
+        )
+        cursor.execute("DELETE FROM challenges_attemptscore WHERE version_id = %s", [version.pk])
+
+
+def sql_reference(challenge, sql: str, setup: dict) -> float:
+    from django.db import connection, transaction
+
+    version = _version(challenge, setup)
+    params = {
+        "version": version.pk,
+        "challenge": challenge.pk,
+        "bonus": WEIGHTS["success_bonus"],
+        "rating": WEIGHTS["rating_weight"],
+        "time": WEIGHTS["time_penalty"],
+        "tokens": WEIGHTS["token_penalty"],
+    }
+    started = time.perf_counter()
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(sql, params)
+    elapsed = time.perf_counter() - started
+    _drop_scores(version)
+    return elapsed
+
+
+def _run_chunk(chunk_id: int) -> None:
+    from challenges import rescoring
+
+    rescoring.chunk_run(chunk_id=chunk_id, finalize=False)
+
+
+def ours(challenge, setup: dict, *, processes: int) -> tuple[float, float]:
+    """(seconds for the whole rescore, seconds of the switch alone)."""
+    from django.db import connections
+
+    from challenges import rescoring
+    from challenges.models import Challenge, RescoreJob
+
+    challenge = Challenge.objects.get(pk=challenge.pk)
+    for key, value in setup.items():
+        setattr(challenge, key, value)
+    challenge.save()
+    started = time.perf_counter()
+    job = rescoring.rescore_start(challenge=challenge)
+    chunk_ids = list(job.chunks.order_by("number").values_list("pk", flat=True))
+    if processes == 1:
+        for chunk_id in chunk_ids:
+            _run_chunk(chunk_id)
+    else:
+        connections.close_all()  # each worker process opens its own connection
+        with multiprocessing.get_context("fork").Pool(processes) as pool:
+            list(pool.imap_unordered(_run_chunk, chunk_ids))
+    switch_started = time.perf_counter()
+    assert rescoring.job_finalize(job_id=job.pk)
+    finished = time.perf_counter()
+    job = RescoreJob.objects.get(pk=job.pk)
+    assert job.status == RescoreJob.Status.SUCCEEDED and job.processed == job.total
+    _drop_scores(job.version)
+    return finished - started, finished - switch_started
+
+
+def naive(challenge, count: int) -> float:
+    """The naive way: score with the plugin and save() each row through the ORM."""
+    from django.db import transaction
+
+    from challenges.models import Attempt, AttemptScore
+    from scoring.engine.protocol import AttemptMetrics, ScoringContext
+    from scoring.scorers.weighted import WeightedScorer
+
+    version = _version(challenge, {})
+    scorer = WeightedScorer()
+    attempts = list(Attempt.objects.filter(challenge=challenge).order_by("pk")[:count])
+    started = time.perf_counter()
+    with transaction.atomic():
+        for a in attempts:
+            metrics = AttemptMetrics(a.succeeded, a.tokens_total, a.elapsed_ms, a.rating, 0)
+            result = scorer.score(metrics, WEIGHTS, ScoringContext())
+            AttemptScore(
+                version=version,
+                attempt=a,
+                player_id=a.player_id,
+                created_at=a.created_at,
+                score=result["score"],
+                sort_key=-result["score"],
+                details=result["details"],
+            ).save()
+    elapsed = time.perf_counter() - started
+    _drop_scores(version)
+    return elapsed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--attempts", type=int, default=1_000_000)
+    parser.add_argument("--players", type=int, default=100_000)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--naive", type=int, default=20_000)
+    args = parser.parse_args()
+    os.environ.setdefault("PODIUM_SCORING_CHUNK", "10000")
+    _pg.setup_django(os.environ.get("BENCH_DATABASE_URL", _pg.DEFAULT_URL))
+    weighted = {
+        "scoring_strategy": "custom",
+        "scoring_plugin_id": "builtin.weighted_scorer",
+        "scoring_config": WEIGHTS,
+    }
+    fastest = {
+        "scoring_strategy": "fastest",
+        "scoring_plugin_id": "",
+        "scoring_entrypoint": "",
+        "scoring_config": {},
+    }
+    challenge = _pg.load(players=args.players, attempts=args.attempts, setup=weighted)
+    from django.conf import settings
+
+    weighted_full = {**weighted, "scoring_entrypoint": "scoring.scorers.weighted:WeightedScorer"}
+    runs: dict[str, list[float]] = {}
+
+    def add(name: str, seconds: float) -> None:
+        runs.setdefault(name, []).append(seconds)
+
+    sql_w, sql_f = "sql: weighted, one INSERT ... SELECT", "sql: fastest, one INSERT ... SELECT"
+    ours_1, ours_2, ours_f = (
+        "ours: weighted, 1 process",
+        "ours: weighted, 2 processes",
+        ("ours: fastest, 1 process"),
+    )
+    switch = "switch (rebuild + activate)"
+    for repeat in range(args.repeats):
+        add(sql_w, sql_reference(challenge, _WEIGHTED_SQL, weighted_full))
+        total, switched = ours(challenge, weighted_full, processes=1)
+        add(ours_1, total)
+        add(switch, switched)
+        add(ours_2, ours(challenge, weighted_full, processes=2)[0])
+        add(sql_f, sql_reference(challenge, _FASTEST_SQL, fastest))
+        add(ours_f, ours(challenge, fastest, processes=1)[0])
+        print(f"repeat {repeat + 1}/{args.repeats} done", flush=True)
+    naive_s = naive(challenge, args.naive)
+
+    med = {name: statistics.median(values) for name, values in runs.items()}
+    n = args.attempts
+    print(
+        f"\n{n:,} attempts, {args.players:,} players, "
+        f"chunks of {settings.PODIUM_SCORING_CHUNK:,}, median of {args.repeats}"
+    )
+    for name, seconds in med.items():
+        rate = "" if name == switch else f"{n / seconds:12,.0f} attempts/s"
+        print(f"  {name:40s} {seconds:8.2f} s {rate}")
+    naive_rate = args.naive / naive_s
+    print(f"  {'naive: Django save() loop':40s} {naive_s:8.2f} s {naive_rate:12,.0f} attempts/s")
+    print("ratios, rate of ours / rate of the plain SQL statement:")
+    print(f"  weighted, 1 process:   {med[sql_w] / med[ours_1]:.2f}   (target >= 0.6)")
+    print(f"  weighted, 2 processes: {med[sql_w] / med[ours_2]:.2f}")
+    print(f"  fastest, 1 process:    {med[sql_f] / med[ours_f]:.2f}   (target >= 0.9)")
+    print(f"ours (weighted, 1 process) / naive save() loop: {n / med[ours_1] / naive_rate:.1f}x")
+    print(f"switch for {args.players:,} players: {med[switch]:.2f} s (target <= 2 s)")
+
+
+if __name__ == "__main__":
+    main()
