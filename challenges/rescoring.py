@@ -179,12 +179,11 @@ def _chunk_score(chunk_id: int) -> RescoreJob | None:
         failed = 0  # built-in strategies cannot fail
         if scored is None:  # a plugin (or not PostgreSQL): score in Python
             attempts = scores.attempt_rows(challenge_id=job.challenge_id, **span)
-            items = scoring.items_from_rows(
-                attempts, challenge=version.challenge, timeout_ms=version.timeout_ms
+            scorer = scoring.rows_scorer(version=version, challenge=version.challenge)
+            failed = scores.scores_replace(
+                version=version, attempts=attempts, compute=scorer, **span
             )
-            outcomes = scoring.scores_compute(version=version, items=items)
-            scores.scores_replace(version=version, attempts=attempts, outcomes=outcomes, **span)
-            scored, failed = len(attempts), sum(1 for o in outcomes if o.error)
+            scored = len(attempts)
         chunk.done_at, chunk.scored, chunk.failed = timezone.now(), scored, failed
         chunk.save(update_fields=["done_at", "scored", "failed"])
         RescoreJob.objects.filter(pk=job.pk).update(

@@ -8,7 +8,7 @@ statement when a rescore finishes.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 
 from django.db import connection
@@ -87,20 +87,29 @@ def _copy_text(value: object) -> str:
     return text.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")
 
 
+Compute = Callable[[Sequence[AttemptRow]], list[Outcome]]
+STREAM_BATCH = 1000
+
+
 def scores_replace(
     *,
     version: ScoringVersion,
     attempts: Sequence[AttemptRow],
-    outcomes: Sequence[Outcome],
+    compute: Compute,
     first_id: int,
     last_id: int,
-) -> None:
-    """Make the version's scores for attempts in [first_id, last_id] exactly these (in a
-    transaction): the rows there are deleted, then written (COPY on PostgreSQL)."""
+) -> int:
+    """Make the version's scores for attempts in [first_id, last_id] exactly what
+    ``compute`` gives (call in a transaction): the rows there are deleted, then written.
+    Returns how many attempts' scorers failed.
+
+    On PostgreSQL the rows stream through COPY while the next batch is computed, and
+    constraints are checked as rows arrive: the database works while Python does."""
     AttemptScore.objects.filter(
         version=version, attempt_id__gte=first_id, attempt_id__lte=last_id
     ).delete()
     if connection.vendor != "postgresql":
+        outcomes = compute(attempts)
         rows = [
             AttemptScore(
                 version=version,
@@ -115,7 +124,25 @@ def scores_replace(
             for a, o in zip(attempts, outcomes, strict=True)
         ]
         AttemptScore.objects.bulk_create(rows, batch_size=2000)
-        return
+        return sum(1 for o in outcomes if o.error)
+    table = AttemptScore._meta.db_table
+    columns = "version_id, attempt_id, player_id, created_at, score, sort_key, details, error"
+    failed = 0
+    with connection.cursor() as cursor:
+        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")  # checked during COPY, not at commit
+        with cursor.cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
+            for start in range(0, len(attempts), STREAM_BATCH):
+                batch = attempts[start : start + STREAM_BATCH]
+                outcomes = compute(batch)
+                failed += sum(1 for o in outcomes if o.error)
+                copy.write(_copy_lines(version, batch, outcomes))
+    return failed
+
+
+def _copy_lines(
+    version: ScoringVersion, attempts: Sequence[AttemptRow], outcomes: Sequence[Outcome]
+) -> str:
+    """Score rows in COPY text format."""
     negate = scoring.sort_key_of(version, 1.0) == -1.0
     dumps = json.dumps
     version_id = version.pk
@@ -132,12 +159,7 @@ def scores_replace(
         lines.append(
             f"{version_id}\t{a[0]}\t{a[1]}\t{a[8]}\t{score_text}\t{sort_text}\t{details}\t{error}\n"
         )
-    table = AttemptScore._meta.db_table
-    columns = "version_id, attempt_id, player_id, created_at, score, sort_key, details, error"
-    with connection.cursor() as cursor:
-        with cursor.cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
-            for start in range(0, len(lines), 5000):
-                copy.write("".join(lines[start : start + 5000]))
+    return "".join(lines)
 
 
 # Built-in strategies as SQL (PostgreSQL): the value the engine's strategy computes, so a

@@ -6,7 +6,7 @@ engine errors into field errors.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -166,13 +166,20 @@ def items_from_attempts(attempts: Iterable[Any], *, challenge: Any, timeout_ms: 
     return items
 
 
-def items_from_rows(
-    rows: Iterable[Sequence[Any]], *, challenge: Any, timeout_ms: int
-) -> list[Item]:
-    """Engine inputs for plain rows ``(id, player_id, external_id, succeeded,
-    tokens_total, elapsed_ms, rating, created_ms)`` (the rescore's fast path)."""
-    context = _Contexts(challenge, timeout_ms)
-    return [(AttemptMetrics(*row[3:8]), context(row[2])) for row in rows]
+def rows_scorer(*, version: Any, challenge: Any) -> Callable[[Sequence[Any]], list[Outcome]]:
+    """A function scoring batches of plain attempt rows under ``version`` (the scorer is
+    built once, the contexts cached across batches); never raises for a scorer's fault."""
+    context = _Contexts(challenge, version.timeout_ms)
+    try:
+        scorer = scorer_for(version)
+    except ValueError as exc:
+        failure = Outcome.failed(f"this scoring setup cannot run: {exc}")
+        return lambda rows: [failure] * len(rows)
+
+    def score(rows: Sequence[Any]) -> list[Outcome]:
+        return scorer.score_many([(AttemptMetrics(*r[3:8]), context(r[2])) for r in rows])
+
+    return score
 
 
 def scores_compute(*, version: Any, items: Sequence[Item]) -> list[Outcome]:
