@@ -204,11 +204,23 @@ class AttemptScore(models.Model):
 
 
 class LeaderboardEntry(models.Model):
-    """Each player's best counted attempt under a version: one row per player."""
+    """Each player's best counted attempt under a version: one row per player.
 
-    version = models.ForeignKey(ScoringVersion, on_delete=models.CASCADE, related_name="entries")
-    player = models.ForeignKey(Player, on_delete=models.CASCADE, related_name="+")
-    attempt = models.ForeignKey(Attempt, on_delete=models.CASCADE, related_name="+")
+    Derived data, rebuilt from the scores by a rescore (100,000 rows at a time): only the
+    version is a database foreign key; player and attempt are copies of a score row's,
+    whose own constraints guarantee them (the ORM still cascades deletes). The unique
+    (version, player) and the rank index serve every lookup, so the foreign keys carry
+    no index of their own."""
+
+    version = models.ForeignKey(
+        ScoringVersion, on_delete=models.CASCADE, related_name="entries", db_index=False
+    )
+    player = models.ForeignKey(
+        Player, on_delete=models.CASCADE, related_name="+", db_index=False, db_constraint=False
+    )
+    attempt = models.ForeignKey(
+        Attempt, on_delete=models.CASCADE, related_name="+", db_constraint=False
+    )
     score = models.FloatField()
     sort_key = models.FloatField()
     created_at = models.DateTimeField()

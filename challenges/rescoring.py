@@ -198,16 +198,31 @@ def _chunk_score(chunk_id: int) -> RescoreJob | None:
 def job_finalize(*, job_id: int) -> bool:
     """Make the job's version active, if the job is running and every chunk is done.
 
-    Under the challenge row lock (ingestion waits), the attempts recorded since the job
-    started that still lack a score get one, the leaderboard is rebuilt and the pointer
-    moves: readers see the old version or the new one, never a mix."""
+    Two steps. First, without blocking anyone, the version's leaderboard is rebuilt from
+    its scores (public readers do not see a version that is not active). Then, under the
+    challenge row lock (ingestion waits a few milliseconds), the attempts recorded since
+    the plan that still lack a score get one and the pointer moves: readers see the old
+    version or the new one, never a mix."""
     with transaction.atomic():
-        job = RescoreJob.objects.filter(pk=job_id).select_related("version").first()
+        job = RescoreJob.objects.select_for_update().filter(pk=job_id).first()
+        if job is None or not _ready(job):
+            return False
+        scores.entries_rebuild(version=ScoringVersion.objects.get(pk=job.version_id))
+    return _switch(job_id)
+
+
+def _ready(job: RescoreJob) -> bool:
+    return job.status == Status.RUNNING and job.chunks_done == job.chunks_total
+
+
+def _switch(job_id: int) -> bool:
+    with transaction.atomic():
+        job = RescoreJob.objects.filter(pk=job_id).first()
         if job is None:
             return False
         challenge = Challenge.objects.select_for_update().get(pk=job.challenge_id)
         job = RescoreJob.objects.select_for_update().get(pk=job_id)
-        if job.status != Status.RUNNING or job.chunks_done < job.chunks_total:
+        if not _ready(job):  # cancelled, superseded, or switched by a twin task
             return False
         version = ScoringVersion.objects.get(pk=job.version_id)
         version.challenge = challenge
@@ -215,7 +230,6 @@ def job_finalize(*, job_id: int) -> bool:
         # the plan can lack a score.
         planned_up_to = job.chunks.aggregate(last=Max("last_attempt_id"))["last"] or 0
         scores.score_missing(version=version, after_id=planned_up_to)
-        scores.entries_rebuild(version=version)
         now = timezone.now()
         version.scored_at = now
         version.save(update_fields=["scored_at"])

@@ -234,7 +234,8 @@ def score_missing(
     *, version: ScoringVersion, after_id: int = 0, batch_size: int = 2000
 ) -> tuple[int, int]:
     """Score the attempts of the version's challenge with ids above ``after_id`` that
-    have no score under it. Returns (scored, failed)."""
+    have no score under it, and keep their players' leaderboard entries. Returns
+    (scored, failed)."""
     challenge = version.challenge
     has_score = AttemptScore.objects.filter(version=version, attempt=OuterRef("pk"))
     todo = attempts_for_scoring(challenge.pk).filter(~Exists(has_score))
@@ -245,7 +246,8 @@ def score_missing(
             batch, challenge=challenge, timeout_ms=version.timeout_ms
         )
         outcomes = scoring.scores_compute(version=version, items=items)
-        scores_write(version=version, attempts=batch, outcomes=outcomes)
+        rows = scores_write(version=version, attempts=batch, outcomes=outcomes)
+        entries_upsert(version=version, attempts=batch, rows=rows)
         scored += len(batch)
         failed += sum(1 for o in outcomes if o.error)
         last_pk = batch[-1].pk
@@ -253,6 +255,15 @@ def score_missing(
 
 
 _COLUMNS = "version_id, player_id, attempt_id, score, sort_key, created_at"
+# Keep the better of two entries of a player: lower sort_key, then earlier, then lower id.
+_KEEP_BETTER = """
+ON CONFLICT (version_id, player_id) DO UPDATE SET
+    attempt_id = excluded.attempt_id, score = excluded.score,
+    sort_key = excluded.sort_key, created_at = excluded.created_at
+WHERE excluded.sort_key < {t}.sort_key
+   OR (excluded.sort_key = {t}.sort_key AND (excluded.created_at < {t}.created_at
+       OR (excluded.created_at = {t}.created_at AND excluded.attempt_id < {t}.attempt_id)))
+"""
 # Best attempt per player: the first in (sort_key, created_at, attempt_id) order.
 _REBUILD_SQL = {
     "postgresql": """
@@ -275,28 +286,22 @@ WHERE place = 1
 
 
 def entries_rebuild(*, version: ScoringVersion) -> None:
-    """Recompute every player's best attempt under ``version`` from its scores (one
-    statement over the scores table alone)."""
+    """Recompute every player's best attempt under ``version`` from its scores, in one
+    statement over the scores table alone. Attempts recorded meanwhile may upsert
+    entries of the version concurrently: the better entry is kept either way."""
     LeaderboardEntry.objects.filter(version=version).delete()
+    table = LeaderboardEntry._meta.db_table
     sql = _REBUILD_SQL.get(connection.vendor, _REBUILD_SQL["default"]).format(
-        entry=LeaderboardEntry._meta.db_table, score=AttemptScore._meta.db_table, columns=_COLUMNS
-    )
+        entry=table, score=AttemptScore._meta.db_table, columns=_COLUMNS
+    ) + _KEEP_BETTER.format(t=table)
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":  # sort a million rows in memory, not on disk
             cursor.execute("SET LOCAL work_mem = '256MB'")
         cursor.execute(sql, [version.pk])
 
 
-_UPSERT_SQL = """
-INSERT INTO {t} (version_id, player_id, attempt_id, score, sort_key, created_at)
-VALUES (%s, %s, %s, %s, %s, %s)
-ON CONFLICT (version_id, player_id) DO UPDATE SET
-    attempt_id = excluded.attempt_id, score = excluded.score,
-    sort_key = excluded.sort_key, created_at = excluded.created_at
-WHERE excluded.sort_key < {t}.sort_key
-   OR (excluded.sort_key = {t}.sort_key AND (excluded.created_at < {t}.created_at
-       OR (excluded.created_at = {t}.created_at AND excluded.attempt_id < {t}.attempt_id)))
-"""
+# Our own table and column names; every value is a parameter.
+_UPSERT_SQL = f"INSERT INTO {{t}} ({_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s)" + _KEEP_BETTER  # noqa: S608
 
 
 def entries_upsert(
