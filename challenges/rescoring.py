@@ -130,6 +130,10 @@ def chunk_run(*, chunk_id: int, finalize: bool = True) -> bool:
 
     Returns False when there was nothing to do (chunk done already, job cancelled or
     superseded, chunk gone)."""
+    job_id = RescoreChunk.objects.filter(pk=chunk_id).values_list("job_id", flat=True).first()
+    if job_id is None:
+        return False
+    _mark_running(job_id)  # on its own: the job shows "running" while the chunk scores
     with _gc_paused():
         done = _chunk_score(chunk_id)
     if done is None:
@@ -160,7 +164,9 @@ def _chunk_score(chunk_id: int) -> RescoreJob | None:
     to do. Returns the chunk's job."""
     with transaction.atomic():
         chunk = (
-            RescoreChunk.objects.select_for_update()
+            # of=self: lock the chunk row only, not the job, version and challenge rows
+            # it is joined with (that would block ingestion and serialize the chunks).
+            RescoreChunk.objects.select_for_update(of=("self",))
             .select_related("job__version__challenge")
             .filter(pk=chunk_id)
             .first()
@@ -170,7 +176,6 @@ def _chunk_score(chunk_id: int) -> RescoreJob | None:
         job = chunk.job
         if job.status not in RescoreJob.ACTIVE_STATUSES:
             return None
-        _mark_running(job.pk)
         version = job.version
         span = {"first_id": chunk.first_attempt_id, "last_id": chunk.last_attempt_id}
         scored = scores.scores_replace_in_sql(

@@ -186,7 +186,9 @@ SPECTACULAR_SETTINGS = {
 # Extra scorer plugins: {"plugin_id": "module:Class"} (JSON in the environment).
 SCORING_PLUGINS = env_json_dict("SCORING_PLUGINS", {})
 PODIUM_MAX_ATTEMPTS_PER_REQUEST = env_int("PODIUM_MAX_ATTEMPTS_PER_REQUEST", 1000, minimum=1)
-PODIUM_SCORING_CHUNK = env_int("PODIUM_SCORING_CHUNK", 2000, minimum=1)
+# Attempts per rescore task: big enough that per-task costs vanish, small enough that
+# progress moves every second or so and several workers share a job.
+PODIUM_SCORING_CHUNK = env_int("PODIUM_SCORING_CHUNK", 5000, minimum=1)
 
 # --- Celery ---------------------------------------------------------------------
 # Embedded default: a filesystem broker under var/, shared by `make run`'s web process
@@ -202,6 +204,7 @@ if CELERY_BROKER_URL == "filesystem://":
         "store_processed": False,
     }
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
+CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_TASK_DEFAULT_QUEUE", "celery")
 CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
