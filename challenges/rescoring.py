@@ -64,16 +64,26 @@ def rescore_start(
             version=version,
             created_by=by if getattr(by, "is_authenticated", False) else None,
         )
-        _plan_chunks(job, size=settings.PODIUM_SCORING_CHUNK)
+        _plan_chunks(job, most=settings.PODIUM_SCORING_CHUNK)
         transaction.on_commit(lambda: _send(job))
     return job
 
 
-def _plan_chunks(job: RescoreJob, *, size: int) -> None:
-    """Split the challenge's attempts (as they are now) into id ranges of ``size``."""
+CHUNKS_PER_JOB = 16
+FEWEST_PER_CHUNK = 1000
+
+
+def chunk_size(*, total: int, most: int) -> int:
+    """About CHUNKS_PER_JOB chunks, of FEWEST_PER_CHUNK to ``most`` attempts each."""
+    return max(1, min(most, max(FEWEST_PER_CHUNK, -(-total // CHUNKS_PER_JOB))))
+
+
+def _plan_chunks(job: RescoreJob, *, most: int) -> None:
+    """Split the challenge's attempts (as they are now) into id ranges."""
     attempts = scores.attempts_for_scoring(job.challenge_id)
     stats = attempts.aggregate(total=Count("pk"), last=Max("pk"))
     total, last = stats["total"], stats["last"]
+    size = chunk_size(total=total, most=most)
     starts: list[int] = []
     if total:
         table = attempts.model._meta.db_table

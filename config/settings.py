@@ -186,9 +186,10 @@ SPECTACULAR_SETTINGS = {
 # Extra scorer plugins: {"plugin_id": "module:Class"} (JSON in the environment).
 SCORING_PLUGINS = env_json_dict("SCORING_PLUGINS", {})
 PODIUM_MAX_ATTEMPTS_PER_REQUEST = env_int("PODIUM_MAX_ATTEMPTS_PER_REQUEST", 1000, minimum=1)
-# Attempts per rescore task: big enough that per-task costs vanish, small enough that
-# progress moves every second or so and several workers share a job.
-PODIUM_SCORING_CHUNK = env_int("PODIUM_SCORING_CHUNK", 5000, minimum=1)
+# The most attempts per rescore task. A job is split into about 16 tasks (so several
+# workers share it and progress moves), of at least 1,000 attempts (so per-task costs
+# stay small) and at most this many.
+PODIUM_SCORING_CHUNK = env_int("PODIUM_SCORING_CHUNK", 20_000, minimum=1)
 
 # --- Celery ---------------------------------------------------------------------
 # Embedded default: a filesystem broker under var/, shared by `make run`'s web process

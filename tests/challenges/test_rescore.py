@@ -282,3 +282,18 @@ def test_chunk_rows_record_their_counts():
     job = rescoring.job_run_inline(job=rescoring.rescore_start(challenge=challenge))
     chunk = RescoreChunk.objects.get(job=job)
     assert (chunk.scored, chunk.failed) == (2, 0) and chunk.done_at is not None
+
+
+@pytest.mark.parametrize(
+    ("total", "most", "size"),
+    [
+        (0, 20_000, 1000),
+        (500, 20_000, 1000),
+        (16_000, 20_000, 1000),
+        (160_000, 20_000, 10_000),
+        (1_000_000, 20_000, 20_000),
+        (1_000_000, 5, 5),  # the setting is the ceiling, even below the floor
+    ],
+)
+def test_chunk_size_is_about_a_sixteenth_within_bounds(total, most, size):
+    assert rescoring.chunk_size(total=total, most=most) == size
