@@ -194,8 +194,8 @@ PODIUM_SCORING_CHUNK = env_int("PODIUM_SCORING_CHUNK", 20_000, minimum=1)
 # --- Celery ---------------------------------------------------------------------
 # Embedded default: a filesystem broker under var/, shared by `make run`'s web process
 # and its worker; no server to install. Set CELERY_BROKER_URL=redis://… to scale out.
-CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "filesystem://")
-if CELERY_BROKER_URL == "filesystem://":
+CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "filesystem://localhost//")
+if CELERY_BROKER_URL.startswith("filesystem://"):
     _queue_dir = VAR_DIR / "celery-broker"
     _queue_dir.mkdir(exist_ok=True)
     CELERY_BROKER_TRANSPORT_OPTIONS = {

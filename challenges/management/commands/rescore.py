@@ -44,7 +44,8 @@ class Command(BaseCommand):
         job = rescoring.rescore_start(challenge=challenge)
         self.stdout.write(
             f"Rescore job {job.pk}: version {job.version.number} of {challenge.slug}, "
-            f"{job.total:,} attempts in {job.chunks_total} chunks."
+            f"{job.total:,} attempts in {job.chunks_total} "
+            f"chunk{'s' if job.chunks_total != 1 else ''}."
         )
         if inline:
             job = rescoring.job_run_inline(job=job)
