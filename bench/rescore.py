@@ -84,6 +84,8 @@ def _version(challenge, setup: dict):
 
 
 def _drop_scores(version) -> None:
+    """Remove a measured version's rows, and vacuum, so the next measurement does not
+    read the dead rows of this one (a real deployment keeps its versions instead)."""
     from django.db import connection
 
     with connection.cursor() as cursor:
@@ -91,6 +93,8 @@ def _drop_scores(version) -> None:
             "DELETE FROM challenges_leaderboardentry WHERE version_id = %s", [version.pk]
         )
         cursor.execute("DELETE FROM challenges_attemptscore WHERE version_id = %s", [version.pk])
+        cursor.execute("VACUUM ANALYZE challenges_attemptscore")
+        cursor.execute("VACUUM ANALYZE challenges_leaderboardentry")
 
 
 def sql_reference(challenge, sql: str, setup: dict) -> float:

@@ -261,7 +261,7 @@ def test_rescore_command_inline(challenge):
     call_command("rescore", challenge.slug, "--inline", stdout=out)
     text = out.getvalue()
     job = RescoreJob.objects.get(challenge=challenge)
-    assert f"Rescore job {job.pk}: version 2 of {challenge.slug}, 2 attempts in 1 chunks." in text
+    assert f"Rescore job {job.pk}: version 2 of {challenge.slug}, 2 attempts in 1 chunk." in text
     assert "2/2" in text and "(succeeded)" in text
     assert "Version 2 is active." in text
     assert job.status == Status.SUCCEEDED
