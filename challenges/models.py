@@ -206,14 +206,18 @@ class AttemptScore(models.Model):
 class LeaderboardEntry(models.Model):
     """Each player's best counted attempt under a version: one row per player.
 
-    Derived data, rebuilt from the scores by a rescore (100,000 rows at a time): only the
-    version is a database foreign key; player and attempt are copies of a score row's,
-    whose own constraints guarantee them (the ORM still cascades deletes). The unique
-    (version, player) and the rank index serve every lookup, so the foreign keys carry
-    no index of their own."""
+    Derived data, a cache of the scores table rebuilt by every rescore (100,000 rows at a
+    time): its columns are copies of score rows, whose own constraints guarantee them, so
+    the table carries no foreign-key constraint of its own (the ORM still cascades
+    deletes). The unique (version, player) and the rank index serve every lookup, so
+    the foreign keys carry no index either, but the attempt's (for cascades)."""
 
     version = models.ForeignKey(
-        ScoringVersion, on_delete=models.CASCADE, related_name="entries", db_index=False
+        ScoringVersion,
+        on_delete=models.CASCADE,
+        related_name="entries",
+        db_index=False,
+        db_constraint=False,
     )
     player = models.ForeignKey(
         Player, on_delete=models.CASCADE, related_name="+", db_index=False, db_constraint=False
