@@ -240,3 +240,20 @@ class BatchWeird:
 
     def score_many(self, items, config):
         return [{"score": math.nan}, {"score": -1.0}, {"score": 5.0}]
+
+
+class BatchOdd:
+    """A built-in batch returning shapes the fast lane must hand to the full rules."""
+
+    runs_in_process = True
+
+    def score(self, metrics, config, ctx):
+        return {"score": 1.0}
+
+    def score_many(self, items, config):
+        return [
+            {"score": 2, "details": None},  # an int: accepted, as a float
+            {"score": 1.0, "details": "text"},  # details not a dict: refused
+            {"score": math.inf},  # infinite: refused
+            "not a dict",  # refused
+        ]

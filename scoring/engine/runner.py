@@ -76,7 +76,7 @@ class PluginScorer:
             except Exception:  # scored one by one below, to find the culprit
                 results = None
             if isinstance(results, list) and len(results) == len(items):
-                return [normalize_result(raw) for raw in results]
+                return [_builtin_outcome(raw) for raw in results]
         return [self._score_in_process(metrics, ctx) for metrics, ctx in items]
 
     def _score_in_process(self, metrics: AttemptMetrics, ctx: ScoringContext) -> Outcome:
@@ -89,6 +89,22 @@ class PluginScorer:
         if took_ms > self.timeout_ms:
             return Outcome.failed(f"took {took_ms:.0f} ms, over the {self.timeout_ms} ms limit")
         return normalize_result(raw)
+
+
+_INF = float("inf")
+
+
+def _builtin_outcome(raw: Any) -> Outcome:
+    """A built-in scorer's batch result: Podium's own code, so a finite, non-negative
+    float score and a dict of details are taken as they are; anything else goes through
+    every rule like a plugin's result."""
+    if type(raw) is dict:
+        score = raw.get("score")
+        if type(score) is float and 0.0 <= score < _INF:
+            details = raw.get("details")
+            if details is None or type(details) is dict:
+                return Outcome(score, details)
+    return normalize_result(raw)
 
 
 def build_scorer(setup: ScoringSetup, registry: ScorerRegistry) -> Scorer:

@@ -441,3 +441,15 @@ def test_in_process_batch_results_still_follow_the_rules():
     out = scorer.score_many([(AttemptMetrics(), ScoringContext())] * 3)
     assert [o.score for o in out] == [None, 0.0, 5.0]
     assert "nan" in out[0].error
+
+
+def test_builtin_batch_fast_lane_hands_odd_shapes_to_the_full_rules():
+    from scoring.engine.registry import builtin_registry
+
+    registry = builtin_registry()
+    registry.register("b.batchodd", "tests.plugins:BatchOdd", builtin=True)
+    scorer = build_scorer(ScoringSetup("custom", "b.batchodd"), registry)
+    out = scorer.score_many([(AttemptMetrics(), ScoringContext())] * 4)
+    assert out[0] == Outcome(2.0, None, "")
+    assert [o.score for o in out[1:]] == [None, None, None]
+    assert "details" in out[1].error and "inf" in out[2].error and "str" in out[3].error
