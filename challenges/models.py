@@ -120,7 +120,9 @@ class Attempt(models.Model):
     class Meta:
         ordering = ["-created_at", "-id"]
         indexes = [
-            models.Index(fields=["challenge", "created_at"], name="attempt_challenge_created")
+            models.Index(fields=["challenge", "created_at"], name="attempt_challenge_created"),
+            # A rescore plans and reads a challenge's attempts by id ranges.
+            models.Index(fields=["challenge", "id"], name="attempt_challenge_id"),
         ]
         constraints = [
             models.CheckConstraint(
