@@ -64,13 +64,17 @@ def rescore_start(
             version=version,
             created_by=by if getattr(by, "is_authenticated", False) else None,
         )
-        _plan_chunks(job, most=settings.PODIUM_SCORING_CHUNK)
+        most = settings.PODIUM_SCORING_CHUNK
+        if scores.scored_in_sql(version):  # no Python per attempt: a chunk goes 5× faster
+            most *= SQL_CHUNK_FACTOR
+        _plan_chunks(job, most=most)
         transaction.on_commit(lambda: _send(job))
     return job
 
 
 CHUNKS_PER_JOB = 16
 FEWEST_PER_CHUNK = 1000
+SQL_CHUNK_FACTOR = 5
 
 
 def chunk_size(*, total: int, most: int) -> int:

@@ -113,16 +113,7 @@ def scores_replace(
     if connection.vendor != "postgresql":
         outcomes = compute(attempts)
         rows = [
-            AttemptScore(
-                version=version,
-                attempt_id=a[0],
-                player_id=a[1],
-                created_at=a[8],
-                score=o.score,
-                sort_key=scoring.sort_key_of(version, o.score),
-                details=o.details,
-                error=o.error,
-            )
+            _score_row(version, a[0], a[1], a[8], o)
             for a, o in zip(attempts, outcomes, strict=True)
         ]
         AttemptScore.objects.bulk_create(rows, batch_size=2000)
@@ -199,6 +190,11 @@ SELECT %s, id, player_id, created_at, value, {sign} value, NULL, '' FROM (
 """
 
 
+def scored_in_sql(version: ScoringVersion) -> bool:
+    """Whether a rescore computes this version's scores in the database."""
+    return connection.vendor == "postgresql" and version.scoring_strategy in _STRATEGY_VALUE_SQL
+
+
 def scores_replace_in_sql(
     *, version: ScoringVersion, challenge_id: int, first_id: int, last_id: int
 ) -> int | None:
@@ -206,9 +202,9 @@ def scores_replace_in_sql(
 
     Returns the number of attempts scored, or None where this path does not apply (not
     PostgreSQL, or not a built-in strategy): the caller scores in Python instead."""
-    value = _STRATEGY_VALUE_SQL.get(version.scoring_strategy)
-    if value is None or connection.vendor != "postgresql":
+    if not scored_in_sql(version):
         return None
+    value = _STRATEGY_VALUE_SQL[version.scoring_strategy]
     AttemptScore.objects.filter(
         version=version, attempt_id__gte=first_id, attempt_id__lte=last_id
     ).delete()
@@ -225,18 +221,24 @@ def score_rows(
     *, version: ScoringVersion, attempts: Sequence[Attempt], outcomes: Sequence[Outcome]
 ) -> list[AttemptScore]:
     return [
-        AttemptScore(
-            version=version,
-            attempt_id=a.pk,
-            player_id=a.player_id,
-            created_at=a.created_at,
-            score=o.score,
-            sort_key=scoring.sort_key_of(version, o.score),
-            details=o.details,
-            error=o.error,
-        )
+        _score_row(version, a.pk, a.player_id, a.created_at, o)
         for a, o in zip(attempts, outcomes, strict=True)
     ]
+
+
+def _score_row(
+    version: ScoringVersion, attempt_id: int, player_id: int, created_at: Any, o: Outcome
+) -> AttemptScore:
+    return AttemptScore(
+        version=version,
+        attempt_id=attempt_id,
+        player_id=player_id,
+        created_at=created_at,
+        score=o.score,
+        sort_key=scoring.sort_key_of(version, o.score),
+        details=o.details,
+        error=o.error,
+    )
 
 
 def scores_write(

@@ -79,8 +79,9 @@ def test_rescore_of_the_same_setup_makes_a_new_version():
     assert board(challenge) == (2, [("a", 5.0)])
 
 
-def test_chunks_cover_every_attempt_once(settings):
+def test_chunks_cover_every_attempt_once(settings, monkeypatch):
     settings.PODIUM_SCORING_CHUNK = 7
+    monkeypatch.setattr(rescoring, "SQL_CHUNK_FACTOR", 1)
     challenge = make_challenge(scoring_strategy="fastest")
     other = make_challenge(scoring_strategy="fastest")
     for i in range(30):  # interleave ids with another challenge's attempts
@@ -177,8 +178,9 @@ def test_cancel_keeps_the_active_version():
         rescoring.job_cancel(job=job)
 
 
-def test_cancel_mid_run_shows_no_partial_scores(settings):
+def test_cancel_mid_run_shows_no_partial_scores(settings, monkeypatch):
     settings.PODIUM_SCORING_CHUNK = 2
+    monkeypatch.setattr(rescoring, "SQL_CHUNK_FACTOR", 1)
     challenge = make_challenge(scoring_strategy="fastest")
     record(challenge, *[attempt_input(f"p{i}", elapsed_ms=i + 10) for i in range(6)])
     job = rescoring.rescore_start(challenge=challenge)
@@ -297,3 +299,26 @@ def test_chunk_rows_record_their_counts():
 )
 def test_chunk_size_is_about_a_sixteenth_within_bounds(total, most, size):
     assert rescoring.chunk_size(total=total, most=most) == size
+
+
+@pytest.mark.parametrize("strategy", ["fastest", "custom"])
+def test_built_ins_scored_in_sql_get_bigger_chunks(settings, strategy):
+    from challenges import scores
+
+    settings.PODIUM_SCORING_CHUNK = 1
+    setup = {"scoring_strategy": strategy}
+    if strategy == "custom":
+        setup["scoring_plugin_id"] = "builtin.weighted_scorer"
+    challenge = make_challenge(**setup)
+    record(challenge, *[attempt_input(f"p{i}", elapsed_ms=i) for i in range(12)])
+    job = rescoring.rescore_start(challenge=challenge)
+    factor = rescoring.SQL_CHUNK_FACTOR if scores.scored_in_sql(job.version) else 1
+    assert scores.scored_in_sql(job.version) == (strategy == "fastest" and _on_postgresql())
+    assert job.chunks_total == -(-12 // factor)
+    assert rescoring.job_run_inline(job=job).status == Status.SUCCEEDED
+
+
+def _on_postgresql() -> bool:
+    from django.db import connection
+
+    return connection.vendor == "postgresql"
