@@ -14,15 +14,10 @@ from scoring.engine import strategies as S
 from scoring.engine.config import validate_config
 from scoring.engine.outcome import Outcome
 from scoring.engine.protocol import AttemptMetrics, ConfigError, RegistryError, ScoringContext
-from scoring.engine.runner import Scorer, ScoringSetup, build_scorer
+from scoring.engine.runner import SNIPPETS_UNAVAILABLE, Scorer, ScoringSetup, build_scorer
 from scoring.registry import registry
 
 MAX_TIMEOUT_MS = 60_000
-SNIPPETS_UNAVAILABLE = (
-    "Python snippet scorers need the sandbox, which this installation does not provide "
-    "yet; snippets are refused rather than run unsandboxed. Use a built-in strategy or a "
-    "scorer plugin."
-)
 
 
 class SetupInvalid(ValueError):

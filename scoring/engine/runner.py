@@ -19,6 +19,11 @@ from .registry import ScorerRegistry
 from .strategies import CUSTOM, PYTHON, Strategy, get_strategy
 
 Item = tuple[AttemptMetrics, ScoringContext]
+SNIPPETS_UNAVAILABLE = (
+    "Python snippet scorers need the sandbox, which this installation does not provide "
+    "yet; snippets are refused rather than run unsandboxed. Use a built-in strategy or a "
+    "scorer plugin."
+)
 
 
 @dataclass(frozen=True)
@@ -113,8 +118,5 @@ def build_scorer(setup: ScoringSetup, registry: ScorerRegistry) -> Scorer:
     if strategy.value is not None:
         return StrategyScorer(strategy)
     if strategy.name == PYTHON:
-        raise ValueError(
-            "Python snippet scorers need the sandbox, which this installation does not "
-            "provide yet; snippets are refused rather than run unsandboxed."
-        )
+        raise ValueError(SNIPPETS_UNAVAILABLE)
     return PluginScorer(registry, setup)
