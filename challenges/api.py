@@ -29,6 +29,7 @@ from .serializers import (
     RescoreStartedSerializer,
     attempts_parse,
 )
+from .throttles import AttemptsThrottle
 
 
 def _setup_errors(exc: SetupInvalid) -> serializers.ValidationError:
@@ -105,7 +106,7 @@ class ChallengeViewSet(viewsets.ModelViewSet):
             "Returns them with their score and details under the active version."
         ),
     )
-    @action(detail=True, methods=["post"])
+    @action(detail=True, methods=["post"], throttle_classes=[AttemptsThrottle])
     def attempts(self, request: Request, pk: str | None = None) -> Response:
         challenge = self.get_object()
         inputs, many = attempts_parse(request.data)

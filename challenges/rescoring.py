@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import gc
 import logging
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -69,7 +70,21 @@ def rescore_start(
             most *= SQL_CHUNK_FACTOR
         _plan_chunks(job, most=most)
         transaction.on_commit(lambda: _send(job))
+    logger.info(
+        "rescore queued",
+        extra={
+            **_job_fields(job),
+            "strategy": version.scoring_strategy,
+            "plugin_id": version.scoring_plugin_id or None,
+            "total": job.total,
+            "chunks": job.chunks_total,
+        },
+    )
     return job
+
+
+def _job_fields(job: RescoreJob) -> dict[str, Any]:
+    return {"challenge_id": job.challenge_id, "job_id": job.pk, "version_id": job.version_id}
 
 
 CHUNKS_PER_JOB = 16
@@ -148,10 +163,15 @@ def chunk_run(*, chunk_id: int, finalize: bool = True) -> bool:
     if job_id is None:
         return False
     _mark_running(job_id)  # on its own: the job shows "running" while the chunk scores
+    started = time.perf_counter()
     with _gc_paused():
         done = _chunk_score(chunk_id)
     if done is None:
         return False
+    logger.info(
+        "rescore chunk done",
+        extra={**_job_fields(done), "chunk_id": chunk_id, "duration_ms": _ms_since(started)},
+    )
     if not finalize:
         return True
     done.refresh_from_db(fields=["chunks_done", "chunks_total", "status"])
@@ -222,12 +242,31 @@ def job_finalize(*, job_id: int) -> bool:
     challenge row lock (ingestion waits a few milliseconds), the attempts recorded since
     the plan that still lack a score get one and the pointer moves: readers see the old
     version or the new one, never a mix."""
+    started = time.perf_counter()
     with transaction.atomic():
         job = RescoreJob.objects.select_for_update().filter(pk=job_id).first()
         if job is None or not _ready(job):
             return False
         scores.entries_rebuild(version=ScoringVersion.objects.get(pk=job.version_id))
-    return _switch(job_id)
+    rebuilt = time.perf_counter()
+    switched = _switch(job_id)
+    if switched:
+        job.refresh_from_db()
+        logger.info(
+            "rescore switched",
+            extra={
+                **_job_fields(job),
+                "processed": job.processed,
+                "failed": job.failed,
+                "rebuild_ms": _ms_since(started, rebuilt),
+                "switch_ms": _ms_since(rebuilt),
+            },
+        )
+    return switched
+
+
+def _ms_since(start: float, end: float | None = None) -> float:
+    return round(((end if end is not None else time.perf_counter()) - start) * 1000, 1)
 
 
 def _ready(job: RescoreJob) -> bool:
@@ -274,15 +313,18 @@ def job_cancel(*, job: RescoreJob) -> RescoreJob:
         raise JobStateError(
             f"The job is {job.status}; only queued or running jobs can be cancelled."
         )
+    logger.info("rescore cancelled", extra=_job_fields(job))
     return job
 
 
 def job_fail(*, job_id: int, error: str) -> None:
     """Give up on a job after an unexpected error (the scorer's own failures do not fail a
     job: they are recorded per attempt)."""
-    RescoreJob.objects.filter(pk=job_id, status__in=RescoreJob.ACTIVE_STATUSES).update(
+    failed = RescoreJob.objects.filter(pk=job_id, status__in=RescoreJob.ACTIVE_STATUSES).update(
         status=Status.FAILED, finished_at=timezone.now(), error=error[:5000]
     )
+    if failed:
+        logger.warning("rescore failed", extra={"job_id": job_id})
 
 
 def jobs_resume(*, send_dispatch: Callable[[int], None]) -> list[int]:

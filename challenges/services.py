@@ -6,6 +6,7 @@ Views, the API, the admin, commands and tasks call these; the logic lives here o
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -233,6 +234,7 @@ def attempts_record(
     ]
     for attempt, item in zip(attempts, inputs, strict=True):
         attempt.player_external_id = item.player
+    started = time.perf_counter()
     # Score before the transaction: a slow plugin must not hold database locks.
     computed: dict[int, list[Outcome]] = {}
     for version in _versions_to_score(challenge.pk)[1]:
@@ -254,6 +256,16 @@ def attempts_record(
             scores.entries_upsert(version=version, attempts=attempts, rows=rows)
             if version.pk == active_id:
                 active_rows, active_number = list(rows), version.number
+    logger.info(
+        "attempts recorded",
+        extra={
+            "challenge_id": challenge.pk,
+            "attempts": len(attempts),
+            "failed": sum(1 for row in active_rows if row is not None and row.error),
+            "versions": len(versions),
+            "duration_ms": round((time.perf_counter() - started) * 1000, 1),
+        },
+    )
     return [
         RecordedAttempt(a, s, active_number) for a, s in zip(attempts, active_rows, strict=True)
     ]

@@ -70,13 +70,84 @@ def env_json_dict(name: str, default: dict[str, str]) -> dict[str, str]:
     return value
 
 
-DEBUG = env_bool("DEBUG", True)
-SECRET_KEY = env_str("SECRET_KEY", "")
+def env_rate(name: str, default: str) -> str:
+    """A DRF throttle rate such as ``600/min``; checked here, not at the first request."""
+    value = os.environ.get(name) or default
+    count, _, period = value.partition("/")
+    if (
+        not count.isdigit()
+        or int(count) < 1
+        or period not in {"s", "sec", "second", "m", "min", "minute", "h", "hour", "d", "day"}
+    ):
+        raise ImproperlyConfigured(f"{name}={value!r} is not a rate like 600/min or 20/s.")
+    return value
+
+
+def env_secret(name: str) -> str:
+    """A secret from ``NAME`` or from the file named by ``NAME_FILE`` (Docker/systemd
+    credentials); setting both is ambiguous and refused."""
+    value = os.environ.get(name, "")
+    path = os.environ.get(f"{name}_FILE", "")
+    if value and path:
+        raise ImproperlyConfigured(f"Set {name} or {name}_FILE, not both.")
+    if path:
+        try:
+            value = Path(path).read_text().strip()
+        except OSError as exc:
+            raise ImproperlyConfigured(f"{name}_FILE={path!r} cannot be read: {exc}") from None
+        if not value:
+            raise ImproperlyConfigured(f"{name}_FILE={path!r} is empty.")
+    return value
+
+
+def env_choice(name: str, default: str, choices: tuple[str, ...]) -> str:
+    value = os.environ.get(name) or default
+    if value not in choices:
+        raise ImproperlyConfigured(f"{name}={value!r} must be one of: {', '.join(choices)}.")
+    return value
+
+
+# development (the default: `make run`, `make test`) or production (behind a real host
+# name, over HTTPS). Production turns DEBUG off by default and requires a secret key and
+# the host names; every security setting below follows from it and may be overridden.
+PODIUM_ENV = env_choice("PODIUM_ENV", "development", ("development", "production"))
+PRODUCTION = PODIUM_ENV == "production"
+DEBUG = env_bool("DEBUG", not PRODUCTION)
+SECRET_KEY = env_secret("SECRET_KEY")
 if not SECRET_KEY:
-    if not DEBUG:
-        raise ImproperlyConfigured("SECRET_KEY must be set when DEBUG is off.")
-    SECRET_KEY = "insecure-dev-key-only-for-local-use"  # noqa: S105 - DEBUG only
-ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]", "testserver"])
+    if PRODUCTION or not DEBUG:
+        raise ImproperlyConfigured(
+            "SECRET_KEY (or SECRET_KEY_FILE) must be set in production or when DEBUG is off; "
+            'generate one with: python -c "import secrets; print(secrets.token_urlsafe(50))"'
+        )
+    SECRET_KEY = "insecure-dev-key-only-for-local-use"  # noqa: S105 - development only
+elif PRODUCTION and len(SECRET_KEY) < 50:
+    raise ImproperlyConfigured("SECRET_KEY must be at least 50 characters in production.")
+ALLOWED_HOSTS = env_list(
+    "ALLOWED_HOSTS", [] if PRODUCTION else ["localhost", "127.0.0.1", "[::1]", "testserver"]
+)
+if PRODUCTION and not ALLOWED_HOSTS:
+    raise ImproperlyConfigured("ALLOWED_HOSTS must name the site's host(s) in production.")
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+
+# --- HTTPS and cookies (production defaults; each can be overridden) ----------------
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", PRODUCTION)
+SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", PRODUCTION)
+CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", PRODUCTION)
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 31_536_000 if PRODUCTION else 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", PRODUCTION)
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", PRODUCTION)
+# Behind a TLS-terminating proxy that sets X-Forwarded-Proto: set SECURE_PROXY_SSL_HEADER=true.
+# Only then: a client could otherwise claim HTTPS by sending the header itself.
+if env_bool("SECURE_PROXY_SSL_HEADER", False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+SESSION_COOKIE_HTTPONLY = True
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
+X_FRAME_OPTIONS = "DENY"
+# Exempt from the HTTPS redirect: the load balancer's health probe speaks plain HTTP.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -89,19 +160,57 @@ INSTALLED_APPS = [
     "rest_framework.authtoken",
     "drf_spectacular",
     "drf_spectacular_sidecar",  # Swagger UI served from our static files, not a CDN
+    "csp",
+    "axes",
     "scoring",
     "challenges",
 ]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "config.middleware.BodySizeLimitMiddleware",
+    "csp.middleware.CSPMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "axes.middleware.AxesMiddleware",  # last: it answers a locked-out login itself
 ]
+
+# --- Content-Security-Policy: only our own scripts, styles, images and fonts --------
+# No inline script or style anywhere (templates keep code in static/js, CSS in
+# static/css); the Swagger UI uses drf-spectacular's split view for the same reason.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'"],
+        "img-src": ["'self'", "data:"],
+        "font-src": ["'self'"],
+        "connect-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'self'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'none'"],
+    },
+}
+
+# --- Login guessing: django-axes locks a username + address after repeated failures --
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = env_int("AXES_FAILURE_LIMIT", 5, minimum=1)
+AXES_COOLOFF_TIME = env_int("AXES_COOLOFF_MINUTES", 15, minimum=1) / 60  # hours
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+# Proxies in front that append to X-Forwarded-For (0: use the connection's address).
+AXES_IPWARE_PROXY_COUNT = env_int("AXES_PROXY_COUNT", 0)
+AXES_VERBOSE = False
 
 ROOT_URLCONF = "config.urls"
 WSGI_APPLICATION = "config.wsgi.application"
@@ -153,7 +262,36 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
-STATIC_ROOT = VAR_DIR / "staticfiles"
+STATIC_ROOT = Path(os.environ.get("STATIC_ROOT", VAR_DIR / "staticfiles"))
+if not PRODUCTION:
+    STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # WhiteNoise warns about a missing one
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    # Production: `collectstatic` writes compressed, content-hashed files and WhiteNoise
+    # serves them with far-future cache headers. Development serves static/ as it is.
+    "staticfiles": {
+        "BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"
+        if PRODUCTION
+        else "django.contrib.staticfiles.storage.StaticFilesStorage"
+    },
+}
+
+# --- Cache: API throttles and rendered fragments. One process: local memory; several
+# web processes (gunicorn) share counters only through Redis: set CACHE_URL=redis://…
+CACHE_URL = env_str("CACHE_URL", "")
+if CACHE_URL.startswith(("redis://", "rediss://", "unix://")):
+    CACHES = {
+        "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL}
+    }
+elif CACHE_URL in ("", "locmem://"):
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+else:
+    raise ImproperlyConfigured(f"CACHE_URL={CACHE_URL!r}: use redis://host:port/db or unset it.")
+
+# --- Request limits ----------------------------------------------------------------
+# A request body over this many bytes is refused with 413 before it is read.
+PODIUM_MAX_BODY_BYTES = env_int("PODIUM_MAX_BODY_BYTES", 10 * 1024 * 1024, minimum=1024)
+DATA_UPLOAD_MAX_MEMORY_SIZE = PODIUM_MAX_BODY_BYTES
 
 # --- API -----------------------------------------------------------------------
 REST_FRAMEWORK = {
@@ -166,6 +304,8 @@ REST_FRAMEWORK = {
     "EXCEPTION_HANDLER": "challenges.api_errors.exception_handler",
     # JSON only: every field is strictly typed, which form encodings cannot express.
     "DEFAULT_PARSER_CLASSES": ["challenges.parsers.SafeJSONParser"],
+    # Recording attempts is limited per token (429 with Retry-After); see challenges.throttles.
+    "DEFAULT_THROTTLE_RATES": {"attempts": env_rate("PODIUM_ATTEMPTS_RATE", "600/min")},
     "DEFAULT_RENDERER_CLASSES": [
         "rest_framework.renderers.JSONRenderer",
         "rest_framework.renderers.BrowsableAPIRenderer",
@@ -212,10 +352,19 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# The worker logs through LOGGING below (text or JSON lines), like the web process.
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 
+LOG_FORMAT = env_choice("LOG_FORMAT", "text", ("text", "json"))
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "formatters": {
+        "text": {"()": "config.logging.TextFormatter"},
+        "json": {"()": "config.logging.json_formatter"},
+    },
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+    # django-axes narrates every login at INFO; its lockouts are warnings.
+    "loggers": {"axes": {"level": "WARNING"}},
 }

@@ -20,6 +20,16 @@ def _fast_password_hasher(settings):
 
 
 @pytest.fixture(autouse=True)
+def _fresh_cache():
+    # Throttle counters and cached fragments live in the cache: no test sees another's.
+    from django.core.cache import cache
+
+    cache.clear()
+    yield
+    cache.clear()
+
+
+@pytest.fixture(autouse=True)
 def _eager_celery(settings):
     # Tests run tasks inline; the real-worker tests (rescoring issue) opt out explicitly.
     from config.celery import app
