@@ -15,3 +15,8 @@ urlpatterns = [
     path("api/", include(api_urlpatterns)),
     path("", include("challenges.urls")),
 ]
+
+handler400 = "config.errors.bad_request"
+handler403 = "config.errors.permission_denied"
+handler404 = "config.errors.not_found"
+handler500 = "config.errors.server_error"

@@ -145,3 +145,23 @@ def test_login_is_locked_after_repeated_failures(django_user_model, settings):
     django_user_model.objects.create_superuser("other", "o@example.com", "right-password-2")
     ok = Client().post(url, {"username": "other", "password": "right-password-2"})
     assert ok.status_code == 302
+
+
+def test_unknown_api_url_is_a_json_404_and_pages_stay_html(client):
+    api = client.get("/api/challenges/not.a.number/")
+    assert api.status_code == 404
+    assert api["Content-Type"] == "application/json"
+    assert api.json() == {"detail": "Not found."}
+    page = client.get("/no-such-page/")
+    assert page.status_code == 404
+    assert page["Content-Type"].startswith("text/html")
+
+
+def test_schema_documents_the_error_responses(anon_api):
+    schema = anon_api.get("/api/schema/?format=json").json()
+    attempts = schema["paths"]["/api/challenges/{id}/attempts/"]["post"]["responses"]
+    assert {"201", "400", "401", "403", "404", "413", "415", "429"} <= set(attempts)
+    assert "Retry-After" in attempts["429"]["headers"]
+    listing = schema["paths"]["/api/challenges/"]["get"]["responses"]
+    assert "404" not in listing and "413" not in listing
+    assert schema["components"]["schemas"]["Error"]["type"] == "object"
