@@ -1,0 +1,345 @@
+"""Load while rescoring: attempts recorded through the API by concurrent clients, and the
+public leaderboard page read, while a real Celery worker rescores 200,000 attempts on
+PostgreSQL + Redis. Then it checks that nothing was lost.
+
+    .venv/bin/python bench/load.py [--attempts 200000] [--writers 4] [--batch 5]
+
+Prints the ingest rate, the page's p50/p99 during the rescore (beside the same page
+before it, measured in the same run), and the checks: every attempt sent is stored once
+(count and checksum) and scored under the new version (count, and the sum of scores
+against the weighted formula computed in SQL). Exits non-zero if any check fails.
+Needs PostgreSQL (BENCH_DATABASE_URL, default .../podium_bench_load, recreated) and Redis
+(BENCH_REDIS_URL, default redis://127.0.0.1:6379/14, flushed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import secrets
+import socket
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import requests
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _pg import ROOT, load, setup_django
+
+DEFAULT_URL = "postgres://postgres@127.0.0.1:5432/podium_bench_load"
+WEIGHTS = {"success_bonus": 50.0, "rating_weight": 7.0, "time_penalty": 0.1, "token_penalty": 0.003}
+WEIGHTED = {
+    "scoring_strategy": "custom",
+    "scoring_plugin_id": "builtin.weighted_scorer",
+    "scoring_entrypoint": "scoring.scorers.weighted:WeightedScorer",
+    "scoring_config": WEIGHTS,
+}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def percentile(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
+
+
+class Writer(threading.Thread):
+    """Posts batches of attempts with unique, checkable contents until told to stop."""
+
+    def __init__(self, n: int, base: str, token: str, challenge_id: int, batch: int):
+        super().__init__(daemon=True)
+        self.n, self.url, self.batch = n, f"{base}/api/challenges/{challenge_id}/attempts/", batch
+        self.session = requests.Session()
+        self.session.headers["Authorization"] = f"Token {token}"
+        self.stop = threading.Event()
+        self.sent: list[dict] = []  # accepted (201) attempts
+        self.refused: list[str] = []
+        self.seq = 0
+
+    def make(self) -> dict:
+        self.seq += 1
+        k = self.n * 1_000_003 + self.seq
+        return {
+            "player": f"load-{self.n}-{self.seq % 500}",
+            "succeeded": k % 3 != 0,
+            "tokens_total": k % 4000,
+            "elapsed_ms": k % 90_000,
+            "rating": k % 11,
+            "created_at": 1_790_000_000_000 + k,
+            "sample": {"writer": self.n, "seq": self.seq},
+        }
+
+    def run(self) -> None:
+        while not self.stop.is_set():
+            body = [self.make() for _ in range(self.batch)]
+            try:
+                resp = self.session.post(self.url, json=body, timeout=60)
+            except requests.RequestException as exc:
+                self.refused.append(f"{type(exc).__name__}")
+                continue
+            if resp.status_code == 201:
+                self.sent.extend(body)
+            else:
+                self.refused.append(f"{resp.status_code} {resp.text[:200]}")
+
+
+class Reader(threading.Thread):
+    def __init__(self, url: str):
+        super().__init__(daemon=True)
+        self.url, self.session = url, requests.Session()
+        self.stop = threading.Event()
+        self.times: list[float] = []
+        self.errors: list[str] = []
+
+    def run(self) -> None:
+        while not self.stop.is_set():
+            started = time.perf_counter()
+            resp = self.session.get(self.url, timeout=60)
+            self.times.append((time.perf_counter() - started) * 1000)
+            if resp.status_code != 200:
+                self.errors.append(str(resp.status_code))
+
+
+def read_page(url: str, count: int) -> list[float]:
+    reader = Reader(url)
+    reader.stop.set()
+    times = []
+    for _ in range(count):
+        started = time.perf_counter()
+        reader.session.get(url, timeout=60).raise_for_status()
+        times.append((time.perf_counter() - started) * 1000)
+    return times
+
+
+def checksum(attempts) -> tuple[int, str]:
+    digest = hashlib.sha256()
+    for key in sorted(attempts):
+        digest.update(repr(key).encode())
+    return len(attempts), digest.hexdigest()[:16]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--attempts", type=int, default=200_000)
+    parser.add_argument("--players", type=int, default=20_000)
+    parser.add_argument("--writers", type=int, default=4)
+    parser.add_argument("--batch", type=int, default=5, help="attempts per request")
+    parser.add_argument("--web-workers", type=int, default=2)
+    parser.add_argument("--worker-concurrency", type=int, default=2)
+    args = parser.parse_args()
+
+    url = os.environ.get("BENCH_DATABASE_URL", DEFAULT_URL)
+    redis_url = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/14")
+    setup_django(url)
+    import redis
+    from django.contrib.auth import get_user_model
+    from django.contrib.auth.models import Group
+    from django.db import connection
+    from rest_framework.authtoken.models import Token
+
+    from challenges import rescoring
+    from challenges.models import Attempt, AttemptScore, Challenge, RescoreJob
+
+    redis.Redis.from_url(redis_url).flushdb()
+    challenge = load(
+        players=args.players, attempts=args.attempts, setup={"scoring_strategy": "fastest"}
+    )
+    rescoring.job_run_inline(job=rescoring.rescore_start(challenge=challenge))  # scores v2
+    users = get_user_model().objects
+    admin = users.create_superuser("bench-admin", "a@example.com", secrets.token_urlsafe())
+    grader = users.create_user("bench-grader")
+    grader.groups.add(Group.objects.get(name="Integrations"))
+    admin_token = Token.objects.create(user=admin).key
+    grader_tokens = [Token.objects.get_or_create(user=grader)[0].key]
+
+    port = free_port()
+    env = {
+        **os.environ,
+        "DATABASE_URL": url,
+        "CELERY_BROKER_URL": redis_url,
+        "CACHE_URL": redis_url.rsplit("/", 1)[0] + "/13",
+        "CELERY_TASK_DEFAULT_QUEUE": f"bench-load-{os.getpid()}",
+        "DEBUG": "false",
+        "SECRET_KEY": secrets.token_urlsafe(50),
+        "ALLOWED_HOSTS": "127.0.0.1",
+        "PODIUM_ATTEMPTS_RATE": "1000000/min",
+        "LOG_LEVEL": "WARNING",
+    }
+    venv = Path(sys.executable).parent
+    web = subprocess.Popen(
+        [
+            str(venv / "gunicorn"),
+            "config.wsgi:application",
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--workers",
+            str(args.web_workers),
+            "--worker-class",
+            "gthread",
+            "--threads",
+            "4",
+            "--log-level",
+            "warning",
+        ],
+        cwd=ROOT,
+        env=env,
+    )
+    worker = subprocess.Popen(
+        [
+            str(venv / "celery"),
+            "-A",
+            "config",
+            "worker",
+            "--loglevel",
+            "WARNING",
+            "--concurrency",
+            str(args.worker_concurrency),
+            "-Q",
+            env["CELERY_TASK_DEFAULT_QUEUE"],
+        ],
+        cwd=ROOT,
+        env=env,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(100):
+            try:
+                if requests.get(f"{base}/healthz", timeout=2).status_code == 200:
+                    break
+            except requests.RequestException:
+                pass
+            time.sleep(0.2)
+        else:
+            raise SystemExit("the web server did not start")
+        page = f"{base}/challenges/{challenge.slug}/"
+        idle = read_page(page, 200)
+
+        before = Attempt.objects.filter(challenge=challenge).count()
+        resp = requests.patch(
+            f"{base}/api/challenges/{challenge.pk}/",
+            json=WEIGHTED,
+            headers={"Authorization": f"Token {admin_token}"},
+            timeout=60,
+        )
+        resp.raise_for_status()
+        job = RescoreJob.objects.filter(challenge=challenge).latest("created_at")
+        writers = [
+            Writer(n, base, grader_tokens[0], challenge.pk, args.batch) for n in range(args.writers)
+        ]
+        reader = Reader(page)
+        started = time.perf_counter()
+        for thread in (*writers, reader):
+            thread.start()
+        while True:
+            job.refresh_from_db()
+            if not job.is_active:
+                break
+            time.sleep(0.2)
+        rescore_s = time.perf_counter() - started
+        for thread in (*writers, reader):
+            thread.stop.set()
+        for thread in (*writers, reader):
+            thread.join()
+        ingest_s = time.perf_counter() - started
+    finally:
+        web.terminate()
+        worker.terminate()
+        web.wait(30)
+        worker.wait(60)
+
+    sent = [a for w in writers for a in w.sent]
+    refused = [r for w in writers for r in w.refused]
+    challenge = Challenge.objects.get(pk=challenge.pk)
+    print(
+        f"\nrescore of {before:,} attempts (weighted, {args.worker_concurrency} worker processes) "
+        f"with {args.writers} writers x {args.batch} attempts/request and 1 page reader:"
+    )
+    print(
+        f"  job: {job.status}, {rescore_s:.1f}s, processed {job.processed:,}, failed {job.failed}"
+    )
+    print(
+        f"  ingest: {len(sent):,} attempts in {ingest_s:.1f}s"
+        f" = {len(sent) / ingest_s:,.0f} attempts/s"
+        f" ({len(sent) // args.batch / ingest_s:,.0f} requests/s); refused: {len(refused)}"
+    )
+    print(
+        f"  leaderboard page: idle p50 {statistics.median(idle):.1f} ms"
+        f" p99 {percentile(idle, 99):.1f} ms;"
+        f" during the rescore p50 {statistics.median(reader.times):.1f} ms"
+        f" p99 {percentile(reader.times, 99):.1f} ms over {len(reader.times)} requests"
+        f" (ratio p50 {statistics.median(reader.times) / statistics.median(idle):.1f}x);"
+        f" errors: {len(reader.errors)}"
+    )
+
+    stored = Attempt.objects.filter(challenge=challenge, player__external_id__startswith="load-")
+    rows = stored.values_list(
+        "player__external_id", "succeeded", "tokens_total", "elapsed_ms", "rating", "sample"
+    )
+    stored_keys = [
+        (p, s, t, e, r, sample["writer"], sample["seq"]) for p, s, t, e, r, sample in rows
+    ]
+    sent_keys = [
+        (
+            a["player"],
+            a["succeeded"],
+            a["tokens_total"],
+            a["elapsed_ms"],
+            a["rating"],
+            a["sample"]["writer"],
+            a["sample"]["seq"],
+        )
+        for a in sent
+    ]
+    total = Attempt.objects.filter(challenge=challenge).count()
+    version = job.version
+    scored = AttemptScore.objects.filter(version=version).count()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT sum(GREATEST(0, CASE WHEN succeeded THEN %s ELSE 0 END"
+            " + coalesce(rating, 0) * %s - coalesce(elapsed_ms, 0) / 1000.0 * %s"
+            " - coalesce(tokens_total, 0) * %s))"
+            " FROM challenges_attempt WHERE challenge_id = %s",
+            [
+                WEIGHTS["success_bonus"],
+                WEIGHTS["rating_weight"],
+                WEIGHTS["time_penalty"],
+                WEIGHTS["token_penalty"],
+                challenge.pk,
+            ],
+        )
+        expected = float(cursor.fetchone()[0])
+        cursor.execute(
+            "SELECT sum(score) FROM challenges_attemptscore WHERE version_id = %s", [version.pk]
+        )
+        got = float(cursor.fetchone()[0])
+    checks = {
+        "every accepted attempt stored once (count, checksum)": checksum(sent_keys)
+        == checksum(stored_keys),
+        "no request refused": not refused,
+        "the new version is active": challenge.active_version_id == version.pk,
+        f"every attempt scored under the new version ({scored:,} of {total:,})": scored == total,
+        f"sum of scores matches the formula in SQL ({got:,.3f} vs {expected:,.3f})": abs(
+            got - expected
+        )
+        <= 1e-6 * max(1.0, abs(expected)),
+        "job succeeded": job.status == RescoreJob.Status.SUCCEEDED,
+    }
+    print(f"  sent {checksum(sent_keys)}, stored {checksum(stored_keys)}")
+    for name, ok in checks.items():
+        print(f"  [{'ok' if ok else 'FAIL'}] {name}")
+    if refused:
+        print("  refused, first:", refused[:3])
+    sys.exit(0 if all(checks.values()) else 1)
+
+
+if __name__ == "__main__":
+    main()
