@@ -209,11 +209,14 @@ class LeaderboardEntry(models.Model):
     """Each player's best counted attempt under a version: one row per player.
 
     Derived data, a cache of the scores table rebuilt by every rescore (100,000 rows at a
-    time): its columns are copies of score rows, whose own constraints guarantee them, so
-    the table carries no foreign-key constraint of its own (the ORM still cascades
-    deletes). The unique (version, player) and the rank index serve every lookup, so
-    the foreign keys carry no index either, but the attempt's (for cascades)."""
+    time), so it is kept lean: the primary key is (version, player) itself (no id, no
+    sequence, no extra unique index) and the columns are copies of score rows, whose own
+    constraints guarantee them, so there is no foreign-key constraint. Deleting a
+    version or a player removes its entries (the primary key and a scan serve those rare
+    cascades); deleting attempts goes through ``services.attempts_delete``, which
+    recomputes the entries that pointed at them."""
 
+    pk = models.CompositePrimaryKey("version", "player")
     version = models.ForeignKey(
         ScoringVersion,
         on_delete=models.CASCADE,
@@ -225,16 +228,13 @@ class LeaderboardEntry(models.Model):
         Player, on_delete=models.CASCADE, related_name="+", db_index=False, db_constraint=False
     )
     attempt = models.ForeignKey(
-        Attempt, on_delete=models.CASCADE, related_name="+", db_constraint=False
+        Attempt, on_delete=models.DO_NOTHING, related_name="+", db_index=False, db_constraint=False
     )
     score = models.FloatField()
     sort_key = models.FloatField()
     created_at = models.DateTimeField()
 
     class Meta:
-        constraints = [
-            models.UniqueConstraint(fields=["version", "player"], name="entry_version_player"),
-        ]
         indexes = [
             models.Index(
                 fields=["version", "sort_key", "created_at", "attempt"], name="entry_rank"

@@ -321,6 +321,20 @@ def entries_rebuild(*, version: ScoringVersion) -> None:
         cursor.execute(sql, [version.pk])
 
 
+def entries_repair(*, version_id: int, player_ids: Sequence[int]) -> None:
+    """Recompute the entries of some players under a version from its scores (after
+    attempts were deleted: their entries may point at attempts that are gone)."""
+    LeaderboardEntry.objects.filter(version_id=version_id, player_id__in=player_ids).delete()
+    sql = _REBUILD_SQL.get(connection.vendor, _REBUILD_SQL["default"]).format(
+        entry=LeaderboardEntry._meta.db_table, score=AttemptScore._meta.db_table, columns=_COLUMNS
+    )
+    marks = ", ".join(["%s"] * len(player_ids))
+    sql = sql.replace("WHERE version_id = %s", f"WHERE version_id = %s AND player_id IN ({marks})")
+    sql += _KEEP_BETTER.format(t=LeaderboardEntry._meta.db_table)  # ingestion may race us
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [version_id, *player_ids])
+
+
 # Our own table and column names; every value is a parameter.
 _UPSERT_SQL = f"INSERT INTO {{t}} ({_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s)" + _KEEP_BETTER  # noqa: S608
 

@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from django.db import connection, transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 from django.utils.text import slugify
 
@@ -25,6 +26,7 @@ from .models import (
     Attempt,
     AttemptScore,
     Challenge,
+    LeaderboardEntry,
     Player,
     RescoreJob,
     ScoringSetupFields,
@@ -204,6 +206,29 @@ def _versions_to_score(challenge_id: int) -> tuple[int | None, list[ScoringVersi
     ).exclude(pk=active_id)
     versions = list(ScoringVersion.objects.filter(pk=active_id)) if active_id else []
     return active_id, versions + list(pending.distinct())
+
+
+ATTEMPTS_DELETE_BATCH = 500
+
+
+@transaction.atomic
+def attempts_delete(*, attempts: QuerySet[Attempt]) -> int:
+    """Delete attempts with their scores, and recompute the leaderboard entries that
+    pointed at them (the next-best attempt of that player takes the place, or none).
+    Returns how many attempts were deleted. Use this, not ``QuerySet.delete()``: entries
+    are a cache without a foreign-key constraint, so nothing else repairs them."""
+    ids = list(attempts.values_list("pk", flat=True))
+    deleted = 0
+    for start in range(0, len(ids), ATTEMPTS_DELETE_BATCH):
+        batch = ids[start : start + ATTEMPTS_DELETE_BATCH]
+        stale = LeaderboardEntry.objects.filter(attempt_id__in=batch)
+        affected: dict[int, set[int]] = {}
+        for version_id, player_id in stale.values_list("version_id", "player_id"):
+            affected.setdefault(version_id, set()).add(player_id)
+        deleted += Attempt.objects.filter(pk__in=batch).delete()[1].get(Attempt._meta.label, 0)
+        for version_id, player_ids in affected.items():
+            scores.entries_repair(version_id=version_id, player_ids=sorted(player_ids))
+    return deleted
 
 
 def _compute(version: ScoringVersion, challenge: Challenge, attempts: list[Attempt]):
