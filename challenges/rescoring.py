@@ -23,6 +23,7 @@ import logging
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
@@ -52,6 +53,13 @@ def rescore_start(
     newest request wins. The job's tasks are sent when the transaction commits."""
     from .services import version_create  # services import this module
 
+    # Plan the chunks before taking the challenge lock (reading a million ids takes a
+    # while, and ingestion waits for that lock). An attempt recorded after the plan is
+    # in no chunk: it is scored at ingestion once the job exists, or by the switch,
+    # which scores every attempt above the planned ranges still missing a score.
+    in_sql = scores.scored_in_sql(version if version is not None else challenge)
+    most = settings.PODIUM_SCORING_CHUNK * (SQL_CHUNK_FACTOR if in_sql else 1)
+    plan = _plan_chunks(challenge.pk, most=most)
     with transaction.atomic():
         challenge = Challenge.objects.select_for_update().get(pk=challenge.pk)
         if version is None:
@@ -64,11 +72,13 @@ def rescore_start(
             challenge=challenge,
             version=version,
             created_by=by if getattr(by, "is_authenticated", False) else None,
+            total=plan.total,
+            chunks_total=len(plan.ranges),
         )
-        most = settings.PODIUM_SCORING_CHUNK
-        if scores.scored_in_sql(version):  # no Python per attempt: a chunk goes 5× faster
-            most *= SQL_CHUNK_FACTOR
-        _plan_chunks(job, most=most)
+        RescoreChunk.objects.bulk_create(
+            RescoreChunk(job=job, number=n, first_attempt_id=first, last_attempt_id=last)
+            for n, (first, last) in enumerate(plan.ranges, start=1)
+        )
         transaction.on_commit(lambda: _send(job))
     logger.info(
         "rescore queued",
@@ -97,9 +107,15 @@ def chunk_size(*, total: int, most: int) -> int:
     return max(1, min(most, max(FEWEST_PER_CHUNK, -(-total // CHUNKS_PER_JOB))))
 
 
-def _plan_chunks(job: RescoreJob, *, most: int) -> None:
+@dataclass(frozen=True)
+class Plan:
+    total: int
+    ranges: list[tuple[int, int]]  # inclusive attempt id ranges, one per chunk
+
+
+def _plan_chunks(challenge_id: int, *, most: int) -> Plan:
     """Split the challenge's attempts (as they are now) into id ranges."""
-    attempts = scores.attempts_for_scoring(job.challenge_id)
+    attempts = scores.attempts_for_scoring(challenge_id)
     stats = attempts.aggregate(total=Count("pk"), last=Max("pk"))
     total, last = stats["total"], stats["last"]
     size = chunk_size(total=total, most=most)
@@ -111,16 +127,11 @@ def _plan_chunks(job: RescoreJob, *, most: int) -> None:
                 f"SELECT id FROM (SELECT id, ROW_NUMBER() OVER (ORDER BY id) AS place "  # noqa: S608
                 f"FROM {table} WHERE challenge_id = %s) numbered "
                 f"WHERE (place - 1) %% %s = 0 ORDER BY id",
-                [job.challenge_id, size],
+                [challenge_id, size],
             )
             starts = [row[0] for row in cursor.fetchall()]
     ends = [start - 1 for start in starts[1:]] + ([last] if starts else [])
-    RescoreChunk.objects.bulk_create(
-        RescoreChunk(job=job, number=n, first_attempt_id=first, last_attempt_id=end)
-        for n, (first, end) in enumerate(zip(starts, ends, strict=True), start=1)
-    )
-    job.total, job.chunks_total = total, len(starts)
-    job.save(update_fields=["total", "chunks_total"])
+    return Plan(total, list(zip(starts, ends, strict=True)))
 
 
 def _send(job: RescoreJob) -> None:

@@ -19,7 +19,7 @@ from django.db.models import Exists, F, OuterRef, QuerySet
 from scoring import services as scoring
 from scoring.engine.outcome import Outcome
 
-from .models import Attempt, AttemptScore, LeaderboardEntry, Player, ScoringVersion
+from .models import Attempt, AttemptScore, Challenge, LeaderboardEntry, Player, ScoringVersion
 
 SCORING_FIELDS = (
     "id",
@@ -190,7 +190,7 @@ SELECT %s, id, player_id, created_at, value, {sign} value, NULL, '' FROM (
 """
 
 
-def scored_in_sql(version: ScoringVersion) -> bool:
+def scored_in_sql(version: ScoringVersion | Challenge) -> bool:
     """Whether a rescore computes this version's scores in the database."""
     return connection.vendor == "postgresql" and version.scoring_strategy in _STRATEGY_VALUE_SQL
 

@@ -322,3 +322,23 @@ def _on_postgresql() -> bool:
     from django.db import connection
 
     return connection.vendor == "postgresql"
+
+
+def test_chunks_are_planned_before_the_challenge_lock_is_taken():
+    """Planning reads every attempt id; ingestion waits for the challenge lock, so the
+    plan must not be made while holding it."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    challenge = make_challenge(scoring_strategy="fastest")
+    record(challenge, *[attempt_input(f"p{i}", elapsed_ms=i) for i in range(5)])
+    with CaptureQueriesContext(connection) as queries:
+        job = rescoring.rescore_start(challenge=challenge)
+    sqls = [q["sql"] for q in queries.captured_queries]
+    plan = next(i for i, sql in enumerate(sqls) if "ROW_NUMBER" in sql)
+    if connection.vendor == "postgresql":  # SQLite has no row locks to order against
+        lock = next(i for i, sql in enumerate(sqls) if "FOR UPDATE" in sql)
+        assert plan < lock
+    assert job.total == 5 and job.chunks_total == 1
+    job = rescoring.job_run_inline(job=job)
+    assert job.status == Status.SUCCEEDED and job.processed == 5
