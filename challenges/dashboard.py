@@ -23,6 +23,10 @@ class DashboardRow:
     running: list[RescoreJob]  # queued or running rescore jobs, newest first
 
 
+def _count(aggregate: Count) -> Coalesce:
+    return Coalesce(_per_challenge(aggregate), Value(0), output_field=IntegerField())
+
+
 def _per_challenge(aggregate: Count | Max) -> Subquery:
     return Subquery(
         Attempt.objects.filter(challenge=OuterRef("pk"))
@@ -40,12 +44,8 @@ def dashboard_rows() -> list[DashboardRow]:
     challenges = (
         Challenge.objects.select_related("active_version")
         .annotate(
-            attempt_count=Coalesce(
-                _per_challenge(Count("pk")), Value(0), output_field=IntegerField()
-            ),
-            player_count=Coalesce(
-                _per_challenge(Count("player", distinct=True)), Value(0), output_field=IntegerField()
-            ),
+            attempt_count=_count(Count("pk")),
+            player_count=_count(Count("player", distinct=True)),
             last_attempt_at=_per_challenge(Max("created_at")),
         )
         .prefetch_related(Prefetch("rescore_jobs", queryset=running, to_attr="running_jobs"))

@@ -47,6 +47,5 @@ def challenge_dashboard(context: Any) -> Any:
     request = context["request"]
     rows = dashboard_rows()
     return [
-        (row, [render_progress(request, job, compact=True) for job in row.running])
-        for row in rows
+        (row, [render_progress(request, job, compact=True) for job in row.running]) for row in rows
     ]

@@ -79,7 +79,7 @@ def test_admin_creates_a_challenge_with_version_one(admin_client, admin):
         ({"scoring_plugin_id": "nope"}, "scoring_plugin_id", "Unknown scorer plugin"),
         ({"scoring_entrypoint": "os:system"}, "scoring_entrypoint", "not the one registered"),
         ({f"{WEIGHTS}rating_weight": "high"}, f"{WEIGHTS}rating_weight", "Enter a number"),
-        ({f"{WEIGHTS}rating_weight": "-1"}, f"{WEIGHTS}rating_weight", "greater than or equal to 0"),
+        ({f"{WEIGHTS}rating_weight": "-1"}, f"{WEIGHTS}rating_weight", "greater than or equal"),
         (
             {"config_as_json": "on", "scoring_config": '{"rating_weight": "high"}'},
             "scoring_config",
