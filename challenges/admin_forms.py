@@ -524,8 +524,13 @@ class ChallengeAdminForm(forms.ModelForm):
     def _clean_plugin(
         self, cleaned: dict[str, Any], plugin: PluginChoice | None, setup: dict[str, Any]
     ) -> None:
-        setup["scoring_plugin_id"] = cleaned.get("scoring_plugin_id") or ""
-        setup["scoring_entrypoint"] = cleaned.get("scoring_entrypoint") or ""
+        plugin_id = cleaned.get("scoring_plugin_id") or ""
+        entrypoint = cleaned.get("scoring_entrypoint") or ""
+        if plugin_id != self.initial.get("scoring_plugin_id") and entrypoint == self.initial.get(
+            "scoring_entrypoint"
+        ):
+            entrypoint = ""  # the read-only input still shows the previous plugin's (no script)
+        setup["scoring_plugin_id"], setup["scoring_entrypoint"] = plugin_id, entrypoint
         if plugin is not None and plugin.weights and not cleaned.get("config_as_json"):
             setup["scoring_config"] = self._weights_config(cleaned, plugin)
             return
@@ -550,14 +555,14 @@ class ChallengeAdminForm(forms.ModelForm):
             if spec.choices:  # a select gives text: back to the schema's own value
                 value = next((c for c in spec.choices if str(c) == value), value)
             config[spec.key] = value
-        if not any(spec.field_name(plugin.plugin_id) in self._errors for spec in plugin.weights):
-            try:
-                validate_config(plugin.schema, config)
-            except ConfigError as exc:
-                by_key = {s.key: s.field_name(plugin.plugin_id) for s in plugin.weights}
-                for path, message in exc.errors.items():
-                    key = path.split(".")[0]
-                    self.add_error(by_key.get(key, "scoring_config"), message)
+        by_key = {s.key: s.field_name(plugin.plugin_id) for s in plugin.weights}
+        try:
+            validate_config(plugin.schema, config)
+        except ConfigError as exc:
+            for path, message in exc.errors.items():
+                name = by_key.get(path.split(".")[0], "scoring_config")
+                if name not in self._errors:  # the input's own error says it first
+                    self.add_error(name, message)
         return config
 
     def _clean_snippet(self, cleaned: dict[str, Any], setup: dict[str, Any]) -> None:

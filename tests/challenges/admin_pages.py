@@ -34,8 +34,7 @@ def page_data(client: Any, url: str, **changes: Any) -> dict[str, Any]:
             if value:
                 data[field.html_name] = "on"
             continue
-        prepared = field.field.prepare_value(value) if value is not None else ""
-        data[field.html_name] = "" if prepared is None else str(prepared)
+        data[field.html_name] = "" if value is None else str(value)  # value() is prepared
     for name, value in changes.items():
         if value is None:
             data.pop(name, None)
