@@ -346,7 +346,7 @@ def test_schema_minimum_and_enum_errors_from_a_plugin_schema(admin_client, weigh
         del plugins.Strict
 
 
-# --- python snippets ---------------------------------------------------------------------------
+# --- python snippets -------------------------------------------------------------------
 def test_python_challenge_shows_editor_template_values_and_metrics(admin_client, python_challenge):
     response = admin_client.get(change_url(python_challenge))
     html = response.content.decode()
@@ -422,7 +422,7 @@ def test_python_setup_errors_from_validation_land_on_fields(
     }
 
 
-# --- confirmation on big challenges ---------------------------------------------------------------
+# --- confirmation on big challenges ----------------------------------------------------
 def test_big_challenge_asks_to_confirm_a_rescore(admin_client, weighted, monkeypatch):
     monkeypatch.setattr(admin_forms, "CONFIRM_OVER", 1)  # the weighted fixture has 2 attempts
     html = admin_client.get(change_url(weighted)).content.decode()
@@ -446,7 +446,7 @@ def test_confirmation_threshold_is_a_thousand_attempts():
     assert admin_forms.CONFIRM_OVER == 1000
 
 
-# --- roles ---------------------------------------------------------------------------------------------
+# --- roles ------------------------------------------------------------------------------
 @pytest.fixture
 def scoring_staff_client(staff):
     staff.groups.add(Group.objects.get(name="Scoring staff"))
