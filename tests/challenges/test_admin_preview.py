@@ -59,7 +59,7 @@ def setup_with(challenge, **config):
     return {**challenge.setup_dict(), "scoring_config": {**challenge.scoring_config, **config}}
 
 
-# --- the services ------------------------------------------------------------------------------
+# --- the services -------------------------------------------------------------------------
 def test_try_scores_the_latest_attempts_with_details_and_time(contest):
     before = counts()
     result = preview.try_setup(challenge=contest, setup=setup_with(contest, rating_weight=0.0))
@@ -199,7 +199,7 @@ def test_preview_ties_share_a_rank():
     assert [r.current.rank for r in result.current_top] == [1, 1, 3]
 
 
-# --- the views -----------------------------------------------------------------------------------
+# --- the views ----------------------------------------------------------------------------
 def test_try_view_scores_the_unsaved_page(admin_client, contest):
     before = counts()
     data = page_data(admin_client, change_url(contest), **{f"{WEIGHTS}rating_weight": "0"})
