@@ -288,6 +288,7 @@ class ChallengeAdminForm(forms.ModelForm):
         super().__init__(*args, **kwargs)
         self.setup: dict[str, Any] | None = None
         self.setup_changed = False
+        self._weights_used = False
         instance = self.instance
         if instance.pk:
             for name in services.SETUP_FIELDS:
@@ -500,26 +501,38 @@ class ChallengeAdminForm(forms.ModelForm):
             self._clean_plugin(cleaned, plugin, setup)
         elif strategy == S.PYTHON:
             self._clean_snippet(cleaned, setup)
-        if any(name in used for name in self._errors or {}):
-            return None
+        # The whole setup is checked even when an input is wrong already, so that every
+        # error shows at once; an input's own error is not repeated.
+        already = {name for name in self._errors or {} if name in used}  # before the check
         try:
-            return setup_validate(setup=setup)
+            validated = setup_validate(setup=setup)
         except SetupInvalid as exc:
             for field, message in exc.errors.items():
                 self._add_setup_error(field, message, plugin, strategy)
             return None
+        return None if already else validated
 
     def _add_setup_error(
         self, field: str, message: str, plugin: PluginChoice | None, strategy: str
     ) -> None:
-        if field == "scoring_config" and strategy == S.PYTHON:
-            # "KEY: message" parts name template values.
-            for part in message.split("; "):
-                key, sep, _ = part.partition(": ")
-                name = f"{TEMPLATE_PREFIX}{key}"
-                self.add_error(name if sep and name in self.fields else "scoring_config", part)
+        """A ``setup_validate`` error on its input: config errors ("KEY: message; …") on
+        the weight or template input of KEY, unless that input has its own error."""
+        if field != "scoring_config":
+            if field not in self._errors:
+                self.add_error(field if field in self.fields else None, message)
             return
-        self.add_error(field if field in self.fields else None, message)
+        for part in message.split("; "):
+            key, sep, _ = part.partition(": ")
+            if strategy == S.PYTHON:
+                name = f"{TEMPLATE_PREFIX}{key}"
+            elif plugin is not None and self._weights_used:
+                name = f"{WEIGHT_PREFIX}{plugin.plugin_id}.{key}"
+            else:
+                name = ""
+            if not (sep and name in self.fields):
+                name = "scoring_config"
+            if name not in self._errors or name == "scoring_config":
+                self.add_error(name, part)
 
     def _clean_plugin(
         self, cleaned: dict[str, Any], plugin: PluginChoice | None, setup: dict[str, Any]
@@ -531,7 +544,8 @@ class ChallengeAdminForm(forms.ModelForm):
         ):
             entrypoint = ""  # the read-only input still shows the previous plugin's (no script)
         setup["scoring_plugin_id"], setup["scoring_entrypoint"] = plugin_id, entrypoint
-        if plugin is not None and plugin.weights and not cleaned.get("config_as_json"):
+        self._weights_used = bool(plugin and plugin.weights and not cleaned.get("config_as_json"))
+        if plugin is not None and self._weights_used:
             setup["scoring_config"] = self._weights_config(cleaned, plugin)
             return
         config = cleaned.get("scoring_config")
