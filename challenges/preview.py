@@ -23,6 +23,7 @@ from django.db.models import Max, Min, Q
 from django.db.models.functions import Mod
 
 from scoring import services as scoring
+from scoring.engine import strategies as S
 
 from . import scores
 from .models import Attempt, AttemptScore, Challenge, LeaderboardEntry, Player, ScoringVersion
@@ -173,6 +174,8 @@ class Preview:
     attempts_scored: int
     failures: int
     seconds: float
+    current_strategy: str = ""
+    new_strategy: str = ""
     sample_every: int = 1  # 1: the whole challenge; k: the players whose id % k == 0
     attempts_total: int = 0
     notes: list[str] = field(default_factory=list)
@@ -180,6 +183,13 @@ class Preview:
     @property
     def sampled(self) -> bool:
         return self.sample_every > 1
+
+    @property
+    def scores_comparable(self) -> bool:
+        """Score changes mean something only in the same unit (points and points, not
+        milliseconds and points)."""
+        units = {S.get_strategy(s).unit for s in (self.current_strategy, self.new_strategy) if s}
+        return len(units) == 1
 
 
 def _ranks(best: dict[int, Best]) -> dict[int, Standing]:
@@ -295,6 +305,10 @@ def leaderboard_preview(
         attempts_scored=scored,
         failures=failures,
         seconds=time.perf_counter() - started,
+        current_strategy=(
+            challenge.active_version.scoring_strategy if challenge.active_version else ""
+        ),
+        new_strategy=setup["scoring_strategy"],
         sample_every=sample_every,
         attempts_total=total,
         notes=notes,

@@ -277,3 +277,17 @@ def test_unknown_challenge_is_404(admin_client):
     assert (
         admin_client.post("/admin/challenges/challenge/999999/scoring/try/", {}).status_code == 404
     )
+
+
+def test_preview_across_units_compares_ranks_not_scores(admin_client, contest):
+    data = page_data(
+        admin_client,
+        change_url(contest),
+        scoring_strategy="fastest",
+    )
+    html = admin_client.post(preview_url(contest), data).content.decode()
+    assert "ranks compare, scores do not" in html
+    assert "Score change" not in html
+    assert "2.000 s" in html and "200.00 pts" in html  # each board in its own unit
+    same = admin_client.post(preview_url(contest), page_data(admin_client, change_url(contest)))
+    assert "Score change" in same.content.decode()
