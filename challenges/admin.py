@@ -4,8 +4,11 @@ Saving goes through the same services as the API, so the admin validates the sco
 setup identically and a setup change makes a new version and queues its rescore.
 Rescoring (the list action, the "Rescore now" button, cancelling a job) calls the
 ``rescoring`` services and is open to staff (``is_staff_member``); changing the scoring
-setup needs the model's change permission, which the "Scoring staff" group lacks.
-The live progress blocks are rendered by ``admin_views``.
+setup, trying it and previewing it, and making a version active again are for admins
+(``is_scoring_admin``): the form disables its scoring section for anyone else, and the
+"Scoring staff" group (view permissions) sees the page read-only. The scoring section is
+``admin_forms``; Try it, Preview and the versions pages are rendered by ``admin_views``
+from the ``preview`` and ``versions`` services, as are the live progress blocks.
 """
 
 from __future__ import annotations
