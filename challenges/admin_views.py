@@ -1,5 +1,6 @@
-"""The live progress block of a rescore job in the admin, and the small HTML helpers the
-admin's rescoring columns and messages share.
+"""The live progress block of a rescore job in the admin, the small HTML helpers the
+admin's rescoring columns and messages share, and the scoring section's Try it, Preview
+and versions pages (thin: ``preview`` and ``versions`` do the work).
 
 ``job_progress`` turns a job row into what the block shows (rate, ETA, …); the
 ``progress_fragment`` view returns the block alone, and htmx swaps it in every two
@@ -18,11 +19,13 @@ from urllib.parse import urlencode
 from django.contrib.admin import AdminSite
 from django.http import HttpRequest, HttpResponse, HttpResponseForbidden
 from django.template.loader import render_to_string
+from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.views.decorators.cache import never_cache
 
+from . import preview, versions
 from .models import RescoreJob
 from .permissions import is_staff_member
 
@@ -204,8 +207,6 @@ def scoring_form_for(model_admin: Any, request: HttpRequest, challenge: Any) -> 
 
 def setup_try(model_admin: Any, request: HttpRequest, challenge: Any) -> HttpResponse:
     """POST (htmx): the page's unsaved setup scored on the picked or latest attempts."""
-    from . import preview
-
     form = scoring_form_for(model_admin, request, challenge)
     context: dict[str, Any] = {"errors": form.scoring_errors(), "challenge": challenge}
     if form.setup is not None:
@@ -221,8 +222,6 @@ def setup_try(model_admin: Any, request: HttpRequest, challenge: Any) -> HttpRes
 
 def setup_preview(model_admin: Any, request: HttpRequest, challenge: Any) -> HttpResponse:
     """POST (htmx): the leaderboard under the page's unsaved setup beside the current."""
-    from . import preview
-
     form = scoring_form_for(model_admin, request, challenge)
     context: dict[str, Any] = {"errors": form.scoring_errors(), "challenge": challenge}
     if form.setup is not None:
@@ -238,10 +237,6 @@ def versions_page(
     model_admin: Any, request: HttpRequest, challenge: Any, *, can_activate: bool
 ) -> HttpResponse:
     """GET: the challenge's scoring versions, each with its diff and "Make active again"."""
-    from django.template.response import TemplateResponse
-
-    from . import versions
-
     opts = model_admin.model._meta
     context = {
         **model_admin.admin_site.each_context(request),
