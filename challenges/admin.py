@@ -4,8 +4,11 @@ Saving goes through the same services as the API, so the admin validates the sco
 setup identically and a setup change makes a new version and queues its rescore.
 Rescoring (the list action, the "Rescore now" button, cancelling a job) calls the
 ``rescoring`` services and is open to staff (``is_staff_member``); changing the scoring
-setup needs the model's change permission, which the "Scoring staff" group lacks.
-The live progress blocks are rendered by ``admin_views``.
+setup, trying it and previewing it, and making a version active again are for admins
+(``is_scoring_admin``): the form disables its scoring section for anyone else, and the
+"Scoring staff" group (view permissions) sees the page read-only. The scoring section is
+``admin_forms``; Try it, Preview and the versions pages are rendered by ``admin_views``
+from the ``preview`` and ``versions`` services, as are the live progress blocks.
 """
 
 from __future__ import annotations
@@ -13,23 +16,27 @@ from __future__ import annotations
 from functools import partial, wraps
 from typing import Any
 
-from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.options import IncorrectLookupParameters
 from django.contrib.admin.utils import unquote
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import Count, IntegerField, OuterRef, QuerySet, Subquery, Value
 from django.db.models.functions import Coalesce
-from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed, HttpResponseRedirect
+from django.http import (
+    Http404,
+    HttpRequest,
+    HttpResponse,
+    HttpResponseNotAllowed,
+    HttpResponseRedirect,
+)
 from django.urls import path, reverse
 from django.utils.html import format_html
 from django.utils.text import Truncator
 
-from scoring.services import SetupInvalid, setup_validate
-
-from . import admin_views, rescoring, services
+from . import admin_views, rescoring, services, versions
+from .admin_forms import ChallengeAdminForm
 from .models import Attempt, AttemptScore, Challenge, Player, RescoreJob, ScoringVersion
-from .permissions import is_staff_member
+from .permissions import is_scoring_admin, is_staff_member
 
 
 def _bind_to_request(model_admin: admin.ModelAdmin, names: Any, request: HttpRequest) -> list:
@@ -45,35 +52,40 @@ def _bind_to_request(model_admin: admin.ModelAdmin, names: Any, request: HttpReq
     return bound
 
 
-class ChallengeAdminForm(forms.ModelForm):
-    class Meta:
-        model = Challenge
-        fields = [
-            "name",
-            "slug",
-            "description",
-            "is_active",
-            "tenant_id",
-            "app_id",
-            "workflow_id",
-            *services.SETUP_FIELDS,
-        ]
+def _saved_scoring_message(result: services.ChallengeUpdate) -> str:
+    version = result.new_version
+    if result.job is None:
+        return f"Scoring version {version.number} made."
+    return format_html(
+        "Scoring version {} made; {} rescores {} attempts. The public leaderboard switches "
+        "to it when every attempt is scored.",
+        version.number,
+        admin_views.jobs_html([result.job]),
+        f"{result.job.total:,}",
+    )
 
-    def clean(self) -> dict[str, Any]:
-        cleaned = super().clean()
-        changes = {k: cleaned[k] for k in services.SETUP_FIELDS if k in cleaned}
-        if self.instance.pk:
-            changes = services.setup_merge(challenge=self.instance, changes=changes)
-        try:
-            setup_validate(setup=changes)
-        except SetupInvalid as exc:
-            for field, message in exc.errors.items():
-                self.add_error(field if field in self.fields else None, message)
-        return cleaned
+
+def _activation_message(done: versions.Activation) -> str:
+    number = done.version.number
+    if done.job is not None:
+        return format_html(
+            "Version {} is being rescored ({}); it becomes active when every attempt is scored.",
+            number,
+            admin_views.jobs_html([done.job]),
+        )
+    if done.scored:
+        return (
+            f"Version {number} is active again; {done.scored:,} attempts recorded since it "
+            f"was last active were scored ({done.failed:,} failed)."
+        )
+    return f"Version {number} is active again (its scores were kept)."
 
 
 @admin.register(Challenge)
 class ChallengeAdmin(admin.ModelAdmin):
+    """A challenge's page: its description, its scoring section (``admin_forms``), Try
+    it and Preview (``preview``), its versions and rollback (``versions``), rescoring."""
+
     form = ChallengeAdminForm
     list_display = ["name", "slug", "is_active", "scoring_strategy", "active_version"]
     list_filter = ["is_active", "scoring_strategy"]
@@ -82,12 +94,52 @@ class ChallengeAdmin(admin.ModelAdmin):
     prepopulated_fields = {"slug": ["name"]}
     readonly_fields = ["active_version", "created_at", "updated_at"]
     actions = ["rescore_selected"]
+    fieldsets = [
+        (None, {"fields": ["name", "slug", "description", "is_active"]}),
+        (
+            "Integration identifiers",
+            {
+                "classes": ["collapse"],
+                "fields": ["tenant_id", "app_id", "workflow_id"],
+                "description": "Passed to scorer plugins in their context.",
+            },
+        ),
+    ]
+
+    def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> list:
+        fieldsets = list(super().get_fieldsets(request, obj))
+        if obj is not None:
+            fieldsets.append(("Status", {"fields": ["active_version", "created_at", "updated_at"]}))
+        return fieldsets
+
+    def get_form(self, request: Any, obj: Any = None, change: bool = False, **kwargs: Any) -> Any:
+        form = super().get_form(request, obj, change=change, **kwargs)
+        # Who may change scoring is a property of the request, not of the form class.
+        return type(form.__name__, (form,), {"can_edit_scoring": is_scoring_admin(request.user)})
+
+    # Admins (superusers, or the change_scoring permission) edit challenges without the
+    # model's own permissions; staff get the model's view permission from their group.
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        return super().has_module_permission(request) or is_scoring_admin(request.user)
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return super().has_view_permission(request, obj) or is_scoring_admin(request.user)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return super().has_add_permission(request) or is_scoring_admin(request.user)
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return super().has_change_permission(request, obj) or is_scoring_admin(request.user)
 
     def save_model(self, request: Any, obj: Challenge, form: Any, change: bool) -> None:
-        data = {k: v for k, v in form.cleaned_data.items()}
+        data = {k: v for k, v in form.cleaned_data.items() if k in services.INFO_FIELDS}
+        if form.can_edit_scoring and form.setup is not None:
+            data.update(form.setup)
         if change:
             result = services.challenge_update(challenge=obj, data=data, by=request.user)
             form.instance = result.challenge
+            if result.new_version is not None:
+                self.message_user(request, _saved_scoring_message(result), messages.INFO)
         else:
             form.instance = services.challenge_create(data=data, by=request.user)
         obj.pk = form.instance.pk
@@ -101,6 +153,58 @@ class ChallengeAdmin(admin.ModelAdmin):
         # read-only (nobody deletes one alone), which must not block deleting a challenge.
         perms_needed.discard(RescoreJob._meta.verbose_name)
         return deleted, model_count, perms_needed, protected
+
+    # --- the scoring section: Try it, Preview, versions ---------------------------------
+    def _challenge_or_404(self, request: HttpRequest, object_id: str) -> Challenge:
+        challenge = self.get_object(request, unquote(object_id))
+        if challenge is None:
+            raise Http404(f"No challenge with the id {object_id!r}.")
+        return challenge
+
+    def _scoring_admin_post(self, request: HttpRequest) -> HttpResponse | None:
+        if request.method != "POST":
+            return HttpResponseNotAllowed(["POST"])
+        if not is_scoring_admin(request.user):
+            raise PermissionDenied
+        return None
+
+    def try_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        refused = self._scoring_admin_post(request)
+        challenge = self._challenge_or_404(request, object_id)
+        return refused or admin_views.setup_try(self, request, challenge)
+
+    def preview_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        refused = self._scoring_admin_post(request)
+        challenge = self._challenge_or_404(request, object_id)
+        return refused or admin_views.setup_preview(self, request, challenge)
+
+    def versions_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        challenge = self._challenge_or_404(request, object_id)
+        return admin_views.versions_page(
+            self, request, challenge, can_activate=is_scoring_admin(request.user)
+        )
+
+    def activate_view(self, request: HttpRequest, object_id: str, version_id: int) -> HttpResponse:
+        """POST: make an earlier scoring version active again, back to the versions page."""
+        refused = self._scoring_admin_post(request)
+        if refused:
+            return refused
+        challenge = self._challenge_or_404(request, object_id)
+        version = ScoringVersion.objects.filter(challenge=challenge, pk=version_id).first()
+        if version is None:
+            raise Http404("No such version of this challenge.")
+        version.challenge = challenge
+        try:
+            done = versions.version_activate(version=version, by=request.user)
+        except versions.ActivationRefused as exc:
+            self.message_user(request, str(exc), messages.ERROR)
+        else:
+            self.message_user(request, _activation_message(done), messages.SUCCESS)
+        return HttpResponseRedirect(
+            reverse("admin:challenges_challenge_versions", args=[challenge.pk])
+        )
 
     # --- rescoring ------------------------------------------------------------------
     def has_rescore_permission(self, request: HttpRequest, obj: Any = None) -> bool:
@@ -120,12 +224,37 @@ class ChallengeAdmin(admin.ModelAdmin):
         )
 
     def get_urls(self) -> list:
-        rescore = path(
-            "<path:object_id>/rescore/",
-            self.admin_site.admin_view(self.rescore_view),  # login, staff, CSRF
-            name="challenges_challenge_rescore",
-        )
-        return [rescore, *super().get_urls()]
+        def view(method: Any) -> Any:
+            return self.admin_site.admin_view(method)  # login, staff, CSRF
+
+        urls = [
+            path(
+                "<path:object_id>/rescore/",
+                view(self.rescore_view),
+                name="challenges_challenge_rescore",
+            ),
+            path(
+                "<path:object_id>/scoring/try/",
+                view(self.try_view),
+                name="challenges_challenge_try",
+            ),
+            path(
+                "<path:object_id>/scoring/preview/",
+                view(self.preview_view),
+                name="challenges_challenge_preview",
+            ),
+            path(
+                "<path:object_id>/versions/<int:version_id>/activate/",
+                view(self.activate_view),
+                name="challenges_challenge_activate",
+            ),
+            path(
+                "<path:object_id>/versions/",
+                view(self.versions_view),
+                name="challenges_challenge_versions",
+            ),
+        ]
+        return [*urls, *super().get_urls()]
 
     def rescore_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
         """POST: queue a rescore of the challenge's current setup, back to its page."""
@@ -145,8 +274,26 @@ class ChallengeAdmin(admin.ModelAdmin):
     def change_view(
         self, request: HttpRequest, object_id: str, form_url: str = "", extra_context: Any = None
     ) -> HttpResponse:
-        context = {**self._rescore_context(request, unquote(object_id)), **(extra_context or {})}
+        context = {
+            **self._rescore_context(request, unquote(object_id)),
+            **self._scoring_context(request, unquote(object_id)),
+            **(extra_context or {}),
+        }
         return super().change_view(request, object_id, form_url, extra_context=context)
+
+    def add_view(self, request: HttpRequest, form_url: str = "", extra_context: Any = None) -> Any:
+        context = {"can_edit_scoring": is_scoring_admin(request.user), **(extra_context or {})}
+        return super().add_view(request, form_url, extra_context=context)
+
+    def _scoring_context(self, request: HttpRequest, pk: str) -> dict[str, Any]:
+        if not pk.isdigit():
+            return {}
+        return {
+            "can_edit_scoring": is_scoring_admin(request.user),
+            "try_url": reverse("admin:challenges_challenge_try", args=[pk]),
+            "preview_url": reverse("admin:challenges_challenge_preview", args=[pk]),
+            "versions_url": reverse("admin:challenges_challenge_versions", args=[pk]),
+        }
 
     def _rescore_context(self, request: HttpRequest, pk: str) -> dict[str, Any]:
         """The button and the progress of the challenge's queued or running jobs (or, if

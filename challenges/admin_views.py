@@ -1,5 +1,6 @@
-"""The live progress block of a rescore job in the admin, and the small HTML helpers the
-admin's rescoring columns and messages share.
+"""The live progress block of a rescore job in the admin, the small HTML helpers the
+admin's rescoring columns and messages share, and the scoring section's Try it, Preview
+and versions pages (thin: ``preview`` and ``versions`` do the work).
 
 ``job_progress`` turns a job row into what the block shows (rate, ETA, …); the
 ``progress_fragment`` view returns the block alone, and htmx swaps it in every two
@@ -18,11 +19,13 @@ from urllib.parse import urlencode
 from django.contrib.admin import AdminSite
 from django.http import HttpRequest, HttpResponse, HttpResponseForbidden
 from django.template.loader import render_to_string
+from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.views.decorators.cache import never_cache
 
+from . import preview, versions
 from .models import RescoreJob
 from .permissions import is_staff_member
 
@@ -183,3 +186,65 @@ def when_html(moment: datetime | None, *, day_of: datetime | None = None) -> str
     return format_html(
         '<time datetime="{}">{}</time>', local.isoformat(), local.strftime("%Y-%m-%d %H:%M")
     )
+
+
+# --- the scoring section: Try it, Preview, versions ---------------------------------------
+# These views are methods' bodies of ChallengeAdmin (which wraps them in admin_view:
+# login, staff, CSRF); the work is done by ``preview`` and ``versions``.
+TRY_TEMPLATE = "admin/challenges/challenge/try_result.html"
+PREVIEW_TEMPLATE = "admin/challenges/challenge/preview_result.html"
+VERSIONS_TEMPLATE = "admin/challenges/challenge/versions.html"
+
+
+def scoring_form_for(model_admin: Any, request: HttpRequest, challenge: Any) -> Any:
+    """The challenge form bound to the POSTed page, validating the setup only."""
+    form_class = model_admin.get_form(request, challenge, change=True)
+    form_class = type(form_class.__name__, (form_class,), {"for_preview": True})
+    form = form_class(request.POST, instance=challenge)
+    form.is_valid()
+    return form
+
+
+def setup_try(model_admin: Any, request: HttpRequest, challenge: Any) -> HttpResponse:
+    """POST (htmx): the page's unsaved setup scored on the picked or latest attempts."""
+    form = scoring_form_for(model_admin, request, challenge)
+    context: dict[str, Any] = {"errors": form.scoring_errors(), "challenge": challenge}
+    if form.setup is not None:
+        try:
+            ids = preview.parse_attempt_ids(request.POST.get("try_attempts", ""))
+            context["result"] = preview.try_setup(
+                challenge=challenge, setup=form.setup, attempt_ids=ids
+            )
+        except preview.PreviewError as exc:
+            context["errors"] = {"Attempts": [str(exc)]}
+    return HttpResponse(render_to_string(TRY_TEMPLATE, context, request=request))
+
+
+def setup_preview(model_admin: Any, request: HttpRequest, challenge: Any) -> HttpResponse:
+    """POST (htmx): the leaderboard under the page's unsaved setup beside the current."""
+    form = scoring_form_for(model_admin, request, challenge)
+    context: dict[str, Any] = {"errors": form.scoring_errors(), "challenge": challenge}
+    if form.setup is not None:
+        context["preview"] = preview.leaderboard_preview(
+            challenge=challenge,
+            setup=form.setup,
+            player=request.POST.get("preview_player", "").strip(),
+        )
+    return HttpResponse(render_to_string(PREVIEW_TEMPLATE, context, request=request))
+
+
+def versions_page(
+    model_admin: Any, request: HttpRequest, challenge: Any, *, can_activate: bool
+) -> HttpResponse:
+    """GET: the challenge's scoring versions, each with its diff and "Make active again"."""
+    opts = model_admin.model._meta
+    context = {
+        **model_admin.admin_site.each_context(request),
+        "opts": opts,
+        "original": challenge,
+        "title": f"Scoring versions of {challenge.name}",
+        "history": versions.version_history(challenge=challenge),
+        "can_activate": can_activate,
+        "change_url": reverse("admin:challenges_challenge_change", args=[challenge.pk]),
+    }
+    return TemplateResponse(request, VERSIONS_TEMPLATE, context)

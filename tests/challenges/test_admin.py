@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from challenges.models import Challenge, ScoringVersion
+from tests.challenges.admin_pages import WEIGHTS
 from tests.factories import attempt_input, counts, make_challenge, record
 
 pytestmark = pytest.mark.django_db
@@ -13,6 +14,7 @@ ADD_URL = "/admin/challenges/challenge/add/"
 
 
 def form(**changes):
+    """The add page as a browser posts it: the weighted scorer with rating_weight 20."""
     data = {
         "name": "Admin Made",
         "slug": "admin-made",
@@ -24,14 +26,18 @@ def form(**changes):
         "scoring_strategy": "custom",
         "scoring_plugin_id": "builtin.weighted_scorer",
         "scoring_entrypoint": "",
-        "scoring_config": '{"rating_weight": 20}',
+        f"{WEIGHTS}success_bonus": "100",
+        f"{WEIGHTS}rating_weight": "20",
+        f"{WEIGHTS}time_penalty": "1",
+        f"{WEIGHTS}token_penalty": "0.01",
+        "scoring_config": "{}",
         "scoring_code": "",
         "score_key": "",
         "metrics": "[]",
         "timeout_ms": "5000",
     }
     data.update(changes)
-    return data
+    return {k: v for k, v in data.items() if v is not None}
 
 
 @pytest.fixture
@@ -72,8 +78,14 @@ def test_admin_creates_a_challenge_with_version_one(admin_client, admin):
     [
         ({"scoring_plugin_id": "nope"}, "scoring_plugin_id", "Unknown scorer plugin"),
         ({"scoring_entrypoint": "os:system"}, "scoring_entrypoint", "not the one registered"),
-        ({"scoring_config": '{"rating_weight": "high"}'}, "scoring_config", "rating_weight"),
-        ({"scoring_config": '{"bogus": 1}'}, "scoring_config", "bogus"),
+        ({f"{WEIGHTS}rating_weight": "high"}, f"{WEIGHTS}rating_weight", "Enter a number"),
+        ({f"{WEIGHTS}rating_weight": "-1"}, f"{WEIGHTS}rating_weight", "greater than or equal"),
+        (
+            {"config_as_json": "on", "scoring_config": '{"rating_weight": "high"}'},
+            "scoring_config",
+            "rating_weight",
+        ),
+        ({"config_as_json": "on", "scoring_config": '{"bogus": 1}'}, "scoring_config", "bogus"),
         ({"scoring_strategy": "python"}, "scoring_strategy", "sandbox"),
         ({"timeout_ms": "0"}, "timeout_ms", ""),
     ],

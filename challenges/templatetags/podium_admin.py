@@ -1,0 +1,51 @@
+"""Template tags of the admin's scoring pages: numbers as admins read them, and the
+dashboard of ``/admin/``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import template
+
+register = template.Library()
+
+
+@register.filter
+def score_text(score: float | None) -> str:
+    """A score as the admin pages show it: "145.5", "–" for no score."""
+    if score is None:
+        return "–"
+    return f"{score:,.2f}".rstrip("0").rstrip(".") if score != int(score) else f"{score:,.0f}"
+
+
+@register.filter
+def signed(delta: float | None) -> str:
+    """A score change: "+12.5", "−3", "0"; "" when there is none to compare."""
+    if delta is None:
+        return ""
+    if abs(delta) < 1e-9:
+        return "0"
+    text = score_text(abs(delta))
+    return f"+{text}" if delta > 0 else f"−{text}"
+
+
+@register.filter
+def detail_text(value: Any) -> str:
+    """A details value: numbers like scores, the rest as it is."""
+    if isinstance(value, float):
+        return score_text(value)
+    return str(value)
+
+
+@register.simple_tag(takes_context=True)
+def challenge_dashboard(context: Any) -> Any:
+    """The dashboard rows (``challenges.dashboard``) for ``admin/index.html``, each running
+    job with its live progress block."""
+    from challenges.admin_views import render_progress
+    from challenges.dashboard import dashboard_rows
+
+    request = context["request"]
+    rows = dashboard_rows()
+    return [
+        (row, [render_progress(request, job, compact=True) for job in row.running]) for row in rows
+    ]
