@@ -342,6 +342,14 @@ class AttemptAdmin(admin.ModelAdmin):
     raw_id_fields = ["player"]
     search_fields = ["player__external_id", "player__display_name"]
 
+    # Leaderboard entries are a cache without foreign-key constraints: deleting attempts
+    # goes through the service that recomputes the entries that pointed at them.
+    def delete_model(self, request: HttpRequest, obj: Attempt) -> None:
+        services.attempts_delete(attempts=Attempt.objects.filter(pk=obj.pk))
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Attempt]) -> None:
+        services.attempts_delete(attempts=queryset)
+
 
 @admin.register(ScoringVersion)
 class ScoringVersionAdmin(admin.ModelAdmin):

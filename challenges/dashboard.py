@@ -9,7 +9,7 @@ from datetime import datetime
 from django.db.models import Count, IntegerField, Max, OuterRef, Prefetch, Subquery, Value
 from django.db.models.functions import Coalesce
 
-from .models import Attempt, Challenge, RescoreJob
+from .models import Attempt, AttemptScore, Challenge, RescoreJob
 
 MOST = 200  # challenges shown (the changelist has the rest)
 
@@ -21,6 +21,7 @@ class DashboardRow:
     players: int
     last_attempt: datetime | None
     running: list[RescoreJob]  # queued or running rescore jobs, newest first
+    failures: int  # attempts whose scorer failed under the active version
 
 
 def _count(aggregate: Count) -> Coalesce:
@@ -37,6 +38,19 @@ def _per_challenge(aggregate: Count | Max) -> Subquery:
     )
 
 
+def _active_failures() -> Subquery:
+    """Failed scores under the challenge's active version (the partial index
+    ``score_failed`` holds only those rows)."""
+    return Subquery(
+        AttemptScore.objects.filter(version=OuterRef("active_version"))
+        .exclude(error="")
+        .order_by()
+        .values("version")
+        .annotate(value=Count("pk"))
+        .values("value")
+    )
+
+
 def dashboard_rows() -> list[DashboardRow]:
     running = RescoreJob.objects.filter(status__in=RescoreJob.ACTIVE_STATUSES).select_related(
         "version", "challenge"
@@ -47,11 +61,14 @@ def dashboard_rows() -> list[DashboardRow]:
             attempt_count=_count(Count("pk")),
             player_count=_count(Count("player", distinct=True)),
             last_attempt_at=_per_challenge(Max("created_at")),
+            failure_count=Coalesce(_active_failures(), Value(0), output_field=IntegerField()),
         )
         .prefetch_related(Prefetch("rescore_jobs", queryset=running, to_attr="running_jobs"))
         .order_by("name", "pk")[:MOST]
     )
     return [
-        DashboardRow(c, c.attempt_count, c.player_count, c.last_attempt_at, c.running_jobs)
+        DashboardRow(
+            c, c.attempt_count, c.player_count, c.last_attempt_at, c.running_jobs, c.failure_count
+        )
         for c in challenges
     ]

@@ -192,6 +192,11 @@ class AttemptScore(models.Model):
     error = models.TextField(blank=True)
 
     class Meta:
+        indexes = [
+            # Only the failed scores (a handful): failure counts and lists stay instant
+            # however many scores a version has, and a rescore's COPY pays nothing for it.
+            models.Index(fields=["version"], name="score_failed", condition=~Q(error="")),
+        ]
         constraints = [
             models.UniqueConstraint(fields=["version", "attempt"], name="score_version_attempt"),
             models.CheckConstraint(

@@ -49,3 +49,11 @@ def challenge_dashboard(context: Any) -> Any:
     return [
         (row, [render_progress(request, job, compact=True) for job in row.running]) for row in rows
     ]
+
+
+@register.simple_tag(takes_context=True)
+def failures_link(context: Any, count: int, version_id: int) -> str:
+    """ "3 failures", linking to the failed scores for users who may see them."""
+    from challenges.admin_views import failures_link as link
+
+    return link(count, version_id, context["request"].user)

@@ -263,3 +263,47 @@ def test_dashboard_is_hidden_from_staff_without_challenge_rights(django_user_mod
     make_challenge(name="Secret")
     html = client.get("/admin/").content.decode()
     assert "podium-dashboard" not in html
+
+
+def test_dashboard_counts_scoring_failures_of_the_active_version(admin_client):
+    with (
+        registry().temporarily("t.const", "tests.plugins:Constant"),
+        registry().temporarily("t.boom", "tests.config.test_logging:Boom"),
+    ):
+        boom = make_challenge(
+            name="Gamma",
+            scoring_strategy="custom",
+            scoring_plugin_id="t.boom",
+            scoring_entrypoint="tests.config.test_logging:Boom",
+        )
+        record(boom, attempt_input("a"), attempt_input("b"))
+        fine = make_challenge(name="Delta", scoring_strategy="fastest")
+        record(fine, attempt_input("a", elapsed_ms=1))
+        html = admin_client.get("/admin/").content.decode()
+    gamma = html.split('data-challenge="gamma"')[1].split("</tr>")[0]
+    assert 'data-failures="2"' in gamma
+    link = f"/admin/challenges/attemptscore/?version={boom.active_version_id}&amp;has_error=yes"
+    assert link in gamma
+    delta = html.split('data-challenge="delta"')[1].split("</tr>")[0]
+    assert 'data-failures="0"' in delta and "0 failures" in delta
+
+
+def test_deleting_an_attempt_in_the_admin_repairs_the_leaderboard(admin_client):
+    challenge = make_challenge(name="Eps", scoring_strategy="fastest")
+    record(challenge, attempt_input("a", elapsed_ms=5), attempt_input("a", elapsed_ms=9))
+    best = challenge.attempts.get(elapsed_ms=5)
+    response = admin_client.post(f"/admin/challenges/attempt/{best.pk}/delete/", {"post": "yes"})
+    assert response.status_code == 302
+    challenge.refresh_from_db()
+    page = selectors.leaderboard_page(challenge=challenge, limit=10, offset=0)
+    assert [(r.player_external_id, r.score) for r in page.rows] == [("a", 9.0)]
+    response = admin_client.post(
+        "/admin/challenges/attempt/",
+        {
+            "action": "delete_selected",
+            "_selected_action": [challenge.attempts.get().pk],
+            "post": "yes",
+        },
+    )
+    assert response.status_code == 302
+    assert selectors.leaderboard_page(challenge=challenge, limit=10, offset=0).rows == []
