@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Exists, OuterRef
+from django.db.models import Exists, Max, OuterRef
 from django.utils import timezone
 
 from scoring import services as scoring
@@ -225,6 +225,13 @@ def version_activate(*, version: ScoringVersion, by: Any = None) -> Activation:
             job = rescoring.rescore_start(challenge=challenge, version=version, by=by)
         return Activation(version, 0, 0, job)
 
+    # A moment under the lock: every attempt recorded so far has committed (ingestion
+    # holds the challenge row in share mode), and any recorded later gets a higher id.
+    with transaction.atomic():
+        Challenge.objects.select_for_update().filter(pk=challenge.pk).exists()
+        seen = (
+            Attempt.objects.filter(challenge_id=challenge.pk).aggregate(last=Max("pk"))["last"] or 0
+        )
     # Outside the lock: the attempts recorded since the version was last active, and its
     # leaderboard (nobody reads a version that is not active).
     with transaction.atomic():
@@ -234,11 +241,10 @@ def version_activate(*, version: ScoringVersion, by: Any = None) -> Activation:
         challenge = Challenge.objects.select_for_update().get(pk=challenge.pk)
         if challenge.active_version_id == version.pk:
             raise ActivationRefused(f"Version {version.number} is already active.")
-        # Ingestion holds the challenge row in share mode: every attempt recorded so far
-        # has committed. Those scored only under the versions that were live get a score
-        # (and an entry) under this one too.
+        # Only attempts recorded since ``seen`` can lack a score under this version:
+        # those scored only under the versions that were live get one (and an entry).
         version.challenge = challenge
-        late, late_failed = scores.score_missing(version=version)
+        late, late_failed = scores.score_missing(version=version, after_id=seen)
         _cancel_running_jobs(
             challenge, reason=f"Superseded: version {version.number} was made active again."
         )

@@ -156,6 +156,26 @@ def test_make_active_again_scores_attempts_recorded_since(history):
     assert board(history) == (1, [("c", 249.5), ("a", 200.0), ("b", 112.0)])
 
 
+def test_make_active_again_scores_an_attempt_recorded_during_the_rebuild(history, monkeypatch):
+    """The switch scores only attempts above the id seen under the lock at the start;
+    one recorded between the catch-up and the switch is among them."""
+    from challenges import scores
+
+    v1 = history.versions.get(number=1)
+    rebuild = scores.entries_rebuild
+
+    def rebuild_then_record(*, version):
+        rebuild(version=version)
+        record(history, attempt_input("late", rating=10, elapsed_ms=0, tokens_total=0))
+
+    monkeypatch.setattr(scores, "entries_rebuild", rebuild_then_record)
+    done = versions.version_activate(version=v1)
+    assert done.scored == 1  # the late one, under the lock
+    late = AttemptScore.objects.get(version=v1, attempt__player__external_id="late")
+    assert late.score is not None
+    assert board(history)[1][0][0] == "late"
+
+
 def test_make_active_again_cancels_a_running_rescore(history, monkeypatch):
     monkeypatch.setattr(rescoring, "_send", lambda job: None)  # the job stays queued
     update = services.challenge_update(
