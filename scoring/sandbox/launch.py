@@ -89,7 +89,7 @@ def command(mode: str, interp: Interpreter, shm_fd: int) -> list[str]:
         "--clearenv", "--cap-drop", "ALL",
         "--uid", str(NOBODY), "--gid", str(NOBODY), "--hostname", "sandbox",
         "--ro-bind", "/usr", "/usr", *_root_links(),
-        "--dev", "/dev", "--tmpfs", "/tmp", "--chdir", "/tmp",
+        "--dev", "/dev", "--tmpfs", "/tmp", "--chdir", "/tmp",  # noqa: S108 - its own /tmp
         "--", *python,
     ]
     # fmt: on

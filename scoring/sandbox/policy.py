@@ -23,6 +23,7 @@ import errno
 import os
 import tempfile
 from functools import cache
+from typing import Any
 
 # Refused outright.
 DENIED = (
@@ -100,7 +101,7 @@ def seccomp_program() -> bytes:
     return program
 
 
-def _add(sc, filt, action, name, *args) -> None:  # noqa: ANN001 - the binding's own types
+def _add(sc: Any, filt: Any, action: int, name: str, *args: Any) -> None:
     if sc.resolve_syscall(sc.Arch.NATIVE, name) < 0:
         return  # not a syscall on this architecture (e.g. `open` on arm64): nothing to deny
     filt.add_rule(action, name, *args)

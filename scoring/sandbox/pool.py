@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from scoring.engine.framing import FrameEOF, FrameReader, FrameTimeout
+from scoring.engine.snippet import Program, Raw
 
 from . import launch, policy
 
@@ -52,29 +53,9 @@ _PROGRESS = struct.Struct("<qqq")  # batch seq, attempt index, monotonic ns it s
 _SEQ = itertools.count(1)
 
 
-@dataclass(frozen=True)
-class Program:
-    """What a worker runs. ``owner`` names whose code it is (a challenge's version): a
-    worker never runs two owners' code, even the same text."""
-
-    owner: str
-    code: str  # with its placeholders filled in
-    arity: int  # 1: compute_scores(sample); 2: compute_scores(sample, solver_output)
-    is_async: bool
-    timeout_ms: int
-
-    @property
-    def key(self) -> tuple[Any, ...]:
-        digest = hashlib.sha256(self.code.encode("utf-8", "surrogatepass")).hexdigest()
-        return (self.owner, digest, self.arity, self.is_async, self.timeout_ms)
-
-
-# One attempt's raw answer: (True, the returned dict, ms) or (False, error text, ms).
-Raw = tuple[bool, Any, float | None]
-
-
-class SandboxError(RuntimeError):
-    """The sandbox cannot run anything here (see ``availability``)."""
+def program_key(program: Program) -> tuple[Any, ...]:
+    digest = hashlib.sha256(program.code.encode("utf-8", "surrogatepass")).hexdigest()
+    return (program.owner, digest, program.arity, program.is_async, program.timeout_ms)
 
 
 def _strict_loads(data: bytes) -> Any:
@@ -98,7 +79,7 @@ class Worker:
 
     def __init__(self, program: Program, mode: str, interp: launch.Interpreter, proc_factory):
         self.program = program
-        self.key = program.key
+        self.key = program_key(program)
         self.mode = mode
         self.state = "starting"
         self.started = time.monotonic()
@@ -217,14 +198,15 @@ class SandboxPool:
         if self._owner_pid != os.getpid():  # forked: the executor's thread is gone
             self._spawner = ThreadPoolExecutor(1, thread_name_prefix="podium-sandbox-spawn")
             self._owner_pid = os.getpid()
-        worker = self._spawner.submit(Worker, program, self.mode, self.interp, launch.popen).result()
+        start = self._spawner.submit(Worker, program, self.mode, self.interp, launch.popen)
+        worker = start.result()
         self.spawned += 1
         return worker
 
     def _checkout(self, program: Program, wait: bool) -> Worker | None:
         """An idle worker of ``program``, or a new one (room permitting); None when
         ``wait`` is False and neither is at hand. Raises OSError if a worker cannot start."""
-        key = program.key
+        key = program_key(program)
         with self._cond:
             while True:
                 self._reap_idle()
@@ -297,7 +279,7 @@ class SandboxPool:
         with self._cond:
             if program is None:
                 return sum(len(ws) for ws in self._idle.values())
-            return len(self._idle.get(program.key, []))
+            return len(self._idle.get(program_key(program), []))
 
     def _after_fork(self) -> None:
         """In a forked child: the workers belong to the parent; forget them."""

@@ -178,9 +178,7 @@ def load_landlock(read_paths):
     if abi < 1:
         _fail("landlock")
     fs = sum(bits for version, bits in _FS_RIGHTS.items() if abi >= version)
-    attr = struct.pack(
-        "<QQQ", fs, _NET_RIGHTS if abi >= 4 else 0, _SCOPES if abi >= 6 else 0
-    )
+    attr = struct.pack("<QQQ", fs, _NET_RIGHTS if abi >= 4 else 0, _SCOPES if abi >= 6 else 0)
     size = 8 if abi < 4 else (16 if abi < 6 else 24)
     ruleset = _syscall(SYS_landlock_create_ruleset, attr[:size], size, 0)
     if ruleset < 0:
@@ -317,7 +315,7 @@ class Runner:
         """One attempt's answer, as JSON text: [0, result, ms] or [1, error, ms]."""
         sample = item[0]
         sample = _dict(sample) if _type(sample) is _dict else {}
-        for key, value in zip(METRIC_KEYS, item[1]):
+        for key, value in zip(METRIC_KEYS, item[1], strict=False):
             if key not in sample:
                 sample[key] = value
         args = (sample,) if self.arity == 1 else (sample, SolverOutput(item[2], item[3]))

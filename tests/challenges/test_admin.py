@@ -74,7 +74,21 @@ def test_admin_creates_a_challenge_with_version_one(admin_client, admin):
         ({"scoring_entrypoint": "os:system"}, "scoring_entrypoint", "not the one registered"),
         ({"scoring_config": '{"rating_weight": "high"}'}, "scoring_config", "rating_weight"),
         ({"scoring_config": '{"bogus": 1}'}, "scoring_config", "bogus"),
-        ({"scoring_strategy": "python"}, "scoring_strategy", "sandbox"),
+        (
+            {"scoring_strategy": "python", "scoring_plugin_id": "", "scoring_config": "{}"},
+            "scoring_code",
+            "compute_scores",
+        ),
+        (
+            {
+                "scoring_strategy": "python",
+                "scoring_plugin_id": "",
+                "scoring_config": "{}",
+                "scoring_code": "def compute_scores(sample):\n    return {'s': 1\n",
+            },
+            "scoring_code",
+            "Line 2",
+        ),
         ({"timeout_ms": "0"}, "timeout_ms", ""),
     ],
 )
