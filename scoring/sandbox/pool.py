@@ -45,6 +45,7 @@ BATCH_SIZE = 1000
 BATCH_BYTES = 4 * 1024 * 1024  # a batch of big samples is cut sooner
 GRACE_S = 0.5  # past the worker's own alarm, before the parent kills it
 START_TIMEOUT_S = 15.0  # bwrap and the interpreter starting, on a busy machine
+START_POLL_S = 0.1
 IDLE_S = 300.0  # an idle worker is stopped after this long
 MAX_RESULT_CHARS = 16_384  # one attempt's result, as JSON
 MAX_PRINT_CHARS = 1024 * 1024  # what one attempt may print (to nowhere)
@@ -381,6 +382,8 @@ class _Run:
     def _wait(self) -> None:
         deadlines = {w: self._deadline(w, f) for w, f in self.busy.items()}
         timeout = max(0.0, min(deadlines.values()) - time.monotonic())
+        if any(f.starting for f in self.busy.values()):
+            timeout = min(timeout, START_POLL_S)  # its top-level code may begin any moment
         by_fd = {w.out_fd: w for w in self.busy}
         readable, _, _ = select.select(list(by_fd), [], [], timeout)
         for fd in readable:

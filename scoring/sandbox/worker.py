@@ -44,6 +44,8 @@ _setitimer, _ITIMER_REAL = signal.setitimer, signal.ITIMER_REAL
 _pack_header, _unpack_header = struct.Struct("!I").pack, struct.Struct("!I").unpack
 _progress = struct.Struct("<qqq")
 _type, _len, _str, _isfinite = type, len, str, math.isfinite
+_zip, _enumerate, _min, _memoryview, _hasattr, _any = zip, enumerate, min, memoryview, hasattr, any
+_OSError = OSError
 _dict, _list, _int, _float, _bool, _none = dict, list, int, float, bool, type(None)
 _BaseException, _MemoryError = BaseException, MemoryError
 _getrusage, _RUSAGE_SELF = resource.getrusage, resource.RUSAGE_SELF
@@ -83,7 +85,7 @@ class Channel:
     def _read_exactly(self, size):
         chunks, got = [], 0
         while got < size:
-            chunk = _read(self.fd_in, min(size - got, 1 << 20))
+            chunk = _read(self.fd_in, _min(size - got, 1 << 20))
             if not chunk:
                 return None
             chunks.append(chunk)
@@ -105,7 +107,7 @@ class Channel:
 
     def send_text(self, text):
         data = text.encode("utf-8")
-        view = memoryview(_pack_header(_len(data)) + data)
+        view = _memoryview(_pack_header(_len(data)) + data)
         while view:
             written = _write(self.fd_out, view)
             view = view[written:]
@@ -121,7 +123,7 @@ class Sink:
     def write(self, text):
         self.used += _len(text)
         if self.used > self.cap:
-            raise OSError(f"the snippet printed more than {self.cap} characters")
+            raise _OSError(f"the snippet printed more than {self.cap} characters")
         return _len(text)
 
     def flush(self):
@@ -274,6 +276,7 @@ class Runner:
         self.loop = None
         self.function = None
         self.retire = False
+        self.builtins = _dict(builtins.__dict__)  # as they were before the snippet ran
 
     def note(self, seq, index):
         _progress.pack_into(self.shm, 0, seq, index, _monotonic_ns())
@@ -303,19 +306,30 @@ class Runner:
 
     def run_batch(self, seq, items):
         results = []
-        for index, item in enumerate(items):
+        for index, item in _enumerate(items):
             if self.retire:
                 break  # the rest goes to a fresh worker
             self.note(seq, index)
-            results.append(self.run_one(item))
+            answer = self.run_one(item)
+            if answer[1] != "0":  # a failure: undo what it may have done to builtins
+                self.restore_builtins()
+            results.append(answer)
         self.note(seq, _len(items))
+        self.restore_builtins()
         return results
+
+    def restore_builtins(self):
+        current, saved = builtins.__dict__, self.builtins
+        get = current.get
+        if _len(current) != _len(saved) or _any(get(k) is not v for k, v in saved.items()):
+            current.clear()
+            current.update(saved)
 
     def run_one(self, item):
         """One attempt's answer, as JSON text: [0, result, ms] or [1, error, ms]."""
         sample = item[0]
         sample = _dict(sample) if _type(sample) is _dict else {}
-        for key, value in zip(METRIC_KEYS, item[1], strict=False):
+        for key, value in _zip(METRIC_KEYS, item[1], strict=False):
             if key not in sample:
                 sample[key] = value
         args = (sample,) if self.arity == 1 else (sample, SolverOutput(item[2], item[3]))
@@ -336,7 +350,7 @@ class Runner:
             if sink.used > sink.cap:
                 raise Refused(f"the snippet printed more than {sink.cap} characters")
             if _type(result) is not _dict:
-                kind = "a coroutine" if hasattr(result, "__await__") else _type(result).__name__
+                kind = "a coroutine" if _hasattr(result, "__await__") else _type(result).__name__
                 hint = " (declare compute_scores with async def)" if "coroutine" in kind else ""
                 raise Refused(f"compute_scores returned {kind}, not a dict{hint}")
             check_plain(result, self.max_result * 4)
