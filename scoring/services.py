@@ -258,7 +258,8 @@ def _row_payloads(challenge: Any, rows: Sequence[Any], arity: int) -> list[Attem
         .order_by()
         .values_list(*columns)
     }
-    return [_payload(*found.get(r[0], (None, None, None)), arity) for r in rows]
+    missing = (None,) * (len(columns) - 1)
+    return [_payload(*(found.get(r[0], missing) + (None, None))[:3], arity) for r in rows]
 
 
 def rows_scorer(*, version: Any, challenge: Any) -> Callable[[Sequence[Any]], list[Outcome]]:
