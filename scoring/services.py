@@ -258,8 +258,11 @@ def _row_payloads(challenge: Any, rows: Sequence[Any], arity: int) -> list[Attem
         .order_by()
         .values_list(*columns)
     }
-    missing = (None,) * (len(columns) - 1)
-    return [_payload(*(found.get(r[0], missing) + (None, None))[:3], arity) for r in rows]
+    payloads = []
+    for r in rows:
+        sample, output, messages = (*found.get(r[0], ()), None, None, None)[:3]
+        payloads.append(_payload(sample, output, messages, arity))
+    return payloads
 
 
 def rows_scorer(*, version: Any, challenge: Any) -> Callable[[Sequence[Any]], list[Outcome]]:

@@ -325,6 +325,32 @@ class Result(NamedTuple):
     ms: float | None
 
 
+_KEY_OK: dict[str, bool] = {}  # score names seen and checked (a cache: names repeat)
+
+
+def _flat_scores(value: dict[str, Any]) -> dict[str, float | None] | None:
+    """The fast path for the usual answer, a small flat dict of numbers under names seen
+    before: the same rules as below with exact types, or None to take the full path."""
+    if not value or len(value) > MAX_KEYS or "scores" in value:
+        return None
+    scores: dict[str, float | None] = {}
+    for key, item in value.items():
+        if _KEY_OK.get(key) is not True:
+            return None
+        kind = type(item)
+        if kind is float:
+            if item - item != 0.0:  # NaN or an infinity
+                return None
+        elif kind is bool:
+            item = 1.0 if item else 0.0
+        elif kind is int and -_MAX_SAFE_INT <= item <= _MAX_SAFE_INT:
+            item = float(item)
+        elif item is not None:
+            return None
+        scores[key] = item
+    return scores
+
+
 def interpret(raw: Raw, score_key: str) -> Result:
     """Apply the contract to one raw answer; never raises."""
     ok, value, ms = raw
@@ -332,27 +358,13 @@ def interpret(raw: Raw, score_key: str) -> Result:
         ms = None
     if not ok:
         return _failed(_clean_error(str(value)), ms)
-    scores: dict[str, float | None] = {}
     metadata: dict[str, Any] = {}
-    try:
-        if type(value) is not dict:
-            raise Rejected(f"compute_scores returned {type(value).__name__}, not a dict")
-        structured = type(value.get("scores")) is dict and set(value) <= {"scores", "metadata"}
-        if structured:
-            raw_scores, metadata = value["scores"], _metadata(value.get("metadata"))
-        else:
-            raw_scores = value
-        if not raw_scores:
-            raise Rejected("compute_scores returned no scores")
-        if len(raw_scores) > MAX_KEYS:
-            raise Rejected(f"{len(raw_scores)} scores; at most {MAX_KEYS}")
-        for key, item in raw_scores.items():
-            scores[_key(key, "a score")] = _score_value(key, item)
-        # Without metadata the size is bounded by the key rules (64 keys of 64 characters).
-        if metadata and len(json.dumps({"scores": scores, "metadata": metadata})) > MAX_DETAILS:
-            raise Rejected(f"the result is over {MAX_DETAILS} bytes of JSON")
-    except Rejected as exc:
-        return _failed(str(exc), ms)
+    scores = _flat_scores(value) if type(value) is dict else None
+    if scores is None:
+        try:
+            scores, metadata = _checked(value)
+        except Rejected as exc:
+            return _failed(str(exc), ms)
     details = {"scores": scores, "metadata": metadata}
     if score_key:
         if score_key not in scores:
@@ -367,6 +379,31 @@ def interpret(raw: Raw, score_key: str) -> Result:
     if ranking is None:
         return _unranked(details, f"the {score_key or 'only'} score is None", ms)
     return Result(Outcome(ranking if ranking > 0.0 else 0.0, details), scores, metadata, ms)
+
+
+def _checked(value: Any) -> tuple[dict[str, float | None], dict[str, Any]]:
+    """Scores and metadata of an answer, every rule checked. Raises Rejected."""
+    if type(value) is not dict:
+        raise Rejected(f"compute_scores returned {type(value).__name__}, not a dict")
+    metadata: dict[str, Any] = {}
+    structured = type(value.get("scores")) is dict and set(value) <= {"scores", "metadata"}
+    if structured:
+        raw_scores, metadata = value["scores"], _metadata(value.get("metadata"))
+    else:
+        raw_scores = value
+    if not raw_scores:
+        raise Rejected("compute_scores returned no scores")
+    if len(raw_scores) > MAX_KEYS:
+        raise Rejected(f"{len(raw_scores)} scores; at most {MAX_KEYS}")
+    scores: dict[str, float | None] = {}
+    for key, item in raw_scores.items():
+        scores[_key(key, "a score")] = _score_value(key, item)
+    # Without metadata the size is bounded by the key rules (64 keys of 64 characters).
+    if metadata and len(json.dumps({"scores": scores, "metadata": metadata})) > MAX_DETAILS:
+        raise Rejected(f"the result is over {MAX_DETAILS} bytes of JSON")
+    if len(_KEY_OK) < 10_000:
+        _KEY_OK.update(dict.fromkeys(scores, True))
+    return scores, metadata
 
 
 def _failed(error: str, ms: float | None) -> Result:
