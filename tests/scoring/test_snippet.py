@@ -374,3 +374,39 @@ def test_a_worker_never_runs_two_owners_code(sandbox_pool):
     second = scorer(sandbox_pool, code, owner="version 2").score_many([item()] * 2)
     assert [o.score for o in first] == [1.0, 2.0]
     assert [o.score for o in second] == [1.0, 2.0]  # a fresh module: no state carried over
+
+
+def test_snippet_engine_and_sandbox_import_no_django():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    check = (
+        "import scoring.engine.snippet, scoring.engine.metrics, scoring.sandbox, "
+        "scoring.sandbox.pool, sys; "
+        "assert not any(m.split('.')[0] == 'django' for m in sys.modules); print('ok')"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", check],
+        cwd=Path(__file__).resolve().parents[2],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"PATH": "/usr/bin:/bin"},
+    )
+    assert result.stdout.strip() == "ok", result.stderr
+
+
+def test_the_worker_program_is_standard_library_only():
+    import ast
+    import sys
+    from pathlib import Path
+
+    source = Path(sandbox.launch.WORKER_SOURCE).read_text()
+    imported = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            imported |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            imported.add((node.module or "").split(".")[0])
+    assert imported <= set(sys.stdlib_module_names), imported - set(sys.stdlib_module_names)

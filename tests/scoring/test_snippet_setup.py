@@ -124,3 +124,31 @@ def test_without_a_sandbox_attempts_record_the_reason(monkeypatch):
     assert recorded.score.score is None
     assert "cannot run" in recorded.score.error
     assert "no namespaces here" in recorded.score.error
+
+
+@pytest.mark.parametrize("available", [True, False])
+def test_serve_says_once_when_snippets_are_disabled(monkeypatch, available):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    from challenges.management.commands import serve
+
+    found = (
+        sandbox.Availability("bwrap")
+        if available
+        else sandbox.Availability(None, ("bubblewrap (bwrap) is not installed",))
+    )
+    monkeypatch.setattr(sandbox, "availability", lambda **_: found)
+    monkeypatch.setattr(serve, "call_command", lambda *args, **kwargs: None)  # no server
+    out, err = StringIO(), StringIO()
+    call_command("serve", "--no-worker", stdout=out, stderr=err)
+    if available:
+        assert "Snippets:   sandboxed (bwrap)" in out.getvalue()
+        assert "disabled" not in err.getvalue()
+    else:
+        assert "Snippets:   disabled" in out.getvalue()
+        text = " ".join(err.getvalue().split())
+        assert text.count("Python snippet scorers are disabled") == 1
+        assert "bubblewrap (bwrap) is not installed" in text
+        assert "apt-get install bubblewrap" in text
