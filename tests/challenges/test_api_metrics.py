@@ -54,7 +54,7 @@ def create(admin_api, **changes):
 def test_done_when_field_completeness(admin_api, integration_api, anon_api):
     challenge = create(admin_api)
     samples = [("paris", {"answer": "Paris"}), ("blank", {"answer": ""}), ("none", {})]
-    body = [{"player": p, "succeeded": True, "sample": s} for p, s in samples]
+    body = [{"player": p, "succeeded": True, "sample": s, "created_at": 1000} for p, s in samples]
     response = integration_api.post(attempts_url(challenge.pk), body, format="json")
     assert response.status_code == 201, response.content
 
