@@ -244,30 +244,29 @@ def items_from_attempts(attempts: Iterable[Any], *, challenge: Any, timeout_ms: 
     return Items(items, attempts)
 
 
-def _row_payloads(challenge: Any, rows: Sequence[Any], arity: int) -> list[AttemptPayload]:
-    """Payloads of attempt rows (id first, in id order), as the database's own JSON text:
-    one range query per batch, nothing decoded and encoded again."""
+def _row_payloads(
+    challenge: Any, rows: Sequence[Any], arity: int
+) -> dict[int, tuple[str | None, str | None, str | None]]:
+    """Payloads of attempt rows (id first, in id order) by id, as the database's own
+    JSON text: one range query, nothing decoded and encoded again."""
     if not rows:
-        return []
+        return {}
     columns = ["pk", Cast("sample", TextField())]
     if arity == 2:
         columns += ["output", Cast("messages", TextField())]
-    found = {
-        row[0]: row[1:]
-        for row in challenge.attempts.filter(pk__gte=rows[0][0], pk__lte=rows[-1][0])
-        .order_by()
-        .values_list(*columns)
-    }
-    payloads = []
-    for r in rows:
-        sample, output, messages = (*found.get(r[0], ()), None, None, None)[:3]
-        payloads.append(_payload(sample, output, messages, arity))
-    return payloads
+    query = challenge.attempts.filter(pk__gte=rows[0][0], pk__lte=rows[-1][0]).order_by()
+    return {row[0]: (*row[1:], None, None)[:3] for row in query.values_list(*columns)}
 
 
-def rows_scorer(*, version: Any, challenge: Any) -> Callable[[Sequence[Any]], list[Outcome]]:
+def rows_scorer(
+    *, version: Any, challenge: Any, attempts: Sequence[Any] | None = None
+) -> Callable[[Sequence[Any]], list[Outcome]]:
     """A function scoring batches of plain attempt rows under ``version`` (the scorer is
-    built once, the contexts cached across batches); never raises for a scorer's fault."""
+    built once, the contexts cached across batches); never raises for a scorer's fault.
+
+    ``attempts``: every row the function will be given, when known. A snippet scorer
+    then reads their payloads here, at once, rather than per batch: the batches are
+    scored while PostgreSQL's COPY holds the connection, when no query can run."""
     context = _Contexts(challenge, version.timeout_ms)
     try:
         scorer = scorer_for(version)
@@ -276,15 +275,23 @@ def rows_scorer(*, version: Any, challenge: Any) -> Callable[[Sequence[Any]], li
         return lambda rows: [failure] * len(rows)
 
     contexts = context.cache  # looked up inline: a million method calls add up
+    snippet = scorer if isinstance(scorer, SnippetScorer) else None
+    prefetched = None
+    if snippet is not None and attempts is not None:
+        prefetched = _row_payloads(challenge, attempts, snippet.program.arity)
 
     def score(rows: Sequence[Any]) -> list[Outcome]:
         items = [
             (AttemptMetrics(*r[3:8]), contexts[r[2]] if r[2] in contexts else context(r[2]))
             for r in rows
         ]
-        if isinstance(scorer, SnippetScorer):
-            return scorer.score_many(items, _row_payloads(challenge, rows, scorer.program.arity))
-        return scorer.score_many(items)
+        if snippet is None:
+            return scorer.score_many(items)
+        arity = snippet.program.arity
+        found = prefetched if prefetched is not None else _row_payloads(challenge, rows, arity)
+        missing = (None, None, None)
+        payloads = [_payload(*found.get(r[0], missing), arity) for r in rows]
+        return snippet.score_many(items, payloads)
 
     return score
 

@@ -12,6 +12,7 @@ snippets are refused with ``availability().message`` — never run unsandboxed.
 from __future__ import annotations
 
 import os
+import subprocess
 import threading
 from dataclasses import dataclass
 
@@ -87,10 +88,36 @@ def probe(mode: str) -> str | None:
     finally:
         pool.close()
     if not ok:
-        return f"{mode}: {value}"
+        detail = _bwrap_says() if mode == launch.BWRAP else ""
+        return f"{mode}: {value}{detail}"
     if value != {"confined": True}:
         return f"{mode}: a probe worker was not confined"
     return None
+
+
+def _bwrap_says() -> str:
+    """What bubblewrap itself says when it cannot start (e.g. no user namespaces)."""
+    bwrap = launch.bwrap_path()
+    if bwrap is None:
+        return ""
+    argv = [bwrap, "--unshare-all", "--unshare-user", "--ro-bind", "/usr", "/usr"]
+    argv += [*launch.root_links(), "--", "/usr/bin/true"]
+    try:
+        drop = os.geteuid() == 0  # as the workers start: unprivileged
+        done = subprocess.run(
+            argv,
+            capture_output=True,
+            text=True,
+            timeout=30,
+            env={},
+            user=launch.NOBODY if drop else None,
+            group=launch.NOBODY if drop else None,
+            extra_groups=[] if drop else None,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f" ({exc})"
+    lines = done.stderr.strip().splitlines()
+    return f" ({lines[0]})" if done.returncode and lines else ""
 
 
 _lock = threading.Lock()

@@ -62,7 +62,7 @@ def bwrap_path() -> str | None:
     return shutil.which(BWRAP, path="/usr/bin:/bin:/usr/local/bin")
 
 
-def _root_links() -> list[str]:
+def root_links() -> list[str]:
     """/bin, /lib, /lib64, /sbin: symlinks into /usr on merged-/usr systems (as here),
     read-only binds of the real directories elsewhere."""
     args: list[str] = []
@@ -88,7 +88,7 @@ def command(mode: str, interp: Interpreter, shm_fd: int) -> list[str]:
         "--unshare-all", "--unshare-user", "--die-with-parent", "--new-session",
         "--clearenv", "--cap-drop", "ALL",
         "--uid", str(NOBODY), "--gid", str(NOBODY), "--hostname", "sandbox",
-        "--ro-bind", "/usr", "/usr", *_root_links(),
+        "--ro-bind", "/usr", "/usr", *root_links(),
         "--dev", "/dev", "--tmpfs", "/tmp", "--chdir", "/tmp",  # noqa: S108 - its own /tmp
         "--", *python,
     ]
