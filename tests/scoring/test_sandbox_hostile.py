@@ -468,4 +468,4 @@ def test_a_timeout_costs_its_attempt_and_the_batch_goes_on(pool):
     took = time.monotonic() - started
     assert [i for i, o in enumerate(outcomes) if o.score is None] == [500]
     assert outcomes[500].error == "timed out after 1000 ms"
-    assert took < 5, took  # one timeout (1 s + grace) and a fresh worker, not more
+    assert took < 10, took  # one timeout (1 s + grace) and a fresh worker, not one per attempt
