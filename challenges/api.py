@@ -7,16 +7,23 @@ from typing import Any
 
 from django.db import IntegrityError
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, PolymorphicProxySerializer, extend_schema
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    PolymorphicProxySerializer,
+    extend_schema,
+    inline_serializer,
+)
 from rest_framework import serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from scoring.engine import metrics as M
 from scoring.services import SetupInvalid
 
 from . import rescoring, selectors, services
+from .metrics import challenge_metrics
 from .models import RescoreJob
 from .permissions import CanRecordAttempts, IsScoringAdmin, IsStaffMember, is_scoring_admin
 from .serializers import (
@@ -51,7 +58,7 @@ class ChallengeViewSet(viewsets.ModelViewSet):
         return selectors.challenge_list(include_inactive=include_inactive)
 
     def get_permissions(self) -> list[Any]:
-        if self.action in ("list", "retrieve", "leaderboard"):
+        if self.action in ("list", "retrieve", "leaderboard", "metrics"):
             return [AllowAny()]
         if self.action == "attempts":
             return [CanRecordAttempts()]
@@ -151,6 +158,31 @@ class ChallengeViewSet(viewsets.ModelViewSet):
             "results": page.rows,
         }
         return Response(LeaderboardSerializer(body).data)
+
+    @extend_schema(
+        responses={
+            200: inline_serializer(
+                name="ChallengeMetric",
+                many=True,
+                fields={
+                    "name": serializers.CharField(),
+                    "type": serializers.ChoiceField(choices=M.TYPES),
+                    "value": serializers.JSONField(
+                        allow_null=True,
+                        help_text="A number; an object for frequency and the "
+                        "classification metrics; null when no attempt has the score.",
+                    ),
+                },
+            )
+        },
+        description=(
+            "The aggregates of the challenge's `metrics` (Python snippet scorers) over the "
+            "active version's scored attempts, in the order they are configured."
+        ),
+    )
+    @action(detail=True, methods=["get"])
+    def metrics(self, request: Request, pk: str | None = None) -> Response:
+        return Response(challenge_metrics(challenge=self.get_object()))
 
 
 class RescoreJobViewSet(viewsets.GenericViewSet):

@@ -229,7 +229,9 @@ def _chunk_score(chunk_id: int) -> RescoreJob | None:
         failed = 0  # built-in strategies cannot fail
         if scored is None:  # a plugin (or not PostgreSQL): score in Python
             attempts = scores.attempt_rows(challenge_id=job.challenge_id, **span)
-            scorer = scoring.rows_scorer(version=version, challenge=version.challenge)
+            scorer = scoring.rows_scorer(
+                version=version, challenge=version.challenge, attempts=attempts
+            )
             failed = scores.scores_replace(
                 version=version, attempts=attempts, compute=scorer, **span
             )

@@ -6,15 +6,29 @@ engine errors into field errors.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from django.db.models import TextField
+from django.db.models.functions import Cast
+
+from scoring import sandbox
 from scoring.engine import strategies as S
 from scoring.engine.config import validate_config
+from scoring.engine.metrics import MetricsInvalid, validate_metrics
 from scoring.engine.outcome import Outcome
 from scoring.engine.protocol import AttemptMetrics, ConfigError, RegistryError, ScoringContext
-from scoring.engine.runner import SNIPPETS_UNAVAILABLE, Scorer, ScoringSetup, build_scorer
+from scoring.engine.runner import Scorer, ScoringSetup, build_scorer
+from scoring.engine.snippet import (
+    AttemptPayload,
+    SnippetInvalid,
+    SnippetScorer,
+    SnippetSetup,
+    prepare,
+)
 from scoring.registry import registry
 
 MAX_TIMEOUT_MS = 60_000
@@ -55,7 +69,9 @@ def setup_validate(*, setup: dict[str, Any]) -> dict[str, Any]:
             errors[field] = f"Not used by the {strategy!r} strategy; leave it empty."
 
     if strategy == S.PYTHON:
-        errors["scoring_strategy"] = SNIPPETS_UNAVAILABLE
+        for name in ("scoring_plugin_id", "scoring_entrypoint"):
+            unused(name, "")
+        _validate_snippet(setup, out, errors)
     elif strategy == S.CUSTOM:
         for name in ("scoring_code", "score_key"):
             unused(name, "")
@@ -94,6 +110,36 @@ def _validate_plugin(setup: dict[str, Any], out: dict[str, Any], errors: dict[st
         )
 
 
+def _validate_snippet(setup: dict[str, Any], out: dict[str, Any], errors: dict[str, str]) -> None:
+    """The python strategy: the sandbox is there, the code compiles and defines
+    compute_scores, every placeholder has a value, score_key and metrics are well formed."""
+    found = sandbox.availability()
+    if not found.available:
+        errors["scoring_strategy"] = found.message
+    config = setup.get("scoring_config")
+    config = {} if config is None else config
+    try:
+        out["scoring_config"] = config = validate_config(None, config)
+    except ConfigError as exc:
+        errors["scoring_config"] = "; ".join(
+            f"{key}: {msg}" if key else msg for key, msg in exc.errors.items()
+        )
+        config = {}
+    try:
+        prepare(setup.get("scoring_code"), config)
+    except SnippetInvalid as exc:
+        for field, message in exc.errors.items():
+            errors.setdefault(field, message)
+    score_key = setup.get("score_key") or ""
+    if not isinstance(score_key, str) or len(score_key) > 64 or not score_key.isprintable():
+        errors["score_key"] = "The name of one score: at most 64 printable characters."
+    out["score_key"] = score_key
+    try:
+        out["metrics"] = validate_metrics(setup.get("metrics"))
+    except MetricsInvalid as exc:
+        errors["metrics"] = str(exc)
+
+
 def setup_of(version: Any) -> ScoringSetup:
     """The engine's view of a scoring version (or a challenge's current setup)."""
     return ScoringSetup(
@@ -104,13 +150,16 @@ def setup_of(version: Any) -> ScoringSetup:
         timeout_ms=version.timeout_ms,
         code=version.scoring_code,
         score_key=version.score_key,
+        owner=f"{type(version).__name__} {version.pk}",
     )
 
 
 def scorer_for(version: Any) -> Scorer:
     """Raises ValueError when the version's setup can no longer run (e.g. its plugin was
-    unregistered); callers record that as every attempt's error."""
-    return build_scorer(setup_of(version), registry())
+    unregistered, or this machine has no sandbox for its snippet); callers record that
+    as every attempt's error."""
+    pool = sandbox.shared_pool() if version.scoring_strategy == S.PYTHON else None
+    return build_scorer(setup_of(version), registry(), pool)
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -145,9 +194,43 @@ class _Contexts:
 Item = tuple[AttemptMetrics, ScoringContext]
 
 
-def items_from_attempts(attempts: Iterable[Any], *, challenge: Any, timeout_ms: int) -> list[Item]:
+class Items(list):
+    """Engine inputs for Attempt instances, which can also give the attempts' payloads
+    (sample, output, messages) that snippet scorers need; only they pay for it."""
+
+    def __init__(self, items: Iterable[Item], attempts: Sequence[Any]):
+        super().__init__(items)
+        self.attempts = attempts
+
+    def payloads(self, *, arity: int = 2) -> list[AttemptPayload]:
+        attempts = self.attempts
+        fields = {"sample", "output", "messages"}
+        deferred = [a.pk for a in attempts if fields & a.get_deferred_fields()]
+        loaded: dict[int, tuple[Any, str, Any]] = {}
+        if deferred:  # read with .only(): one query for them all, not one per attempt
+            model = type(attempts[0])
+            rows = model._default_manager.filter(pk__in=deferred)
+            loaded = {pk: rest for pk, *rest in rows.values_list("pk", *sorted(fields))}
+        out = []
+        for a in attempts:
+            if a.pk in loaded:
+                messages, output, sample = loaded[a.pk]  # sorted field order
+            else:
+                sample, output, messages = a.sample, a.output, a.messages
+            out.append(_payload(json.dumps(sample), output, json.dumps(messages), arity))
+        return out
+
+
+def _payload(sample_json: str | None, output: str | None, messages_json: str | None, arity: int):
+    if arity == 1:  # compute_scores(sample): output and messages are never sent
+        return AttemptPayload(sample_json or "null")
+    return AttemptPayload(sample_json or "null", output or "", messages_json or "null")
+
+
+def items_from_attempts(attempts: Iterable[Any], *, challenge: Any, timeout_ms: int) -> Items:
     """Engine inputs for Attempt instances (each with ``player`` loaded, or a
     ``player_external_id`` attribute)."""
+    attempts = list(attempts)
     context = _Contexts(challenge, timeout_ms)
     items = []
     for a in attempts:
@@ -158,12 +241,32 @@ def items_from_attempts(attempts: Iterable[Any], *, challenge: Any, timeout_ms: 
             a.succeeded, a.tokens_total, a.elapsed_ms, a.rating, epoch_ms(a.created_at)
         )
         items.append((metrics, context(external_id)))
-    return items
+    return Items(items, attempts)
 
 
-def rows_scorer(*, version: Any, challenge: Any) -> Callable[[Sequence[Any]], list[Outcome]]:
+def _row_payloads(
+    challenge: Any, rows: Sequence[Any], arity: int
+) -> dict[int, tuple[str | None, str | None, str | None]]:
+    """Payloads of attempt rows (id first, in id order) by id, as the database's own
+    JSON text: one range query, nothing decoded and encoded again."""
+    if not rows:
+        return {}
+    columns = ["pk", Cast("sample", TextField())]
+    if arity == 2:
+        columns += ["output", Cast("messages", TextField())]
+    query = challenge.attempts.filter(pk__gte=rows[0][0], pk__lte=rows[-1][0]).order_by()
+    return {row[0]: (*row[1:], None, None)[:3] for row in query.values_list(*columns)}
+
+
+def rows_scorer(
+    *, version: Any, challenge: Any, attempts: Sequence[Any] | None = None
+) -> Callable[[Sequence[Any]], list[Outcome]]:
     """A function scoring batches of plain attempt rows under ``version`` (the scorer is
-    built once, the contexts cached across batches); never raises for a scorer's fault."""
+    built once, the contexts cached across batches); never raises for a scorer's fault.
+
+    ``attempts``: every row the function will be given, when known. A snippet scorer
+    then reads their payloads here, at once, rather than per batch: the batches are
+    scored while PostgreSQL's COPY holds the connection, when no query can run."""
     context = _Contexts(challenge, version.timeout_ms)
     try:
         scorer = scorer_for(version)
@@ -172,14 +275,23 @@ def rows_scorer(*, version: Any, challenge: Any) -> Callable[[Sequence[Any]], li
         return lambda rows: [failure] * len(rows)
 
     contexts = context.cache  # looked up inline: a million method calls add up
+    snippet = scorer if isinstance(scorer, SnippetScorer) else None
+    prefetched = None
+    if snippet is not None and attempts is not None:
+        prefetched = _row_payloads(challenge, attempts, snippet.program.arity)
 
     def score(rows: Sequence[Any]) -> list[Outcome]:
-        return scorer.score_many(
-            [
-                (AttemptMetrics(*r[3:8]), contexts[r[2]] if r[2] in contexts else context(r[2]))
-                for r in rows
-            ]
-        )
+        items = [
+            (AttemptMetrics(*r[3:8]), contexts[r[2]] if r[2] in contexts else context(r[2]))
+            for r in rows
+        ]
+        if snippet is None:
+            return scorer.score_many(items)
+        arity = snippet.program.arity
+        found = prefetched if prefetched is not None else _row_payloads(challenge, rows, arity)
+        missing = (None, None, None)
+        payloads = [_payload(*found.get(r[0], missing), arity) for r in rows]
+        return snippet.score_many(items, payloads)
 
     return score
 
@@ -190,6 +302,11 @@ def scores_compute(*, version: Any, items: Sequence[Item]) -> list[Outcome]:
         scorer = scorer_for(version)
     except ValueError as exc:
         return [Outcome.failed(f"this scoring setup cannot run: {exc}")] * len(items)
+    if isinstance(scorer, SnippetScorer):
+        payloads = None
+        if isinstance(items, Items):
+            payloads = items.payloads(arity=scorer.program.arity)
+        return scorer.score_many(items, payloads)
     return scorer.score_many(items)
 
 
@@ -197,3 +314,64 @@ def sort_key_of(version: Any, score: float | None) -> float | None:
     if score is None:
         return None
     return S.get_strategy(version.scoring_strategy).sort_key(score)
+
+
+# --- "Try it": a snippet on example attempts, before it is saved ------------------------------
+MAX_TRY_ATTEMPTS = 20
+
+
+@dataclass(frozen=True)
+class TryResult:
+    """One example attempt run through the sandbox: what the admin's editor shows."""
+
+    score: float | None  # the ranking score, or None (then ``error`` says why)
+    scores: dict[str, float | None]
+    metadata: dict[str, Any]
+    error: str
+    ms: float | None  # as the worker measured it
+
+
+def snippet_try(
+    *, setup: dict[str, Any], attempts: Sequence[dict[str, Any]], owner: str = "try"
+) -> list[TryResult]:
+    """Run a python setup on example attempts (dicts with ``sample``, ``output``,
+    ``messages`` and any metric field) in the sandbox, exactly as scoring would.
+    Raises ``SetupInvalid`` (a bad setup, an unavailable sandbox, bad examples)."""
+    valid = setup_validate(setup={**setup, "scoring_strategy": S.PYTHON})
+    if not isinstance(attempts, list | tuple) or not 1 <= len(attempts) <= MAX_TRY_ATTEMPTS:
+        raise SetupInvalid({"attempts": f"Give 1 to {MAX_TRY_ATTEMPTS} example attempts."})
+    items: list[Item] = []
+    payloads = []
+    try:
+        for example in attempts:
+            metrics = AttemptMetrics(
+                **{k: example[k] for k in AttemptMetrics._fields if example.get(k) is not None}
+            )
+            items.append((metrics, ScoringContext(timeout_ms=valid.get("timeout_ms", 5000))))
+            payloads.append(
+                AttemptPayload(
+                    json.dumps(example.get("sample"), allow_nan=False),
+                    str(example.get("output") or ""),
+                    json.dumps(example.get("messages"), allow_nan=False),
+                )
+            )
+    except (TypeError, ValueError, AttributeError) as exc:
+        raise SetupInvalid({"attempts": f"Each example must be a JSON object: {exc}"}) from exc
+    try:
+        pool = sandbox.shared_pool()
+    except sandbox.SandboxUnavailable as exc:
+        raise SetupInvalid({"scoring_strategy": str(exc)}) from exc
+    scorer = SnippetScorer(
+        SnippetSetup(
+            code=valid["scoring_code"],
+            config=valid.get("scoring_config") or {},
+            score_key=valid.get("score_key") or "",
+            timeout_ms=valid.get("timeout_ms", 5000),
+            owner=owner,
+        ),
+        pool,
+    )
+    return [
+        TryResult(r.outcome.score, r.scores, r.metadata, r.outcome.error, r.ms)
+        for r in scorer.results(items, payloads)
+    ]

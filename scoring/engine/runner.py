@@ -1,7 +1,9 @@
 """Scores attempts under one scoring setup, applying every failure rule.
 
-``build_scorer(setup, registry)`` returns a ``Scorer`` for a setup; its ``score_many``
-returns one ``Outcome`` per attempt, in order, and never raises for a plugin's fault.
+``build_scorer(setup, registry, sandbox)`` returns a ``Scorer`` for a setup; its
+``score_many`` returns one ``Outcome`` per attempt, in order, and never raises for a
+plugin's or a snippet's fault. A Python snippet needs a sandbox (``scoring.sandbox``,
+passed in so the engine stays free of process management); without one it is refused.
 """
 
 from __future__ import annotations
@@ -16,13 +18,13 @@ from .isolated import isolated_scorer
 from .outcome import Outcome, normalize_result
 from .protocol import DEFAULT_TIMEOUT_MS, AttemptMetrics, ScoringContext
 from .registry import ScorerRegistry
+from .snippet import Sandbox, SnippetScorer, SnippetSetup
 from .strategies import CUSTOM, PYTHON, Strategy, get_strategy
 
 Item = tuple[AttemptMetrics, ScoringContext]
 SNIPPETS_UNAVAILABLE = (
-    "Python snippet scorers need the sandbox, which this installation does not provide "
-    "yet; snippets are refused rather than run unsandboxed. Use a built-in strategy or a "
-    "scorer plugin."
+    "Python snippet scorers need the sandbox, which is not available here; snippets are "
+    "refused rather than run unsandboxed. Use a built-in strategy or a scorer plugin."
 )
 
 
@@ -37,6 +39,7 @@ class ScoringSetup:
     timeout_ms: int = DEFAULT_TIMEOUT_MS
     code: str = ""
     score_key: str = ""
+    owner: str = ""  # whose setup (e.g. "version 12"): snippet workers never mix owners
 
 
 class Scorer(Protocol):
@@ -112,11 +115,23 @@ def _builtin_outcome(raw: Any) -> Outcome:
     return normalize_result(raw)
 
 
-def build_scorer(setup: ScoringSetup, registry: ScorerRegistry) -> Scorer:
-    """Raises ValueError (RegistryError, ConfigError) for a setup that cannot run."""
+def build_scorer(
+    setup: ScoringSetup, registry: ScorerRegistry, sandbox: Sandbox | None = None
+) -> Scorer:
+    """Raises ValueError (RegistryError, ConfigError, SnippetInvalid) for a setup that
+    cannot run."""
     strategy = get_strategy(setup.strategy)
     if strategy.value is not None:
         return StrategyScorer(strategy)
     if strategy.name == PYTHON:
-        raise ValueError(SNIPPETS_UNAVAILABLE)
+        if sandbox is None:
+            raise ValueError(SNIPPETS_UNAVAILABLE)
+        snippet = SnippetSetup(
+            code=setup.code,
+            config=setup.config,
+            score_key=setup.score_key,
+            timeout_ms=setup.timeout_ms,
+            owner=setup.owner,
+        )
+        return SnippetScorer(snippet, sandbox)
     return PluginScorer(registry, setup)

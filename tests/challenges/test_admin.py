@@ -86,7 +86,20 @@ def test_admin_creates_a_challenge_with_version_one(admin_client, admin):
             "rating_weight",
         ),
         ({"config_as_json": "on", "scoring_config": '{"bogus": 1}'}, "scoring_config", "bogus"),
-        ({"scoring_strategy": "python"}, "scoring_strategy", "sandbox"),
+        (
+            {"scoring_strategy": "python", "scoring_plugin_id": ""},
+            "scoring_code",
+            "compute_scores",
+        ),
+        (
+            {
+                "scoring_strategy": "python",
+                "scoring_plugin_id": "",
+                "scoring_code": "def compute_scores(sample):\n    return {'s': 1\n",
+            },
+            "scoring_code",
+            "Line 2",
+        ),
         ({"timeout_ms": "0"}, "timeout_ms", ""),
     ],
 )

@@ -173,11 +173,11 @@ BAD_CREATE = [
             "scoring_plugin_id": "",
             "scoring_entrypoint": "",
             "scoring_config": {},
-            "scoring_code": "def compute_scores(sample):\n    return {'s': 1}\n",
+            "scoring_code": "def compute_scores(sample):\n    return {'s': 1\n",
         },
-        "scoring_strategy",
-        "sandbox",
-        id="python-refused",
+        "scoring_code",
+        "Line 2",
+        id="python-syntax-error",
     ),
     pytest.param(
         {"scoring_strategy": "fastest"},
@@ -534,7 +534,9 @@ BAD_PATCH = [
     ),
     pytest.param({"scoring_config": {"extra": 1}}, "scoring_config", id="config-unknown-key"),
     pytest.param(
-        {"scoring_strategy": "python", "scoring_code": "x"}, "scoring_strategy", id="python"
+        {"scoring_strategy": "python", "scoring_code": "x = 1"},
+        "scoring_code",
+        id="python-no-function",
     ),
     pytest.param({"scoring_strategy": "nope"}, "scoring_strategy", id="unknown-strategy"),
     pytest.param(

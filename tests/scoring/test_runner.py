@@ -403,7 +403,8 @@ def test_builtin_strategy_ignores_plugin_fields(registry):
     assert outcome == Outcome(0.0, None, "")
 
 
-def test_python_strategy_refused(registry):
+def test_python_strategy_refused_without_a_sandbox(registry):
+    # The engine never runs a snippet itself: without a sandbox passed in, it refuses.
     setup = ScoringSetup(
         strategy="python",
         code="def compute_scores(sample):\n    return {'a': 1}\n",

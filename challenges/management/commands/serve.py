@@ -10,11 +10,14 @@ import os
 import signal
 import subprocess
 import sys
+import textwrap
 import threading
 
 from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
+
+from scoring import sandbox
 
 
 def _die_with_parent() -> None:
@@ -48,6 +51,8 @@ class Command(BaseCommand):
                 preexec_fn=_die_with_parent,
             )  # fmt: skip
             threading.Thread(target=self._watch, args=(worker,), daemon=True).start()
+        snippets = sandbox.availability()  # probed once, here, before serving
+        shown_snippets = f"sandboxed ({snippets.mode})" if snippets.available else "disabled"
         shown_host = "127.0.0.1" if host in ("0.0.0.0", "::") else host  # noqa: S104
         url = f"http://{shown_host}:{port}/"
         broker = settings.CELERY_BROKER_URL.split("@")[-1]  # never print a password
@@ -58,8 +63,13 @@ class Command(BaseCommand):
             f"  Admin:      {url}admin/\n"
             "              create a login: .venv/bin/python manage.py createsuperuser\n"
             f"  Worker:     {'Celery, broker ' + broker if worker else 'none'}\n"
+            f"  Snippets:   {shown_snippets}\n"
             "  Stop with Ctrl-C.\n"
         )
+        if not snippets.available:
+            self.stderr.write(
+                "\n  " + textwrap.fill(snippets.message, 86, subsequent_indent="  ") + "\n"
+            )
         try:
             call_command("runserver", f"{host}:{port}", use_reloader=False)
         finally:

@@ -1,0 +1,102 @@
+"""Python snippet throughput: the pool of long-lived sandbox workers vs one fresh
+sandboxed process per attempt, side by side in one run.
+
+- pool: ``SnippetScorer.score_many`` over N attempts with a trivial snippet, the whole
+  path (attempts encoded, batches of about 1,000 through the sandbox workers, every
+  answer checked against the contract and turned into an outcome);
+- fresh: the same snippet and sandbox, but a new worker process (bubblewrap, interpreter,
+  filters) for every attempt, as a naive implementation would.
+
+Rounds alternate the two; the medians of their rates and the ratio are printed.
+Run: .venv/bin/python bench/snippet.py [--n 100000] [--fresh 20] [--rounds 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from scoring import sandbox
+from scoring.engine.protocol import AttemptMetrics, ScoringContext
+from scoring.engine.snippet import AttemptPayload, SnippetScorer, SnippetSetup
+from scoring.sandbox import launch
+from scoring.sandbox.pool import SandboxPool
+
+TRIVIAL = "def compute_scores(sample):\n    return {'score': 1.0}\n"
+TARGET_RATE = 50_000
+TARGET_RATIO = 500
+
+
+def attempts(n: int):
+    ctx = ScoringContext(challenge_id=1)
+    items = [
+        (AttemptMetrics(True, 100 + i % 50, 2000, 7, 1_700_000_000_000 + i), ctx) for i in range(n)
+    ]
+    payloads = [
+        AttemptPayload(json.dumps({"question": f"q{i % 97}", "answer": "42"})) for i in range(n)
+    ]
+    return items, payloads
+
+
+def scorer(pool, owner: str) -> SnippetScorer:
+    return SnippetScorer(SnippetSetup(TRIVIAL, {}, "score", 5000, owner), pool)
+
+
+def pool_rate(pool, items, payloads) -> float:
+    started = time.perf_counter()
+    outcomes = scorer(pool, "bench").score_many(items, payloads)
+    took = time.perf_counter() - started
+    assert all(o.score == 1.0 for o in outcomes), outcomes[:3]
+    return len(items) / took
+
+
+def fresh_rate(mode: str, interp, items, payloads) -> float:
+    started = time.perf_counter()
+    for item, payload in zip(items, payloads, strict=True):
+        pool = SandboxPool(mode, interp, size=1)
+        [outcome] = scorer(pool, "fresh").score_many([item], [payload])
+        pool.close()
+        assert outcome.score == 1.0, outcome
+    return len(items) / (time.perf_counter() - started)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=100_000, help="attempts per pool round")
+    parser.add_argument("--fresh", type=int, default=20, help="attempts per fresh round")
+    parser.add_argument("--rounds", type=int, default=5)
+    args = parser.parse_args()
+
+    found = sandbox.availability()
+    if not found.available:
+        sys.exit(found.message)
+    pool = sandbox.shared_pool()
+    interp = launch.interpreter()
+    items, payloads = attempts(args.n)
+    pool_rate(pool, items[:2000], payloads[:2000])  # warm: the workers start once
+
+    pooled, fresh = [], []
+    for _ in range(args.rounds):
+        pooled.append(pool_rate(pool, items, payloads))
+        fresh.append(fresh_rate(found.mode, interp, items[: args.fresh], payloads[: args.fresh]))
+    pool_median, fresh_median = statistics.median(pooled), statistics.median(fresh)
+    ratio = pool_median / fresh_median
+    print(f"sandbox mode: {found.mode}, {pool.size} workers, {args.rounds} rounds")
+    print(
+        f"pool of long-lived workers: {pool_median:>10,.0f} attempts/s "
+        f"(median; target ≥ {TARGET_RATE:,})"
+    )
+    print(f"fresh process per attempt:  {fresh_median:>10,.1f} attempts/s (median)")
+    print(f"ratio pool / fresh:         {ratio:>10,.0f}x (target ≥ {TARGET_RATIO}x)")
+    print("rounds (pool):  " + ", ".join(f"{r:,.0f}" for r in pooled))
+    print("rounds (fresh): " + ", ".join(f"{r:,.1f}" for r in fresh))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,471 @@
+"""Hostile snippets (issue 6's list and more), in every sandbox mode this machine has.
+
+Each case is a snippet whose ``compute_scores`` misbehaves for the attempt marked
+``evil`` and returns ``{"score": 1.0}`` otherwise. Scoring [evil, normal] and then
+[normal] again must give: the evil attempt ``score = None`` with the reason recorded,
+the normal attempts 1.0 (the same batch and the next one), and this process unharmed
+(same pid, its environment and files as they were, nothing written or connected to).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from scoring import sandbox
+from scoring.engine.outcome import Outcome
+from scoring.engine.protocol import AttemptMetrics, ScoringContext
+from scoring.engine.snippet import AttemptPayload, SnippetInvalid, SnippetScorer, SnippetSetup
+from scoring.sandbox import launch
+from scoring.sandbox.pool import SandboxPool
+
+pytestmark = pytest.mark.slow
+
+PROJECT = Path(__file__).resolve().parents[2]
+TIMEOUT_MS = 1000
+CANARY = "PODIUM_SANDBOX_CANARY"
+
+
+def _available_modes() -> list[str]:
+    modes = []
+    for mode in launch.MODES:
+        if sandbox.probe(mode) is None:
+            modes.append(mode)
+    return modes
+
+
+MODES = _available_modes()
+
+
+@pytest.fixture(scope="module", params=launch.MODES)
+def pool(request):
+    """A pool per sandbox mode. A mode this machine lacks skips on a developer's machine
+    and fails in CI, which installs bubblewrap and runs on a Landlock kernel."""
+    mode = request.param
+    if mode not in MODES:
+        why = sandbox.probe(mode)
+        if os.environ.get("CI"):
+            pytest.fail(f"sandbox mode {mode} unavailable in CI: {why}")
+        pytest.skip(f"sandbox mode {mode} unavailable here: {why}")
+    pool = SandboxPool(mode, launch.interpreter(), size=2)
+    yield pool
+    pool.close()
+
+
+@pytest.fixture
+def host(tmp_path, monkeypatch):
+    """What the snippet must not reach: a secret file, a marker path it must not create,
+    an environment variable, a TCP listener. Checked unchanged after the case."""
+    secret = tmp_path / "secret.txt"
+    secret.write_text("s3cret")
+    monkeypatch.setenv(CANARY, "s3cret")
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(0.05)
+    state = {
+        "secret": str(secret),
+        "marker": str(tmp_path / "pwned"),
+        "port": listener.getsockname()[1],
+        "pid": os.getpid(),
+        "project_settings": str(PROJECT / "config" / "settings.py"),
+        "env_file": str(PROJECT / ".env"),
+    }
+    yield state
+    try:
+        connection, _ = listener.accept()
+    except TimeoutError:
+        connection = None
+    listener.close()
+    assert connection is None, "the snippet reached a TCP port on this machine"
+    assert os.getpid() == state["pid"]
+    assert os.environ[CANARY] == "s3cret"
+    assert secret.read_text() == "s3cret"
+    assert not Path(state["marker"]).exists(), "the snippet wrote a file on this machine"
+
+
+def snippet(body: str, prelude: str = "", is_async: bool = False) -> str:
+    head = "async def" if is_async else "def"
+    return (
+        f"{prelude}\n"
+        f"{head} compute_scores(sample):\n"
+        f"    if sample.get('evil'):\n"
+        f"{textwrap.indent(textwrap.dedent(body), '        ')}\n"
+        f"    return {{'score': 1.0}}\n"
+    )
+
+
+def run(pool, code, evil_sample=None, owner="hostile"):
+    scorer = SnippetScorer(SnippetSetup(code, {}, "", TIMEOUT_MS, owner), pool)
+    evil = AttemptPayload(json.dumps(evil_sample or {"evil": True}))
+    normal = AttemptPayload("{}")
+    item = (AttemptMetrics(True), ScoringContext())
+    first = scorer.score_many([item, item], [evil, normal])
+    again = scorer.score_many([item], [normal])
+    return first, again
+
+
+NORMAL = Outcome(1.0, {"scores": {"score": 1.0}, "metadata": {}}, "")
+
+# (id, evil body, prelude, reason pattern). ``{secret}`` etc. are filled from ``host``.
+CASES = [
+    # -- the network --
+    (
+        "socket-connect",
+        "socket.create_connection(('127.0.0.1', {port}), timeout=0.5)",
+        "import socket",
+        r"PermissionError|Operation not permitted",
+    ),
+    ("dns-lookup", "socket.getaddrinfo('example.com', 80)", "import socket", r"gaierror|Error"),
+    (
+        "urllib",
+        "urllib.request.urlopen('http://127.0.0.1:{port}/', timeout=0.5)",
+        "import urllib.request",
+        r"URLError|Operation not permitted",
+    ),
+    (
+        "raw-socket-pair",
+        "socket.socketpair()",
+        "import socket",
+        r"Operation not permitted",
+    ),
+    # -- reading what is not theirs --
+    ("read-etc-passwd", "return {{'score': len(open('/etc/passwd').read())}}", "", r"Error"),
+    (
+        "read-project-settings",
+        "return {{'score': len(open('{project_settings}').read())}}",
+        "",
+        r"Error",
+    ),
+    ("read-dotenv", "return {{'score': len(open('{env_file}').read())}}", "", r"Error"),
+    ("read-host-file", "return {{'score': len(open('{secret}').read())}}", "", r"Error"),
+    (
+        "read-proc-environ",
+        "return {{'score': len(open('/proc/self/environ', 'rb').read())}}",
+        "",
+        r"Error",
+    ),
+    (
+        "read-os-environ",
+        "return {{'score': len(os.environ['{canary}'])}}",
+        "import os",
+        r"KeyError",
+    ),
+    (
+        "list-root",
+        "return {{'score': 1.0, 'files': os.listdir('{project}')}}",
+        "import os",
+        r"Error",
+    ),
+    # -- writing --
+    ("write-tmp-file", "open('/tmp/x', 'w').write('x')", "", r"Operation not permitted"),
+    ("write-host-file", "open('{marker}', 'w').write('x')", "", r"Error"),
+    (
+        "write-huge-file",
+        "f = open('/tmp/big', 'wb')\nfor _ in range(1000):\n    f.write(b'x' * 10**6)",
+        "",
+        r"Operation not permitted",
+    ),
+    (
+        "write-via-os-open",
+        "fd = os.open('/tmp/y', os.O_CREAT | os.O_WRONLY)\nos.write(fd, b'x')",
+        "import os",
+        r"Operation not permitted",
+    ),
+    ("mkdir", "os.mkdir('/tmp/d')", "import os", r"Operation not permitted"),
+    # -- new processes --
+    ("os-fork", "os.fork()", "import os", r"Operation not permitted"),
+    ("subprocess-run", "subprocess.run(['id'], check=True)", "import subprocess", r"Error"),
+    (
+        "os-system",
+        "rc = os.system('touch {marker}')\nraise RuntimeError(f'os.system gave {{rc}}')",
+        "import os",
+        r"RuntimeError: os.system gave",
+    ),
+    ("fork-bomb", "while True:\n    os.fork()", "import os", r"Operation not permitted"),
+    (
+        "subclasses-walk-to-system",
+        """
+        for cls in ().__class__.__base__.__subclasses__():
+            if cls.__name__ == '_wrap_close':
+                system = cls.__init__.__globals__['system']
+                raise RuntimeError(f"system gave {{system('touch {marker}')}}")
+        raise RuntimeError('no way to os.system found')
+        """,
+        "",
+        r"RuntimeError: system gave",
+    ),
+    ("kill-parent", "os.kill(os.getppid(), 9)", "import os", r"Operation not permitted"),
+    ("kill-everyone", "os.kill(-1, 9)", "import os", r"Operation not permitted"),
+    (
+        "thread",
+        "threading.Thread(target=print).start()",
+        "import threading",
+        r"can't start new thread|RuntimeError",
+    ),
+    (
+        "ptrace-via-ctypes",
+        """
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.ptrace(16, 1, 0, 0) != 0:  # PTRACE_ATTACH to pid 1
+            raise OSError(ctypes.get_errno(), 'ptrace refused')
+        """,
+        "import ctypes",
+        r"ptrace refused",
+    ),
+    (
+        "exec-via-ctypes",
+        """
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.execv(b'/usr/bin/touch', (ctypes.c_char_p * 3)(b'touch', b'{marker}', None))
+        raise OSError(ctypes.get_errno(), 'execv refused')
+        """,
+        "import ctypes",
+        r"execv refused",
+    ),
+    # -- time --
+    ("busy-loop", "while True:\n    pass", "", r"timed out after 1000 ms"),
+    (
+        "loop-catching-the-timeout",
+        "while True:\n    try:\n        while True:\n            pass\n    except BaseException:\n"
+        "        pass",
+        "",
+        r"timed out after 1000 ms",
+    ),
+    (
+        "sigalrm-ignored",
+        "signal.signal(signal.SIGALRM, signal.SIG_IGN)\nwhile True:\n    pass",
+        "import signal",
+        r"timed out after 1000 ms",
+    ),
+    (
+        "timer-disarmed",
+        "signal.setitimer(signal.ITIMER_REAL, 0)\nwhile True:\n    pass",
+        "import signal",
+        r"timed out after 1000 ms",
+    ),
+    ("sleep-60", "time.sleep(60)", "import time", r"timed out after 1000 ms"),
+    ("huge-power", "return {{'score': 7 ** (10 ** 8) % 3}}", "", r"timed out after 1000 ms"),
+    # -- memory --
+    ("allocate-10gb", "b = bytearray(10 * 1024 ** 3)", "", r"MemoryError"),
+    ("mmap-2gib", "m = mmap.mmap(-1, 2 * 1024 ** 3)", "import mmap", r"Error"),
+    (
+        "growing-list",
+        "grow = []\nwhile True:\n    grow.append(' ' * 10 ** 7)",
+        "",
+        r"MemoryError|timed out after 1000 ms",  # which comes first depends on the machine
+    ),
+    (
+        "deep-recursion",
+        "def down(n):\n    return down(n + 1)\ndown(0)",
+        "",
+        r"RecursionError",
+    ),
+    (
+        "deep-recursion-limit-raised",
+        "sys.setrecursionlimit(10 ** 8)\ndef down(n):\n    return down(n + 1) + 1\ndown(0)",
+        "import sys",
+        r"MemoryError|timed out|died|RecursionError",
+    ),
+    # -- output --
+    ("print-100mb-stdout", "print('x' * (100 * 1024 * 1024))", "", r"printed more than"),
+    (
+        "print-100mb-stderr",
+        "print('x' * (100 * 1024 * 1024), file=sys.stderr)",
+        "import sys",
+        r"printed more than",
+    ),
+    (
+        "print-swallowed",
+        "try:\n    print('x' * (2 * 1024 * 1024))\nexcept OSError:\n    pass\n"
+        "return {{'score': 5.0}}",
+        "",
+        r"printed more than",
+    ),
+    ("write-fd-1", "os.write(1, b'x' * (100 * 1024 * 1024))", "import os", r"Bad file descriptor"),
+    ("read-stdin", "return {{'score': len(sys.stdin.read())}}", "import sys", r"Error"),
+    # -- what comes back --
+    ("return-50mb", "return {{'score': 1.0, 'blob': 'x' * (50 * 1024 * 1024)}}", "", r"too large"),
+    ("return-million-keys", "return {{f'k{{i}}': 1.0 for i in range(10 ** 6)}}", "", r"too large"),
+    ("key-rtl-override", "return {{'\\u202escore': 1.0}}", "", r"printable"),
+    ("key-control-chars", "return {{'sco\\x1bre\\n': 1.0}}", "", r"printable"),
+    ("return-nan", "return {{'score': float('nan')}}", "", r"not a finite number"),
+    ("return-inf", "return {{'score': float('inf')}}", "", r"not a finite number"),
+    ("return-10-pow-400", "return {{'score': 10 ** 400}}", "", r"beyond"),
+    ("return-string", "return 'a string'", "", r"returned str, not a dict"),
+    ("return-none", "return None", "", r"returned NoneType, not a dict"),
+    ("return-list", "return [1.0]", "", r"returned list, not a dict"),
+    (
+        "float-subclass",
+        "class Sly(float):\n    def __float__(self):\n        return 1e308\n"
+        "return {{'score': Sly(1.0)}}",
+        "",
+        r"Sly",
+    ),
+    ("return-set", "return {{'score': {{1.0}}}}", "", r"set"),
+    ("return-bytes-key", "return {{b'score': 1.0}}", "", r"key is bytes"),
+    # -- exits and crashes --
+    ("sys-exit", "sys.exit(3)", "import sys", r"SystemExit"),
+    ("os-exit", "os._exit(0)", "import os", r"exited \(code 0\)"),
+    ("segfault-ctypes", "ctypes.string_at(0)", "import ctypes", r"died \(signal 11\)"),
+    ("abort", "os.abort()", "import os", r"died|exited"),
+    (
+        "patch-builtins",
+        """
+        import builtins, json
+        put, names = setattr, [n for n in dir(builtins) if not n.startswith('__')]
+        for name in names:
+            put(builtins, name, None)
+        json.dumps = json.loads = json.JSONEncoder = None
+        return {{'score': 1e999}}  # a literal: no builtin needed to make it
+        """,
+        "",
+        r"not a finite number",
+    ),
+    (
+        "forge-the-channel",
+        "for fd in range(3, 32):\n    try:\n        os.write(fd, b'garbage')\n    except OSError:\n"
+        "        pass\nraise RuntimeError('forged')",
+        "import os",
+        r"forged|invalid|died|stopped answering",
+    ),
+]
+
+ASYNC_CASES = [
+    ("async-never-awaits", "while True:\n    pass", "", r"timed out after 1000 ms"),
+    (
+        "async-never-finishes",
+        "await asyncio.Event().wait()",
+        "import asyncio",
+        r"timed out after 1000 ms",
+    ),
+    ("async-sleeps", "await asyncio.sleep(60)", "import asyncio", r"timed out after 1000 ms"),
+]
+
+
+def _fill(text: str, host: dict) -> str:
+    return text.format(canary=CANARY, project=str(PROJECT), **host)
+
+
+@pytest.mark.parametrize(
+    ("body", "prelude", "reason"), [c[1:] for c in CASES], ids=[c[0] for c in CASES]
+)
+def test_hostile_snippet(pool, host, body, prelude, reason):
+    code = snippet(_fill(body, host), prelude)
+    first, again = run(pool, code)
+    evil, normal = first
+    assert evil.score is None, evil
+    assert re.search(reason, evil.error), evil.error
+    assert evil.details["error"] == evil.error
+    if "forge" in body or "garbage" in body:
+        # A forged channel can spoil its own batch (the snippet's own results only).
+        assert normal == NORMAL or normal.score is None
+    else:
+        assert normal == NORMAL, normal
+    assert again == [NORMAL]
+
+
+@pytest.mark.parametrize(
+    ("body", "prelude", "reason"), [c[1:] for c in ASYNC_CASES], ids=[c[0] for c in ASYNC_CASES]
+)
+def test_hostile_async_snippet(pool, host, body, prelude, reason):
+    first, again = run(pool, snippet(_fill(body, host), prelude, is_async=True))
+    evil, normal = first
+    assert evil.score is None
+    assert re.search(reason, evil.error), evil.error
+    assert (normal, again) == (NORMAL, [NORMAL])
+
+
+# -- the module itself --------------------------------------------------------------------------
+GOOD = "def compute_scores(sample):\n    return {'score': 1.0}\n"
+
+
+def _all_fail_then_good_runs(pool, code, reason):
+    scorer = SnippetScorer(SnippetSetup(code, {}, "", TIMEOUT_MS, "module"), pool)
+    items = [(AttemptMetrics(), ScoringContext())] * 3
+    outcomes = scorer.score_many(items)
+    assert all(o.score is None and re.search(reason, o.error) for o in outcomes), outcomes
+    good = SnippetScorer(SnippetSetup(GOOD, {}, "", TIMEOUT_MS, "module"), pool)
+    assert good.score_many(items[:1]) == [NORMAL]
+
+
+@pytest.mark.parametrize(
+    ("top", "reason"),
+    [
+        ("while True:\n    pass\n", r"top-level code ran past 1000 ms"),
+        (
+            "import signal\nsignal.signal(signal.SIGALRM, signal.SIG_IGN)\nwhile True:\n    pass\n",
+            r"top-level code ran past 1000 ms",
+        ),
+        ("raise SystemExit(1)\n", r"top-level code raised SystemExit"),
+        ("import os\nos._exit(1)\n", r"exited \(code 1\) while starting"),
+        ("del compute_scores\n", r"defines no compute_scores"),
+        ("import socket\nsocket.socket()\n", r"Operation not permitted"),
+    ],
+    ids=["loop", "loop-ignoring-sigalrm", "system-exit", "os-exit", "deleted", "socket"],
+)
+def test_hostile_module_top_level(pool, top, reason):
+    code = GOOD + top if "del " in top else top + GOOD
+    _all_fail_then_good_runs(pool, code, reason)
+
+
+@pytest.mark.parametrize(
+    ("code", "text"),
+    [
+        ("x = 1\n", "Define compute_scores"),
+        ("def compute_scores(sample):\n    return {'s': 1\n", "Line 2"),
+        ("def compute_scores(sample):\n    return {'s\x00': 1}\n", "null byte"),
+    ],
+    ids=["no-compute-scores", "syntax-error", "null-byte-in-code"],
+)
+def test_refused_on_save_with_a_clear_message(code, text):
+    with pytest.raises(SnippetInvalid) as caught:
+        SnippetScorer(SnippetSetup(code, {}, "", TIMEOUT_MS, "save"), object())
+    assert text in caught.value.errors["scoring_code"]
+
+
+def test_unicode_in_the_code_runs(pool):
+    code = (
+        "# -*- évaluation 🏁 -*-\n"
+        "réponse = '答案 \u202e'\n"
+        "def compute_scores(sample):\n"
+        "    return {'scores': {'score': 1.0}, 'metadata': {'r': réponse}}\n"
+    )
+    scorer = SnippetScorer(SnippetSetup(code, {}, "", TIMEOUT_MS, "unicode"), pool)
+    [o] = scorer.score_many([(AttemptMetrics(), ScoringContext())])
+    assert (o.score, o.details["metadata"]) == (1.0, {"r": "答案 \u202e"})
+
+
+def test_unicode_and_null_bytes_in_the_sample(pool, host):
+    code = (
+        "def compute_scores(sample):\n"
+        "    text = sample['t']\n"
+        "    return {'scores': {'score': float(len(text))}, 'metadata': {'t': text}}\n"
+    )
+    scorer = SnippetScorer(SnippetSetup(code, {}, "", TIMEOUT_MS, "sample"), pool)
+    item = (AttemptMetrics(), ScoringContext())
+    texts = ["nul\x00here", "ok 😀 \u202e 答案"]
+    payloads = [AttemptPayload(json.dumps({"t": t})) for t in texts]
+    null, fine = scorer.score_many([item, item], payloads)
+    assert null.score is None and "null character" in null.error  # cannot be stored
+    assert (fine.score, fine.details["metadata"]) == (float(len(texts[1])), {"t": texts[1]})
+
+
+def test_a_timeout_costs_its_attempt_and_the_batch_goes_on(pool):
+    code = snippet(
+        "signal.signal(signal.SIGALRM, signal.SIG_IGN)\nwhile True:\n    pass", "import signal"
+    )
+    scorer = SnippetScorer(SnippetSetup(code, {}, "", TIMEOUT_MS, "batch"), pool)
+    item = (AttemptMetrics(), ScoringContext())
+    payloads = [AttemptPayload(json.dumps({"evil": i == 500})) for i in range(1200)]
+    started = time.monotonic()
+    outcomes = scorer.score_many([item] * 1200, payloads)
+    took = time.monotonic() - started
+    assert [i for i, o in enumerate(outcomes) if o.score is None] == [500]
+    assert outcomes[500].error == "timed out after 1000 ms"
+    assert took < 10, took  # one timeout (1 s + grace) and a fresh worker, not one per attempt
