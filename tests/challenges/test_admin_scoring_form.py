@@ -10,7 +10,6 @@ from django.test import Client
 
 from challenges import admin_forms
 from challenges.models import Challenge, RescoreJob, ScoringVersion
-from scoring.engine.runner import SNIPPETS_UNAVAILABLE
 from scoring.registry import registry
 from tests.challenges.admin_pages import (
     ADD_URL,
@@ -48,8 +47,8 @@ def weighted():
 
 @pytest.fixture
 def python_challenge():
-    """A snippet challenge as the snippet issue will allow: made directly in the database
-    (setup_validate refuses snippets until the sandbox exists)."""
+    """A snippet challenge, made directly in the database (so the tests below also run
+    where the machine has no sandbox and setup_validate refuses snippets)."""
     return Challenge.objects.create(
         name="Snippet",
         slug="snippet",
@@ -370,9 +369,34 @@ def test_python_setup_reports_the_sandbox_and_a_missing_template_value(
     assert counts() == before
 
 
-def test_python_setup_without_sandbox_is_refused_on_the_strategy(admin_client, python_challenge):
+def test_python_setup_without_sandbox_is_refused_on_the_strategy(
+    admin_client, python_challenge, monkeypatch
+):
+    from scoring import sandbox
+
+    unavailable = sandbox.Availability(None, ("no namespaces here",))
+    monkeypatch.setattr(sandbox, "availability", lambda **_: unavailable)
+    before = counts()
     errors = field_errors(save(admin_client, python_challenge, **{"template.scale": "100"}))
-    assert errors == {"scoring_strategy": [SNIPPETS_UNAVAILABLE]}
+    assert errors == {"scoring_strategy": [unavailable.message]}
+    assert "no namespaces here" in unavailable.message
+    assert counts() == before
+
+
+def test_python_setup_with_the_sandbox_saves_a_version_and_rescores(
+    admin_client, python_challenge
+):
+    from scoring import sandbox
+
+    if not sandbox.availability().available:
+        pytest.skip(sandbox.availability().message)
+    response = save(admin_client, python_challenge, **{"template.scale": "100"})
+    assert response.status_code == 302, field_errors(response)
+    python_challenge.refresh_from_db()
+    assert python_challenge.scoring_config == {"scale": 100}
+    version = python_challenge.versions.order_by("-number").first()
+    assert version.scoring_strategy == "python" and version.scoring_config == {"scale": 100}
+    assert RescoreJob.objects.filter(version=version).exists()
 
 
 def test_python_metric_rows_are_checked(admin_client, python_challenge):
