@@ -101,7 +101,9 @@ def try_setup(
     rows = []
     for attempt, item in zip(attempts, items, strict=True):
         started = time.perf_counter()
-        [outcome] = scoring.scores_compute(version=version, items=[item])
+        # One attempt at a time (each is timed), keeping its payload for snippet scorers.
+        one = scoring.Items([item], [attempt])
+        [outcome] = scoring.scores_compute(version=version, items=one)
         took_ms = (time.perf_counter() - started) * 1000
         details = outcome.details
         if outcome.error and details == {"error": outcome.error}:

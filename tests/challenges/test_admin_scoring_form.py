@@ -383,9 +383,7 @@ def test_python_setup_without_sandbox_is_refused_on_the_strategy(
     assert counts() == before
 
 
-def test_python_setup_with_the_sandbox_saves_a_version_and_rescores(
-    admin_client, python_challenge
-):
+def test_python_setup_with_the_sandbox_saves_a_version_and_rescores(admin_client, python_challenge):
     from scoring import sandbox
 
     if not sandbox.availability().available:
