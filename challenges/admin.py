@@ -35,6 +35,7 @@ from django.utils.text import Truncator
 
 from . import admin_views, rescoring, services, versions
 from .admin_forms import ChallengeAdminForm
+from .metrics import challenge_metrics
 from .models import Attempt, AttemptScore, Challenge, Player, RescoreJob, ScoringVersion
 from .permissions import is_scoring_admin, is_staff_member
 
@@ -288,8 +289,10 @@ class ChallengeAdmin(admin.ModelAdmin):
     def _scoring_context(self, request: HttpRequest, pk: str) -> dict[str, Any]:
         if not pk.isdigit():
             return {}
+        challenge = Challenge.objects.select_related("active_version").filter(pk=pk).first()
         return {
             "can_edit_scoring": is_scoring_admin(request.user),
+            "metrics": challenge_metrics(challenge=challenge) if challenge else [],
             "try_url": reverse("admin:challenges_challenge_try", args=[pk]),
             "preview_url": reverse("admin:challenges_challenge_preview", args=[pk]),
             "versions_url": reverse("admin:challenges_challenge_versions", args=[pk]),
