@@ -205,14 +205,21 @@ def _recompute(version_id: int) -> Ranking:
 # A deleted attempt or player takes its leaderboard entries with it (a cascade), leaving
 # no unranked row to notice: mark every ranking stale once the deletion commits (one
 # update per transaction, however many attempts a challenge's deletion removes).
-def _mark_stale() -> None:
-    LeaderboardRanking.objects.filter(stale=False).update(stale=True)
+class _MarkStale:
+    """The on-commit update; ``pending`` until it ran (a transaction registers one)."""
+
+    def __init__(self) -> None:
+        self.pending = True
+
+    def __call__(self) -> None:
+        self.pending = False
+        LeaderboardRanking.objects.filter(stale=False).update(stale=True)
 
 
 @receiver(post_delete, sender=Attempt, dispatch_uid="podium-ranking-attempt-deleted")
 @receiver(post_delete, sender=Player, dispatch_uid="podium-ranking-player-deleted")
 def _entries_deleted(sender: type, **kwargs: Any) -> None:
     using = kwargs.get("using") or "default"
-    pending = transaction.get_connection(using).run_on_commit
-    if not any(func is _mark_stale for _, func, _ in pending):
-        transaction.on_commit(_mark_stale, using=using)
+    registered = transaction.get_connection(using).run_on_commit
+    if not any(isinstance(func, _MarkStale) and func.pending for _, func, _ in registered):
+        transaction.on_commit(_MarkStale(), using=using)
