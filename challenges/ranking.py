@@ -23,7 +23,7 @@ import bisect
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.db import connection, transaction
 from django.db.models import Exists, F, Q, QuerySet
@@ -112,19 +112,35 @@ def assign_ranks(ties: list[tuple[float, datetime]], *, place: int, rank: int) -
 _loaded: dict[int, Ranking] = {}  # version id -> the last ranking this process parsed
 
 
-def ranking_current(*, version_id: int) -> Ranking:
-    """The version's checkpoints, recomputed first when its entries changed."""
+class State(NamedTuple):
+    """What a reader checks: the ranking's token (None: never ranked), whether it is
+    marked stale, and whether any entry changed since."""
+
+    token: str | None
+    stale: bool | None
+    changed: bool
+
+
+def ranking_state(*, version_id: int) -> State:
     changed = LeaderboardEntry.objects.filter(version_id=version_id, unranked=True)
-    state = (
+    found = (
         LeaderboardRanking.objects.filter(version_id=version_id)
         .annotate(changed=Exists(changed))
         .values_list("token", "stale", "changed")
         .first()
     )
-    if state is None or state[1] or state[2]:
+    return State(*found) if found else State(None, None, False)
+
+
+def ranking_current(*, version_id: int, state: State | None = None) -> Ranking:
+    """The version's checkpoints, recomputed first when its entries changed. ``state``:
+    as just read by the caller (e.g. with the challenge, saving a query), or read here."""
+    if state is None:
+        state = ranking_state(version_id=version_id)
+    if state.token is None or state.stale or state.changed:
         return _recompute(version_id)
     cached = _loaded.get(version_id)
-    if cached is not None and cached.token == state[0]:
+    if cached is not None and cached.token == state.token:
         return cached
     return _remember(LeaderboardRanking.objects.get(version_id=version_id))
 

@@ -7,21 +7,20 @@ entries (let alone the attempts) per request.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from django.db import connection
 from django.db.models import (
     Exists,
     F,
-    JSONField,
     OuterRef,
-    Q,
     QuerySet,
     Subquery,
 )
-from django.db.models.fields.tuple_lookups import TupleGreaterThanOrEqual, TupleLessThanOrEqual
 
 from . import ranking as R
 from .models import (
@@ -101,18 +100,70 @@ def rankings_entries(*, version_ids: list[int | None]) -> dict[int, int]:
     return counts
 
 
+# What a public request must learn fresh, in one statement with no ORM compilation
+# (it runs on every view and every live refresh): the challenge's identity and version,
+# whether a rescore is under way, the newest attempt's time, and its ranking's state.
+_PROBE_SQL = """
+SELECT c.id, c.updated_at, c.active_version_id,
+       EXISTS (SELECT 1 FROM {job} j WHERE j.challenge_id = c.id
+               AND j.status IN ('queued', 'running')) AS rescoring,
+       (SELECT a.recorded_at FROM {attempt} a WHERE a.challenge_id = c.id
+        ORDER BY a.id DESC LIMIT 1) AS last_activity,
+       r.token, r.stale,
+       EXISTS (SELECT 1 FROM {entry} e WHERE e.version_id = c.active_version_id
+               AND e.unranked) AS changed
+FROM {challenge} c LEFT JOIN {ranking} r ON r.version_id = c.active_version_id
+WHERE c.slug = %s AND c.is_active
+"""
+# Challenges (with their active version) by (pk, updated_at, active version): a save,
+# including a rescore's switch, changes updated_at, so a stale copy is never used.
+_challenges: dict[tuple[Any, ...], Challenge] = {}
+
+
 def challenge_public(*, slug: str) -> Challenge | None:
-    """An active challenge by slug, with ``rescoring`` (a rescore job is queued or
-    running) and ``last_activity`` (the newest attempt's recording time)."""
-    running = RescoreJob.objects.filter(
-        challenge=OuterRef("pk"), status__in=RescoreJob.ACTIVE_STATUSES
+    """An active challenge by slug (None: unknown or not public), with ``rescoring`` (a
+    rescore job is queued or running), ``last_activity`` (the newest attempt's
+    recording time) and ``ranking_state``, fresh on every call."""
+    sql = _PROBE_SQL.format(
+        job=RescoreJob._meta.db_table,
+        attempt=Attempt._meta.db_table,
+        entry=LeaderboardEntry._meta.db_table,
+        challenge=Challenge._meta.db_table,
+        ranking=LeaderboardRanking._meta.db_table,
     )
-    return (
-        challenge_list()
-        .annotate(rescoring=Exists(running), last_activity=_latest_attempt("recorded_at"))
-        .filter(slug=slug)
-        .first()
-    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [slug])
+        found = cursor.fetchone()
+    if found is None:
+        return None
+    pk, updated_at, version_id, rescoring, last_activity, token, stale, changed = found
+    if connection.vendor == "sqlite":  # datetimes and booleans come back raw there
+        convert = connection.ops.convert_datetimefield_value
+        field = Challenge._meta.get_field("updated_at")
+        updated_at = convert(updated_at, field, connection)
+        last_activity = convert(last_activity, field, connection) if last_activity else None
+        rescoring, changed = bool(rescoring), bool(changed)
+        stale = None if stale is None else bool(stale)
+    key = (pk, updated_at, version_id)
+    challenge = _challenges.get(key)
+    if challenge is None:
+        challenge = challenge_list().filter(pk=pk).first()
+        if challenge is None:  # deleted meanwhile
+            return None
+        if len(_challenges) > 1000:
+            _challenges.clear()
+        _challenges[key] = challenge
+    # A per-request copy: the cached object is shared by every request of the process.
+    challenge = copy.copy(challenge)
+    challenge.rescoring = rescoring
+    challenge.last_activity = last_activity
+    challenge.ranking_state = R.State(token, stale, changed)
+    return challenge
+
+
+def _ranking(challenge: Challenge, version_id: int) -> R.Ranking:
+    """The ranking, from the state read with the challenge when there is one."""
+    return R.ranking_current(version_id=version_id, state=getattr(challenge, "ranking_state", None))
 
 
 # --- leaderboard rows --------------------------------------------------------------------
@@ -124,9 +175,6 @@ class LeaderboardRow:
     score: float
     attempt_id: int
     created_at: datetime
-    # The public page's breakdown: the scorer's details and the attempt's metrics.
-    details: Any = None
-    metrics: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -140,13 +188,25 @@ def _entries(version_id: int) -> QuerySet[LeaderboardEntry]:
     return LeaderboardEntry.objects.filter(version_id=version_id)
 
 
-def _values(queryset: QuerySet, *, version_id: int, breakdown: bool) -> QuerySet:
-    if not breakdown:
-        return queryset.values(*ROW_FIELDS)
-    details = AttemptScore.objects.filter(version_id=version_id, attempt_id=OuterRef("attempt_id"))
-    return queryset.annotate(
-        details=Subquery(details.values("details")[:1], output_field=JSONField())
-    ).values(*ROW_FIELDS, *BREAKDOWN_FIELDS, "details")
+@dataclass(frozen=True)
+class Breakdown:
+    """Why a row's score is what it is: the scorer's details and the attempt's metrics."""
+
+    details: Any
+    metrics: dict[str, Any]
+
+
+def leaderboard_breakdowns(*, version_id: int, attempt_ids: list[int]) -> dict[int, Breakdown]:
+    """The breakdowns of some attempts under a version, in one query."""
+    rows = AttemptScore.objects.filter(version_id=version_id, attempt_id__in=attempt_ids).values(
+        "attempt_id", "details", *BREAKDOWN_FIELDS
+    )
+    return {
+        r["attempt_id"]: Breakdown(
+            r["details"], {name.split("__")[1]: r[name] for name in BREAKDOWN_FIELDS}
+        )
+        for r in rows
+    }
 
 
 def _ties(values: list[dict[str, Any]]) -> list[tuple[float, datetime]]:
@@ -162,59 +222,66 @@ def _rows(values: list[dict[str, Any]], ranks: list[int]) -> list[LeaderboardRow
             score=v["score"],
             attempt_id=v["attempt_id"],
             created_at=v["created_at"],
-            details=v.get("details"),
-            metrics={
-                name: v[f"attempt__{name}"]
-                for name in ("succeeded", "elapsed_ms", "tokens_total", "rating")
-                if f"attempt__{name}" in v
-            },
         )
         for v, rank in zip(values, ranks, strict=True)
     ]
 
 
-def _slice(
-    ranking: R.Ranking, *, offset: int, limit: int, breakdown: bool = False
-) -> list[LeaderboardRow]:
+def _slice(ranking: R.Ranking, *, offset: int, limit: int) -> list[LeaderboardRow]:
     """Rows at 0-based places [offset, offset + limit), read from their checkpoint."""
     if offset >= ranking.entries or limit <= 0 or not ranking.keys:
         return []
     j = min(offset // PAGE, len(ranking.keys) - 1)
     start = j * PAGE
     queryset = R.rows_from(_entries(ranking.version_id), ranking.keys[j])
-    values = list(
-        _values(queryset, version_id=ranking.version_id, breakdown=breakdown)[
-            : offset - start + limit
-        ]
-    )
+    values = list(queryset.values(*ROW_FIELDS)[: offset - start + limit])
     ranks = R.assign_ranks(_ties(values), place=start, rank=ranking.ranks[j])
     skip = offset - start
     return _rows(values[skip:], ranks[skip:])
 
 
+_RANGE_SQL = (
+    "SELECT sort_key, created_at, attempt_id FROM {entry} WHERE version_id = %s"
+    " AND (sort_key, created_at, attempt_id) >= (%s, %s, %s)"
+    " AND (sort_key, created_at, attempt_id) <= (%s, %s, %s)"
+)
+
+
+def _key_ranges(version_id: int, ranges: list[tuple[R.Key, R.Key]]) -> list[R.Key]:
+    """The keys of the entries in each [first, last] range, sorted: one UNION ALL of
+    index range scans (an OR of ranges would make the database filter every entry)."""
+    adapt = connection.ops.adapt_datetimefield_value
+    part = _RANGE_SQL.format(entry=LeaderboardEntry._meta.db_table)
+    params: list[Any] = []
+    for first, last in ranges:
+        params += [version_id, first[0], adapt(R.from_us(first[1])), first[2]]
+        params += [last[0], adapt(R.from_us(last[1])), last[2]]
+    with connection.cursor() as cursor:
+        cursor.execute(" UNION ALL ".join([part] * len(ranges)), params)
+        found = cursor.fetchall()
+    if connection.vendor == "sqlite":  # datetimes come back as text there
+        field = LeaderboardEntry._meta.get_field("created_at")
+        convert = connection.ops.convert_datetimefield_value
+        found = [(s, convert(c, field, connection), a) for s, c, a in found]
+    return sorted((s, R.to_us(c), a) for s, c, a in found)
+
+
 def _ranks_of(ranking: R.Ranking, keys: list[R.Key]) -> dict[R.Key, int]:
     """The ranks of entries with these keys: each is a checkpoint plus the rows between,
     read for all of them in one query."""
-    if not ranking.keys:
+    if not ranking.keys or not keys:
         return {}
     last_in: dict[int, R.Key] = {}
     for key in keys:
         j = ranking.checkpoint_before(key)
         last_in[j] = max(last_in.get(j, key), key)
-    ranges = Q()
-    for j, last in last_in.items():
-        ranges |= R.key_filter(TupleGreaterThanOrEqual, ranking.keys[j]) & R.key_filter(
-            TupleLessThanOrEqual, last
-        )
-    found = list(
-        R.rows_from(_entries(ranking.version_id).filter(ranges), None).values_list(
-            "sort_key", "created_at", "attempt_id"
-        )
+    found = _key_ranges(
+        ranking.version_id, [(ranking.keys[j], last) for j, last in last_in.items()]
     )
     ranks: dict[R.Key, int] = {}
     group, place, rank, previous = -1, 0, 0, None
-    for sort_key, created_at, attempt_id in found:
-        key = (sort_key, R.to_us(created_at), attempt_id)
+    for key in found:
+        sort_key, created_at = key[0], key[1]
         j = ranking.checkpoint_before(key)
         if j != group:  # the first row of a range is its checkpoint
             group, place, rank = j, j * PAGE, ranking.ranks[j]
@@ -232,8 +299,7 @@ def _place_of(ranking: R.Ranking, key: R.Key) -> int:
     if not ranking.keys:
         return 0
     j = ranking.checkpoint_before(key)
-    between = R.rows_between(_entries(ranking.version_id), ranking.keys[j], key)
-    return j * PAGE + between.count() - 1
+    return j * PAGE + len(_key_ranges(ranking.version_id, [(ranking.keys[j], key)])) - 1
 
 
 # --- the API's reads ------------------------------------------------------------------
@@ -285,14 +351,12 @@ def board_page(*, challenge: Challenge, page: int = 1, query: str = "", player: 
     version = challenge.active_version
     if version is None:
         return Board(None, 0, [], 1, 1, query=query, player=player)
-    ranking = R.ranking_current(version_id=version.pk)
+    ranking = _ranking(challenge, version.pk)
     pages = max(1, -(-ranking.entries // PAGE))
     common = {"query": query, "player": player, "ranked_at": ranking.computed_at}
     if query:
         matches = _entries(version.pk).filter(player__display_name__icontains=query)
-        values = list(
-            _values(R.rows_from(matches, None), version_id=version.pk, breakdown=True)[: PAGE + 1]
-        )
+        values = list(R.rows_from(matches, None).values(*ROW_FIELDS)[: PAGE + 1])
         more, values = len(values) > PAGE, values[:PAGE]
         keys = [(v["sort_key"], R.to_us(v["created_at"]), v["attempt_id"]) for v in values]
         ranks = _ranks_of(ranking, keys)
@@ -306,7 +370,7 @@ def board_page(*, challenge: Challenge, page: int = 1, query: str = "", player: 
             found = True
             page = _place_of(ranking, (key[0], R.to_us(key[1]), key[2])) // PAGE + 1
     page = min(max(page, 1), pages)
-    rows = _slice(ranking, offset=(page - 1) * PAGE, limit=PAGE, breakdown=True)
+    rows = _slice(ranking, offset=(page - 1) * PAGE, limit=PAGE)
     return Board(version, ranking.entries, rows, page, pages, player_found=found, **common)
 
 

@@ -10,14 +10,14 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from datetime import datetime
 from typing import Any
 
 from django.core.cache import cache
 from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.shortcuts import render
 from django.template.loader import render_to_string
-from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_safe
 
@@ -72,25 +72,28 @@ def _board_request(request: HttpRequest) -> dict[str, Any]:
     }
 
 
-def board_rows(board: selectors.Board, strategy: str) -> list[dict[str, Any]]:
+def board_rows(
+    board: selectors.Board,
+    strategy: str,
+    breakdowns: dict[int, selectors.Breakdown],
+    now: datetime,
+) -> list[dict[str, Any]]:
     """Every cell of the table, formatted once."""
-    now = timezone.now()
     rows = []
     for row in board.rows:
-        medal = display.MEDALS.get(row.rank)
+        why = breakdowns.get(row.attempt_id)
         rows.append(
             {
                 "rank": row.rank,
                 "shared": False,
-                "medal": medal,
+                "medal": display.MEDALS.get(row.rank),
                 "name": row.display_name,
-                "player": row.player_external_id,
                 "value": display.format_value(row.score, strategy),
                 "when": display.relative_time(row.created_at, now),
                 "when_exact": display.exact_time(row.created_at),
                 "when_iso": row.created_at.isoformat(),
                 "terms": [
-                    *display.breakdown(row.details, row.metrics),
+                    *(display.breakdown(why.details, why.metrics) if why else []),
                     ("Attempt time", display.exact_time(row.created_at)),
                 ],
                 "attempt": row.attempt_id,
@@ -104,58 +107,85 @@ def board_rows(board: selectors.Board, strategy: str) -> list[dict[str, Any]]:
     return rows
 
 
-def _board_context(request: HttpRequest, challenge: Challenge) -> dict[str, Any]:
-    params = _board_request(request)
-    board = selectors.board_page(challenge=challenge, **params)
-    setup = board.version or challenge
-    detail_url = reverse("challenges:detail", args=[challenge.slug])
-    board_url = reverse("challenges:board", args=[challenge.slug])
-    query_string = request.GET.urlencode()
-    now = timezone.now()
-    updated = challenge.last_activity or (board.version.scored_at if board.version else None)
-    return {
-        "challenge": challenge,
-        "board": board,
-        "rows": board_rows(board, setup.scoring_strategy),
-        "numbers": selectors.page_numbers(board.page, board.pages) if board.page else [],
-        "detail_url": detail_url,
-        "refresh_url": f"{board_url}?{query_string}" if query_string else board_url,
-        "updated": display.relative_time(updated, now) if updated else "",
-        "updated_exact": display.exact_time(updated) if updated else "",
-        "updated_iso": updated.isoformat() if updated else "",
-    }
+class BoardView:
+    """One request's leaderboard: the rows (a light query) and a key naming everything
+    the rendered HTML shows. Identical content renders identically, so the HTML is
+    cached under that key and formatting, breakdowns and templates are skipped on a
+    hit; any change (a new attempt, a rename, a rescore, the minute for relative
+    times) is a new key, never a stale page."""
 
+    def __init__(self, request: HttpRequest, challenge: Challenge):
+        self.request = request
+        self.challenge = challenge
+        self.board = selectors.board_page(challenge=challenge, **_board_request(request))
+        # Relative times are worded against the minute, so a minute shares one render.
+        self.now = timezone.now().replace(second=0, microsecond=0)
+        query_string = request.GET.urlencode()
+        slug_url = f"/challenges/{challenge.slug}/"  # == reverse("challenges:detail")
+        self.detail_url = slug_url
+        self.refresh_url = f"{slug_url}board/" + (f"?{query_string}" if query_string else "")
+        board = self.board
+        self.key = hashlib.sha256(
+            repr(
+                (
+                    challenge.pk,
+                    challenge.slug,
+                    challenge.rescoring,
+                    challenge.last_activity,
+                    board.version.pk if board.version else None,
+                    board.count,
+                    board.page,
+                    board.pages,
+                    board.query,
+                    board.more_matches,
+                    board.player,
+                    board.player_found,
+                    [
+                        (r.rank, r.attempt_id, r.player_external_id, r.display_name)
+                        for r in board.rows
+                    ],
+                    self.refresh_url,
+                    self.now,
+                )
+            ).encode()
+        ).hexdigest()
 
-def _render_board(request: HttpRequest, context: dict[str, Any]) -> str:
-    """The board fragment, cached by everything it shows: a changed row, name, rank or
-    time text is a different key, so nothing stale is ever served."""
-    c = context["challenge"]
-    board = context["board"]
-    content = repr(
-        (
-            c.pk,
-            c.slug,
-            c.rescoring,
-            board.version.number if board.version else None,
-            board.count,
-            board.page,
-            board.pages,
-            board.query,
-            board.more_matches,
-            board.player,
-            board.player_found,
-            context["rows"],
-            context["updated"],
-            context["updated_exact"],
-            context["refresh_url"],
+    def context(self) -> dict[str, Any]:
+        board, challenge = self.board, self.challenge
+        setup = board.version or challenge
+        breakdowns = (
+            selectors.leaderboard_breakdowns(
+                version_id=board.version.pk, attempt_ids=[r.attempt_id for r in board.rows]
+            )
+            if board.version and board.rows
+            else {}
         )
-    )
-    key = "podium:board:" + hashlib.sha256(content.encode()).hexdigest()
-    html = cache.get(key)
-    if html is None:
-        html = render_to_string("challenges/_board.html", context, request=request)
-        cache.set(key, html, FRAGMENT_TTL)
-    return html
+        updated = challenge.last_activity or (board.version.scored_at if board.version else None)
+        return {
+            "challenge": challenge,
+            "board": board,
+            "rows": board_rows(board, setup.scoring_strategy, breakdowns, self.now),
+            "numbers": selectors.page_numbers(board.page, board.pages) if board.page else [],
+            "detail_url": self.detail_url,
+            "refresh_url": self.refresh_url,
+            "updated": display.relative_time(updated, self.now) if updated else "",
+            "updated_exact": display.exact_time(updated) if updated else "",
+            "updated_iso": updated.isoformat() if updated else "",
+        }
+
+    def html(self, page: Callable[[], dict[str, Any]] | None = None) -> str:
+        """The board alone, or (with ``page``, the rest of the page's context) the
+        whole challenge page around it."""
+        key = f"podium:{'page' if page else 'board'}:{self.key}"
+        html = cache.get(key)
+        if html is None:
+            context = self.context()
+            html = render_to_string("challenges/_board.html", context, request=self.request)
+            if page is not None:
+                context.update(page(), board_html=html)
+                html = render_to_string("challenges/detail.html", context, request=self.request)
+            cache.set(key, html, FRAGMENT_TTL)
+        return html
 
 
 @require_safe
@@ -163,19 +193,22 @@ def challenge_detail(request: HttpRequest, slug: str) -> HttpResponse:
     challenge = selectors.challenge_public(slug=slug)
     if challenge is None:
         return _not_found(request, slug)
-    context = _board_context(request, challenge)
-    setup = context["board"].version or challenge
-    context.update(
-        {
+    view = BoardView(request, challenge)
+    # The page around the board depends on the challenge as saved (its updated_at) and
+    # its active version (in the board's key) as well.
+    view.key += f":{challenge.updated_at.isoformat()}"
+
+    def extra() -> dict[str, Any]:
+        setup = view.board.version or challenge
+        return {
             "description": render_markdown(challenge.description),
             "strategy_words": display.strategy_words(setup),
             "scoring_sentence": display.scoring_sentence(setup),
-            "board_html": _render_board(request, context),
-            "charts_url": reverse("challenges:charts", args=[challenge.slug]),
+            "charts_url": f"{view.detail_url}charts.json",
             "metrics": [],  # issue 6 wires the aggregate metrics selector here
         }
-    )
-    return render(request, "challenges/detail.html", context)
+
+    return HttpResponse(view.html(page=extra))
 
 
 @require_safe
@@ -184,8 +217,7 @@ def challenge_board(request: HttpRequest, slug: str) -> HttpResponse:
     challenge = selectors.challenge_public(slug=slug)
     if challenge is None:
         return _not_found(request, slug)
-    context = _board_context(request, challenge)
-    response = HttpResponse(_render_board(request, context))
+    response = HttpResponse(BoardView(request, challenge).html())
     response["Cache-Control"] = "no-cache"
     return response
 
