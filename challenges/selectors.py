@@ -29,6 +29,7 @@ from .models import (
     Challenge,
     LeaderboardEntry,
     LeaderboardRanking,
+    Player,
     RescoreJob,
     ScoringVersion,
 )
@@ -227,70 +228,93 @@ def _rows(values: list[dict[str, Any]], ranks: list[int]) -> list[LeaderboardRow
     ]
 
 
+# The hot read of every page view and refresh, as constant SQL (no ORM compilation).
+_PAGE_SQL = """
+SELECT e.sort_key, e.created_at, e.attempt_id, e.score, p.external_id, p.display_name
+FROM {entry} e JOIN {player} p ON p.id = e.player_id
+WHERE e.version_id = %s AND (e.sort_key, e.created_at, e.attempt_id) >= (%s, %s, %s)
+ORDER BY e.sort_key, e.created_at, e.attempt_id
+LIMIT %s
+"""
+
+
+def _rows_from_key(version_id: int, key: R.Key, limit: int) -> list[dict[str, Any]]:
+    """``limit`` rows in rank order from ``key`` (inclusive), as ``values()`` gives them."""
+    sql = _PAGE_SQL.format(entry=LeaderboardEntry._meta.db_table, player=Player._meta.db_table)
+    adapt = connection.ops.adapt_datetimefield_value
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [version_id, key[0], adapt(R.from_us(key[1])), key[2], limit])
+        found = cursor.fetchall()
+    if connection.vendor == "sqlite":  # datetimes come back as text there
+        field = LeaderboardEntry._meta.get_field("created_at")
+        convert = connection.ops.convert_datetimefield_value
+        found = [(r[0], convert(r[1], field, connection), *r[2:]) for r in found]
+    return [dict(zip(ROW_FIELDS, r, strict=True)) for r in found]
+
+
 def _slice(ranking: R.Ranking, *, offset: int, limit: int) -> list[LeaderboardRow]:
     """Rows at 0-based places [offset, offset + limit), read from their checkpoint."""
     if offset >= ranking.entries or limit <= 0 or not ranking.keys:
         return []
     j = min(offset // PAGE, len(ranking.keys) - 1)
     start = j * PAGE
-    queryset = R.rows_from(_entries(ranking.version_id), ranking.keys[j])
-    values = list(queryset.values(*ROW_FIELDS)[: offset - start + limit])
+    values = _rows_from_key(ranking.version_id, ranking.keys[j], offset - start + limit)
     ranks = R.assign_ranks(_ties(values), place=start, rank=ranking.ranks[j])
     skip = offset - start
     return _rows(values[skip:], ranks[skip:])
 
 
-_RANGE_SQL = (
-    "SELECT sort_key, created_at, attempt_id FROM {entry} WHERE version_id = %s"
-    " AND (sort_key, created_at, attempt_id) >= (%s, %s, %s)"
-    " AND (sort_key, created_at, attempt_id) <= (%s, %s, %s)"
-)
+# How many entries lie from a checkpoint up to a key: the rank of a tie group (rows
+# before its (sort_key, created_at)) or the place of a row (rows up to its full key).
+# The plain sort_key bounds repeat the row comparisons for the planner's estimate (it
+# cannot estimate a row comparison, guesses a large range, and plans parallel workers).
+_COUNT_SQL = {
+    "before_tie": (
+        "SELECT %s, COUNT(*) FROM {entry} WHERE version_id = %s"
+        " AND (sort_key, created_at, attempt_id) >= (%s, %s, %s)"
+        " AND (sort_key, created_at) < (%s, %s) AND sort_key BETWEEN %s AND %s"
+    ),
+    "up_to": (
+        "SELECT %s, COUNT(*) FROM {entry} WHERE version_id = %s"
+        " AND (sort_key, created_at, attempt_id) >= (%s, %s, %s)"
+        " AND (sort_key, created_at, attempt_id) <= (%s, %s, %s) AND sort_key BETWEEN %s AND %s"
+    ),
+}
 
 
-def _key_ranges(version_id: int, ranges: list[tuple[R.Key, R.Key]]) -> list[R.Key]:
-    """The keys of the entries in each [first, last] range, sorted: one UNION ALL of
-    index range scans (an OR of ranges would make the database filter every entry)."""
+def _counts(version_id: int, kind: str, ranges: list[tuple[R.Key, R.Key]]) -> list[int]:
+    """For each (checkpoint, key) range, how many entries it holds: one UNION ALL of
+    index-only range counts of at most a page each (an OR of ranges would make the
+    database filter every entry)."""
     adapt = connection.ops.adapt_datetimefield_value
-    part = _RANGE_SQL.format(entry=LeaderboardEntry._meta.db_table)
+    part = _COUNT_SQL[kind].format(entry=LeaderboardEntry._meta.db_table)
     params: list[Any] = []
-    for first, last in ranges:
-        params += [version_id, first[0], adapt(R.from_us(first[1])), first[2]]
-        params += [last[0], adapt(R.from_us(last[1])), last[2]]
+    for i, (first, key) in enumerate(ranges):
+        params += [i, version_id, first[0], adapt(R.from_us(first[1])), first[2]]
+        params += [key[0], adapt(R.from_us(key[1]))] + ([key[2]] if kind == "up_to" else [])
+        params += [first[0], key[0]]
     with connection.cursor() as cursor:
         cursor.execute(" UNION ALL ".join([part] * len(ranges)), params)
-        found = cursor.fetchall()
-    if connection.vendor == "sqlite":  # datetimes come back as text there
-        field = LeaderboardEntry._meta.get_field("created_at")
-        convert = connection.ops.convert_datetimefield_value
-        found = [(s, convert(c, field, connection), a) for s, c, a in found]
-    return sorted((s, R.to_us(c), a) for s, c, a in found)
+        found = dict(cursor.fetchall())
+    return [found[i] for i in range(len(ranges))]
 
 
 def _ranks_of(ranking: R.Ranking, keys: list[R.Key]) -> dict[R.Key, int]:
-    """The ranks of entries with these keys: each is a checkpoint plus the rows between,
-    read for all of them in one query."""
+    """The competition ranks of entries with these keys, in one query: a key's rank is
+    its checkpoint's when they tie, else the checkpoint's place plus the rows before
+    the key's tie group, plus one."""
     if not ranking.keys or not keys:
         return {}
-    last_in: dict[int, R.Key] = {}
-    for key in keys:
-        j = ranking.checkpoint_before(key)
-        last_in[j] = max(last_in.get(j, key), key)
-    found = _key_ranges(
-        ranking.version_id, [(ranking.keys[j], last) for j, last in last_in.items()]
+    checkpoints = [ranking.checkpoint_before(key) for key in keys]
+    counts = _counts(
+        ranking.version_id,
+        "before_tie",
+        [(ranking.keys[j], k) for j, k in zip(checkpoints, keys, strict=True)],
     )
-    ranks: dict[R.Key, int] = {}
-    group, place, rank, previous = -1, 0, 0, None
-    for key in found:
-        sort_key, created_at = key[0], key[1]
-        j = ranking.checkpoint_before(key)
-        if j != group:  # the first row of a range is its checkpoint
-            group, place, rank = j, j * PAGE, ranking.ranks[j]
-        else:
-            place += 1
-            if (sort_key, created_at) != previous:
-                rank = place + 1
-        previous = (sort_key, created_at)
-        ranks[key] = rank
+    ranks = {}
+    for key, j, before in zip(keys, checkpoints, counts, strict=True):
+        tied = ranking.keys[j][:2] == key[:2]
+        ranks[key] = ranking.ranks[j] if tied else j * PAGE + before + 1
     return ranks
 
 
@@ -299,7 +323,7 @@ def _place_of(ranking: R.Ranking, key: R.Key) -> int:
     if not ranking.keys:
         return 0
     j = ranking.checkpoint_before(key)
-    return j * PAGE + len(_key_ranges(ranking.version_id, [(ranking.keys[j], key)])) - 1
+    return j * PAGE + _counts(ranking.version_id, "up_to", [(ranking.keys[j], key)])[0] - 1
 
 
 # --- the API's reads ------------------------------------------------------------------
