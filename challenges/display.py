@@ -12,7 +12,7 @@ from scoring.engine.strategies import get_strategy
 from scoring.registry import registry
 
 WEIGHTED = "builtin.weighted_scorer"
-MEDALS = {1: ("🥇", "gold medal"), 2: ("🥈", "silver medal"), 3: ("🥉", "bronze medal")}
+MEDALS = {1: ("gold", "gold medal"), 2: ("silver", "silver medal"), 3: ("bronze", "bronze medal")}
 TERM_LABELS = {"clamped_from": "Total before the floor at 0"}
 MAX_TERMS = 32  # a plugin's details are its own: show a readable handful, never a wall
 

@@ -20,7 +20,7 @@
 
   Chart.defaults.color = fg;
   Chart.defaults.borderColor = line;
-  Chart.defaults.font.family = css.getPropertyValue("font-family") || "system-ui, sans-serif";
+  Chart.defaults.font.family = getComputedStyle(document.body).fontFamily || "system-ui, sans-serif";
 
   function day(ms) {
     return new Date(ms).toISOString().slice(0, 16).replace("T", " ");

@@ -25,7 +25,7 @@ def names_in_table(html: str) -> list[str]:
 
 def ranks_in_table(html: str) -> list[str]:
     cells = re.findall(r'<td class="col-rank">(.*?)</td>', html)
-    return [re.sub(r"<[^>]+>|🥇|🥈|🥉", "", c).strip() for c in cells]
+    return [re.sub(r"<[^>]+>", "", c).strip() for c in cells]
 
 
 @pytest.fixture
