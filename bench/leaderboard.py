@@ -38,9 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _pg
 
 ROOT = Path(__file__).resolve().parent.parent
-URL = os.environ.get(
-    "BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/podium_bench_public"
-)
+URL = os.environ.get("BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/podium_bench_public")
 SLUG = "bench"
 WEIGHTED = {
     "scoring_strategy": "custom",
@@ -132,7 +130,6 @@ def _pct(values: list[float], q: float) -> float:
 def measure(version_id: int, requests: int) -> bool:
     from django.db import connection
     from django.test import Client
-
 
     cases = [
         ("first page", f"/challenges/{SLUG}/", [("", "LIMIT 50", [])]),
