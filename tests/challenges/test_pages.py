@@ -338,3 +338,42 @@ def test_charts_data(client, speed):
     assert sum(data["distribution"]["counts"]) == 60
     assert len(data["top"]) == 10
     assert data["top"][0] == {"label": "Runner 000", "points": [{"x": 1767225600000, "y": 0.001}]}
+
+
+# --- wording helpers ---------------------------------------------------------------------------
+def test_breakdown_never_shows_errors_or_snippet_metadata():
+    from challenges.display import breakdown
+
+    snippet = {
+        "scores": {"accuracy": 0.9, "is_correct": True},
+        "metadata": {"secret": "x"},
+        "error": "Traceback …",
+    }
+    terms = dict(breakdown(snippet, {"succeeded": True, "rating": None}))
+    assert terms == {"Accuracy": "+0.90", "Is correct": "yes", "Succeeded": "yes"}
+    plugin = {"bonus": 5, "error": "boom", "nested": {"a": 1}, "note": "x" * 200}
+    assert dict(breakdown(plugin, {})) == {"Bonus": "+5.00"}
+
+
+def test_relative_time_wording():
+    from datetime import timedelta
+
+    from challenges.display import relative_time
+    from tests.factories import T0
+
+    for delta, words in [
+        (timedelta(seconds=5), "just now"),
+        (timedelta(minutes=1), "1 minute ago"),
+        (timedelta(hours=3), "3 hours ago"),
+        (timedelta(days=2), "2 days ago"),
+        (timedelta(days=90), "01 Jan 2026"),
+        (timedelta(minutes=-5), "in the future"),
+    ]:
+        assert relative_time(T0, T0 + delta) == words
+
+
+def test_template_filters():
+    from django.template import Context, Template
+
+    html = Template("{% load podium %}{{ v|ranking_value:'fastest' }} · {{ s|strategy_label }}")
+    assert html.render(Context({"v": 1500.0, "s": "fewest_tokens"})) == "1.500 s · Fewest tokens"
