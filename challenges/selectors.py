@@ -228,28 +228,52 @@ def _rows(values: list[dict[str, Any]], ranks: list[int]) -> list[LeaderboardRow
     ]
 
 
-# The hot read of every page view and refresh, as constant SQL (no ORM compilation).
-_PAGE_SQL = """
+# The hot reads of every page view and refresh, as constant SQL (no ORM compilation):
+# rows in rank order from a key, a name search, a player's row.
+_ROWS_SQL = """
 SELECT e.sort_key, e.created_at, e.attempt_id, e.score, p.external_id, p.display_name
 FROM {entry} e JOIN {player} p ON p.id = e.player_id
-WHERE e.version_id = %s AND (e.sort_key, e.created_at, e.attempt_id) >= (%s, %s, %s)
+WHERE e.version_id = %s AND {condition}
 ORDER BY e.sort_key, e.created_at, e.attempt_id
 LIMIT %s
 """
+_CONDITIONS = {
+    "from_key": "(e.sort_key, e.created_at, e.attempt_id) >= (%s, %s, %s)",
+    # The expression of the trigram index on PostgreSQL (migration 0007); SQLite's LIKE
+    # ignores ASCII case by itself.
+    "name_postgresql": "UPPER(p.display_name::text) LIKE UPPER(%s)",
+    "name": "p.display_name LIKE %s ESCAPE '\\'",
+    "player": "p.external_id = %s",
+}
 
 
-def _rows_from_key(version_id: int, key: R.Key, limit: int) -> list[dict[str, Any]]:
-    """``limit`` rows in rank order from ``key`` (inclusive), as ``values()`` gives them."""
-    sql = _PAGE_SQL.format(entry=LeaderboardEntry._meta.db_table, player=Player._meta.db_table)
-    adapt = connection.ops.adapt_datetimefield_value
+def _rows_where(version_id: int, condition: str, params: list[Any], limit: int):
+    """Up to ``limit`` rows in rank order, as ``values(*ROW_FIELDS)`` gives them."""
+    sql = _ROWS_SQL.format(
+        entry=LeaderboardEntry._meta.db_table,
+        player=Player._meta.db_table,
+        condition=_CONDITIONS[condition],
+    )
     with connection.cursor() as cursor:
-        cursor.execute(sql, [version_id, key[0], adapt(R.from_us(key[1])), key[2], limit])
+        cursor.execute(sql, [version_id, *params, limit])
         found = cursor.fetchall()
     if connection.vendor == "sqlite":  # datetimes come back as text there
         field = LeaderboardEntry._meta.get_field("created_at")
         convert = connection.ops.convert_datetimefield_value
         found = [(r[0], convert(r[1], field, connection), *r[2:]) for r in found]
     return [dict(zip(ROW_FIELDS, r, strict=True)) for r in found]
+
+
+def _rows_from_key(version_id: int, key: R.Key, limit: int) -> list[dict[str, Any]]:
+    adapt = connection.ops.adapt_datetimefield_value
+    return _rows_where(version_id, "from_key", [key[0], adapt(R.from_us(key[1])), key[2]], limit)
+
+
+def _rows_named(version_id: int, text: str, limit: int) -> list[dict[str, Any]]:
+    """Rows whose display name contains ``text`` (any case)."""
+    pattern = f"%{connection.ops.prep_for_like_query(text)}%"
+    condition = "name_postgresql" if connection.vendor == "postgresql" else "name"
+    return _rows_where(version_id, condition, [pattern], limit)
 
 
 def _slice(ranking: R.Ranking, *, offset: int, limit: int) -> list[LeaderboardRow]:
@@ -379,8 +403,7 @@ def board_page(*, challenge: Challenge, page: int = 1, query: str = "", player: 
     pages = max(1, -(-ranking.entries // PAGE))
     common = {"query": query, "player": player, "ranked_at": ranking.computed_at}
     if query:
-        matches = _entries(version.pk).filter(player__display_name__icontains=query)
-        values = list(R.rows_from(matches, None).values(*ROW_FIELDS)[: PAGE + 1])
+        values = _rows_named(version.pk, query, PAGE + 1)
         more, values = len(values) > PAGE, values[:PAGE]
         keys = [(v["sort_key"], R.to_us(v["created_at"]), v["attempt_id"]) for v in values]
         ranks = _ranks_of(ranking, keys)
@@ -388,11 +411,11 @@ def board_page(*, challenge: Challenge, page: int = 1, query: str = "", player: 
         return Board(version, ranking.entries, rows, 0, pages, more_matches=more, **common)
     found = False
     if player:
-        entry = _entries(version.pk).filter(player__external_id=player)
-        key = entry.values_list("sort_key", "created_at", "attempt_id").first()
-        if key is not None:
+        entry = _rows_where(version.pk, "player", [player], 1)
+        if entry:
             found = True
-            page = _place_of(ranking, (key[0], R.to_us(key[1]), key[2])) // PAGE + 1
+            key = (entry[0]["sort_key"], R.to_us(entry[0]["created_at"]), entry[0]["attempt_id"])
+            page = _place_of(ranking, key) // PAGE + 1
     page = min(max(page, 1), pages)
     rows = _slice(ranking, offset=(page - 1) * PAGE, limit=PAGE)
     return Board(version, ranking.entries, rows, page, pages, player_found=found, **common)

@@ -377,3 +377,15 @@ def test_template_filters():
 
     html = Template("{% load podium %}{{ v|ranking_value:'fastest' }} · {{ s|strategy_label }}")
     assert html.render(Context({"v": 1500.0, "s": "fewest_tokens"})) == "1.500 s · Fewest tokens"
+
+
+def test_search_wildcards_are_literal(client):
+    challenge = make_challenge(scoring_strategy="fastest")
+    record(
+        challenge,
+        attempt_input("a", player_name="100% Pat", elapsed_ms=1),
+        attempt_input("b", player_name="Under_score", elapsed_ms=2),
+        attempt_input("c", player_name="Plain", elapsed_ms=3),
+    )
+    assert names_in_table(page(client, challenge, q="%")) == ["100% Pat"]
+    assert names_in_table(page(client, challenge, q="_")) == ["Under_score"]
