@@ -238,16 +238,53 @@ class LeaderboardEntry(models.Model):
     score = models.FloatField()
     sort_key = models.FloatField()
     created_at = models.DateTimeField()
+    # The attempt this row held when the public pages last ranked its version (see
+    # challenges/ranking.py): a row holding another attempt is new or improved since.
+    # Ingestion never sets it, so an upserted row is "unranked"; a rebuild writes its rows
+    # ranked and drops the version's checkpoints (recomputed by the next reader).
+    ranked_attempt_id = models.BigIntegerField(null=True, blank=True, editable=False)
+    # A stored column (not an expression in the query) so the planner has statistics
+    # for it and reads the small partial index below.
+    unranked = models.GeneratedField(
+        expression=~Q(ranked_attempt_id=F("attempt_id")),
+        output_field=models.BooleanField(),
+        db_persist=True,
+    )
 
     class Meta:
         indexes = [
             models.Index(
                 fields=["version", "sort_key", "created_at", "attempt"], name="entry_rank"
             ),
+            # Small: only the rows changed since the last ranking.
+            models.Index(fields=["version"], name="entry_unranked", condition=Q(unranked=True)),
         ]
 
     def __str__(self) -> str:
         return f"{self.player_id}: {self.score} (version {self.version_id})"
+
+
+class LeaderboardRanking(models.Model):
+    """Where each page of a version's leaderboard starts, for the public pages.
+
+    Every ``PAGE``-th entry in rank order is a checkpoint: its ranking key and its
+    competition rank. A page is then one index range read from its checkpoint (never a
+    large OFFSET), and a player's rank is a checkpoint plus a few rows. Recomputed when
+    entries changed (challenges/ranking.py); ``stale`` marks deletions, which leave no
+    changed row behind."""
+
+    version = models.OneToOneField(
+        ScoringVersion, on_delete=models.CASCADE, primary_key=True, related_name="ranking"
+    )
+    token = models.CharField(max_length=32, help_text="Changes with every recomputation.")
+    stale = models.BooleanField(default=False)
+    entries = models.PositiveIntegerField(default=0)
+    # [[sort_key, created_at (epoch microseconds), attempt_id, rank], ...] every PAGE rows.
+    checkpoints = models.JSONField(default=list)
+    computed_at = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"Ranking of {self.version_id} ({self.entries} entries)"
 
 
 class RescoreJob(models.Model):

@@ -19,7 +19,15 @@ from django.db.models import Exists, F, OuterRef, QuerySet
 from scoring import services as scoring
 from scoring.engine.outcome import Outcome
 
-from .models import Attempt, AttemptScore, Challenge, LeaderboardEntry, Player, ScoringVersion
+from .models import (
+    Attempt,
+    AttemptScore,
+    Challenge,
+    LeaderboardEntry,
+    LeaderboardRanking,
+    Player,
+    ScoringVersion,
+)
 
 SCORING_FIELDS = (
     "id",
@@ -288,14 +296,14 @@ WHERE excluded.sort_key < {t}.sort_key
 # Best attempt per player: the first in (sort_key, created_at, attempt_id) order.
 _REBUILD_SQL = {
     "postgresql": """
-INSERT INTO {entry} ({columns})
-SELECT DISTINCT ON (player_id) {columns} FROM {score}
+INSERT INTO {entry} ({columns}{marked})
+SELECT DISTINCT ON (player_id) {columns}{marks} FROM {score}
 WHERE version_id = %s AND sort_key IS NOT NULL
 ORDER BY player_id, sort_key, created_at, attempt_id
 """,
     "default": """
-INSERT INTO {entry} ({columns})
-SELECT {columns} FROM (
+INSERT INTO {entry} ({columns}{marked})
+SELECT {columns}{marks} FROM (
     SELECT {columns}, ROW_NUMBER() OVER (
         PARTITION BY player_id ORDER BY sort_key, created_at, attempt_id
     ) AS place
@@ -311,9 +319,17 @@ def entries_rebuild(*, version: ScoringVersion) -> None:
     statement over the scores table alone. Attempts recorded meanwhile may upsert
     entries of the version concurrently: the better entry is kept either way."""
     LeaderboardEntry.objects.filter(version=version).delete()
+    # The rows are written as already ranked (ranked_attempt_id = attempt_id) and the
+    # version's page checkpoints are dropped: the first reader recomputes them in one
+    # pass instead of first marking 100,000 rows (see challenges/ranking.py).
+    LeaderboardRanking.objects.filter(version=version).delete()
     table = LeaderboardEntry._meta.db_table
     sql = _REBUILD_SQL.get(connection.vendor, _REBUILD_SQL["default"]).format(
-        entry=table, score=AttemptScore._meta.db_table, columns=_COLUMNS
+        entry=table,
+        score=AttemptScore._meta.db_table,
+        columns=_COLUMNS,
+        marked=", ranked_attempt_id",
+        marks=", attempt_id",
     ) + _KEEP_BETTER.format(t=table)
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":  # sort a million rows in memory, not on disk
@@ -326,7 +342,11 @@ def entries_repair(*, version_id: int, player_ids: Sequence[int]) -> None:
     attempts were deleted: their entries may point at attempts that are gone)."""
     LeaderboardEntry.objects.filter(version_id=version_id, player_id__in=player_ids).delete()
     sql = _REBUILD_SQL.get(connection.vendor, _REBUILD_SQL["default"]).format(
-        entry=LeaderboardEntry._meta.db_table, score=AttemptScore._meta.db_table, columns=_COLUMNS
+        entry=LeaderboardEntry._meta.db_table,
+        score=AttemptScore._meta.db_table,
+        columns=_COLUMNS,
+        marked="",  # unranked: readers of this version recompute its checkpoints
+        marks="",
     )
     marks = ", ".join(["%s"] * len(player_ids))
     sql = sql.replace("WHERE version_id = %s", f"WHERE version_id = %s AND player_id IN ({marks})")

@@ -12,5 +12,9 @@ urlpatterns = [
     path("", views.challenge_list, name="home"),
     path("challenges/", views.challenge_list, name="list"),
     path("challenges/<slug:slug>/", views.challenge_detail, name="detail"),
+    path("challenges/<slug:slug>/board/", views.challenge_board, name="board"),
+    path("challenges/<slug:slug>/charts.json", views.challenge_charts, name="charts"),
+    path("challenges/<slug:slug>/leaderboard.csv", views.export_csv, name="export-csv"),
+    path("challenges/<slug:slug>/leaderboard.json", views.export_json, name="export-json"),
 ]
 api_urlpatterns = [path("", include(router.urls))]

@@ -1,11 +1,11 @@
-"""Template filters for the public pages."""
+"""Template filters for the public pages (thin wrappers of ``challenges.display``; the
+leaderboard itself is formatted in Python once per render, not per cell)."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 from django import template
 
+from challenges import display
 from scoring.engine.strategies import get_strategy
 
 register = template.Library()
@@ -14,16 +14,7 @@ register = template.Library()
 @register.filter
 def ranking_value(score: float, strategy: str) -> str:
     """The leaderboard value in the strategy's own unit."""
-    unit = get_strategy(strategy).unit
-    if unit == "epoch_ms":
-        return datetime.fromtimestamp(score / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
-    if unit == "ms":
-        return f"{score / 1000:,.3f} s"
-    if unit == "tokens":
-        return f"{score:,.0f} tokens"
-    if unit == "rating":
-        return f"{score:g} / 10"
-    return f"{score:,.2f} pts"
+    return display.format_value(score, strategy)
 
 
 @register.filter
