@@ -118,7 +118,7 @@ def test_admin_switches_to_weighted_previews_saves_and_the_board_follows(page, l
     }
     expected = expected_order(challenge, weights)
     page.goto(f"{live_server.url}/challenges/speed-run/")
-    names = page.locator("table tbody tr td:nth-child(2)").all_inner_texts()
+    names = page.locator("table tbody tr .col-name").all_inner_texts()
     assert names[:10] == expected[:10]
     assert names[:20] == new_top  # what the preview showed
     assert "version 2" in page.locator("main").inner_text()
