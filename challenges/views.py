@@ -23,6 +23,7 @@ from django.views.decorators.http import require_safe
 
 from . import charts, display, selectors
 from .markdown import render_markdown, summary
+from .metrics import challenge_metrics
 from .models import Challenge
 
 SEARCH_MAX = 100  # characters of a name search: display names are at most 200
@@ -205,7 +206,8 @@ def challenge_detail(request: HttpRequest, slug: str) -> HttpResponse:
             "strategy_words": display.strategy_words(setup),
             "scoring_sentence": display.scoring_sentence(setup),
             "charts_url": f"{view.detail_url}charts.json",
-            "metrics": [],  # issue 6 wires the aggregate metrics selector here
+            # Computed on a cache miss only: at most a minute old (the key has the minute).
+            "metrics": challenge_metrics(challenge=challenge),
         }
 
     return HttpResponse(view.html(page=extra))
