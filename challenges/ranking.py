@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, NamedTuple
 
+from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Exists, F, Q, QuerySet
 from django.db.models.fields.tuple_lookups import (
@@ -137,10 +138,19 @@ def ranking_current(*, version_id: int, state: State | None = None) -> Ranking:
     as just read by the caller (e.g. with the challenge, saving a query), or read here."""
     if state is None:
         state = ranking_state(version_id=version_id)
-    if state.token is None or state.stale or state.changed:
+    if state.token is None or state.stale:
         return _recompute(version_id)
     cached = _loaded.get(version_id)
-    if cached is not None and cached.token == state.token:
+    current = cached is not None and cached.token == state.token
+    if state.changed:
+        # Under steady ingestion every write changes an entry: recompute at most once per
+        # PODIUM_RANKING_MAX_AGE_MS, not on every read (ranks and page boundaries may lag
+        # the newest attempts by that long; deletions are never served stale).
+        max_age = timedelta(milliseconds=settings.PODIUM_RANKING_MAX_AGE_MS)
+        if current and max_age and timezone.now() - cached.computed_at < max_age:
+            return cached
+        return _recompute(version_id)
+    if current:
         return cached
     return _remember(LeaderboardRanking.objects.get(version_id=version_id))
 

@@ -333,6 +333,9 @@ PODIUM_MAX_ATTEMPTS_PER_REQUEST = env_int("PODIUM_MAX_ATTEMPTS_PER_REQUEST", 100
 # The most attempts per rescore task. A job is split into about 16 tasks (so several
 # workers share it and progress moves), of at least 1,000 attempts (so per-task costs
 # stay small) and at most this many.
+# Public leaderboards: how long page checkpoints may lag new attempts under steady
+# ingestion (0: recompute on the first read after any change).
+PODIUM_RANKING_MAX_AGE_MS = env_int("PODIUM_RANKING_MAX_AGE_MS", 1000)
 PODIUM_SCORING_CHUNK = env_int("PODIUM_SCORING_CHUNK", 20_000, minimum=1)
 
 # --- Celery ---------------------------------------------------------------------

@@ -20,6 +20,13 @@ def _fast_password_hasher(settings):
 
 
 @pytest.fixture(autouse=True)
+def _exact_rankings(settings):
+    # Tests compare ranks with a brute force right after each change; the debounce has
+    # its own test (tests/challenges/test_pages_ranking.py).
+    settings.PODIUM_RANKING_MAX_AGE_MS = 0
+
+
+@pytest.fixture(autouse=True)
 def _fresh_cache():
     # Throttle counters and cached fragments live in the cache: no test sees another's.
     from django.core.cache import cache

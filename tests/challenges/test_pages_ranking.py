@@ -5,6 +5,7 @@ renames and deletions, with ties across checkpoint boundaries."""
 from __future__ import annotations
 
 import random
+from datetime import timedelta
 
 import pytest
 
@@ -115,6 +116,31 @@ def test_recompute_only_when_entries_changed(django_assert_num_queries):
     second = R.ranking_current(version_id=version_id)
     assert second.token != first.token and second.ranks == [1]
     assert not LeaderboardEntry.objects.filter(version_id=version_id, unranked=True).exists()
+
+
+def test_changes_recompute_at_most_once_per_max_age(
+    settings, monkeypatch, django_capture_on_commit_callbacks
+):
+    """Under steady ingestion, readers share one recompute per PODIUM_RANKING_MAX_AGE_MS;
+    deletions are never served stale."""
+    settings.PODIUM_RANKING_MAX_AGE_MS = 1000
+    challenge = make_challenge(scoring_strategy="fastest")
+    record(challenge, attempt_input("a", elapsed_ms=5))
+    version_id = challenge.active_version_id
+    first = R.ranking_current(version_id=version_id)
+    record(challenge, attempt_input("b", elapsed_ms=1))  # a new leader
+    assert R.ranking_current(version_id=version_id) is first  # within the window
+    later = first.computed_at + timedelta(milliseconds=1001)
+    monkeypatch.setattr(R.timezone, "now", lambda: later)
+    fresh = R.ranking_current(version_id=version_id)
+    assert fresh.token != first.token and fresh.entries == 2
+    monkeypatch.undo()
+    settings.PODIUM_RANKING_MAX_AGE_MS = 1000
+    from challenges import services
+
+    with django_capture_on_commit_callbacks(execute=True):
+        services.attempts_delete(attempts=Attempt.objects.filter(player__external_id="b"))
+    assert R.ranking_current(version_id=version_id).entries == 1  # stale: recomputed now
 
 
 def test_another_process_reloads_a_newer_ranking():

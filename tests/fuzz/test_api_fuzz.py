@@ -95,6 +95,7 @@ EVERY_ROUTE = {
     "DELETE /api/challenges/{id}/",
     "POST /api/challenges/{id}/attempts/",
     "GET /api/challenges/{id}/leaderboard/",
+    "GET /api/challenges/{id}/metrics/",
     "POST /api/challenges/{id}/rescore/",
     "GET /api/rescore-jobs/{id}/",
     "POST /api/rescore-jobs/{id}/cancel/",
