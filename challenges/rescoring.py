@@ -170,15 +170,24 @@ def chunk_run(*, chunk_id: int, finalize: bool = True) -> bool:
 
     Returns False when there was nothing to do (chunk done already, job cancelled or
     superseded, chunk gone)."""
-    job_id = RescoreChunk.objects.filter(pk=chunk_id).values_list("job_id", flat=True).first()
-    if job_id is None:
+    chunk = (
+        RescoreChunk.objects.filter(pk=chunk_id)
+        .values_list("job_id", "job__version_id", "first_attempt_id", "last_attempt_id")
+        .first()
+    )
+    if chunk is None:
         return False
+    job_id, version_id, first_id, last_id = chunk
     _mark_running(job_id)  # on its own: the job shows "running" while the chunk scores
     started = time.perf_counter()
     with _gc_paused():
         done = _chunk_score(chunk_id)
     if done is None:
         return False
+    # Read the chunk's new rows once now that they are committed, while the other chunks
+    # are still scoring: the final leaderboard rebuild then finds them settled instead
+    # of paying for a million first reads while the switch waits.
+    scores.scores_settle(version_id=version_id, first_id=first_id, last_id=last_id)
     logger.info(
         "rescore chunk done",
         extra={**_job_fields(done), "chunk_id": chunk_id, "duration_ms": _ms_since(started)},

@@ -198,6 +198,21 @@ SELECT %s, id, player_id, created_at, value, {sign} value, NULL, '' FROM (
 """
 
 
+def scores_settle(*, version_id: int, first_id: int, last_id: int) -> None:
+    """Visit the committed score rows of a range once (PostgreSQL): the first read of a
+    freshly written row records that its transaction committed (the row's hint bits),
+    which costs about as much as the read itself. Done per chunk, in parallel, it spares
+    the final leaderboard rebuild a million such first reads."""
+    if connection.vendor != "postgresql":
+        return
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT count(*) FROM {AttemptScore._meta.db_table} "  # noqa: S608 - our table
+            "WHERE version_id = %s AND attempt_id BETWEEN %s AND %s",
+            [version_id, first_id, last_id],
+        )
+
+
 def scored_in_sql(version: ScoringVersion | Challenge) -> bool:
     """Whether a rescore computes this version's scores in the database."""
     return connection.vendor == "postgresql" and version.scoring_strategy in _STRATEGY_VALUE_SQL
