@@ -18,6 +18,7 @@ not change scoring (``is_scoring_admin`` false) get the section disabled.
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 from dataclasses import dataclass
@@ -487,12 +488,7 @@ class ChallengeAdminForm(forms.ModelForm):
             return None
         setup: dict[str, Any] = {
             "scoring_strategy": strategy,
-            "scoring_plugin_id": "",
-            "scoring_entrypoint": "",
-            "scoring_config": {},
-            "scoring_code": "",
-            "score_key": "",
-            "metrics": [],
+            **copy.deepcopy(services.EMPTY_SETUP),
             "timeout_ms": cleaned.get("timeout_ms"),
         }
         if strategy in S.BUILTIN:  # no scorer runs: the timeout is kept, not edited

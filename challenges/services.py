@@ -5,6 +5,7 @@ Views, the API, the admin, commands and tasks call these; the logic lives here o
 
 from __future__ import annotations
 
+import copy
 import logging
 import time
 from collections.abc import Sequence
@@ -37,7 +38,7 @@ logger = logging.getLogger(__name__)
 SETUP_FIELDS = ScoringSetupFields.SETUP_FIELDS
 DISPLAY_NAME_MAX = Player._meta.get_field("display_name").max_length
 INFO_FIELDS = ("name", "slug", "description", "is_active", "tenant_id", "app_id", "workflow_id")
-_EMPTY_SETUP = {
+EMPTY_SETUP = {  # a setup's fields but the strategy and timeout, empty
     "scoring_plugin_id": "",
     "scoring_entrypoint": "",
     "scoring_config": {},
@@ -85,7 +86,7 @@ def setup_merge(*, challenge: Challenge, changes: dict[str, Any]) -> dict[str, A
     strategy does not use and the change does not mention are cleared."""
     merged = challenge.setup_dict()
     if changes.get("scoring_strategy", merged["scoring_strategy"]) != merged["scoring_strategy"]:
-        merged.update(_EMPTY_SETUP)
+        merged.update(copy.deepcopy(EMPTY_SETUP))
     merged.update({k: v for k, v in changes.items() if k in SETUP_FIELDS})
     return merged
 
@@ -238,25 +239,28 @@ def _compute(version: ScoringVersion, challenge: Challenge, attempts: list[Attem
     return scoring.scores_compute(version=version, items=items)
 
 
+def attempt_build(*, challenge: Challenge, item: AttemptInput, player: Player | None = None):
+    """An unsaved Attempt of ``challenge`` from an input (its player set when given)."""
+    return Attempt(
+        challenge=challenge,
+        player=player,
+        succeeded=item.succeeded,
+        tokens_total=item.tokens_total,
+        elapsed_ms=item.elapsed_ms,
+        rating=item.rating,
+        created_at=item.created_at,
+        sample=item.sample,
+        output=item.output,
+        messages=item.messages,
+    )
+
+
 def attempts_record(
     *, challenge: Challenge, inputs: Sequence[AttemptInput]
 ) -> list[RecordedAttempt]:
     """Record attempts, all or nothing, scored under the active version (and any version
     being rescored), and update the leaderboard at once."""
-    attempts = [
-        Attempt(
-            challenge=challenge,
-            succeeded=item.succeeded,
-            tokens_total=item.tokens_total,
-            elapsed_ms=item.elapsed_ms,
-            rating=item.rating,
-            created_at=item.created_at,
-            sample=item.sample,
-            output=item.output,
-            messages=item.messages,
-        )
-        for item in inputs
-    ]
+    attempts = [attempt_build(challenge=challenge, item=item) for item in inputs]
     for attempt, item in zip(attempts, inputs, strict=True):
         attempt.player_external_id = item.player
     started = time.perf_counter()

@@ -31,7 +31,7 @@ from scoring import services as scoring
 from . import rescoring
 from .models import Attempt, Challenge, RescoreJob, ScoringSetupFields, ScoringVersion
 from .serializers import AttemptInSerializer, ChallengeSerializer
-from .services import INFO_FIELDS, AttemptInput, _players_upsert
+from .services import INFO_FIELDS, AttemptInput, _players_upsert, attempt_build
 
 FORMAT = "podium-challenge/1"
 SETUP_FIELDS = ScoringSetupFields.SETUP_FIELDS
@@ -201,19 +201,7 @@ def _attempt_from(line_no: int, item: dict[str, Any]) -> AttemptInput:
 def _attempts_write(challenge: Challenge, batch: list[AttemptInput]) -> None:
     players = _players_upsert(batch)
     Attempt.objects.bulk_create(
-        Attempt(
-            challenge=challenge,
-            player=players[item.player],
-            succeeded=item.succeeded,
-            tokens_total=item.tokens_total,
-            elapsed_ms=item.elapsed_ms,
-            rating=item.rating,
-            created_at=item.created_at,
-            sample=item.sample,
-            output=item.output,
-            messages=item.messages,
-        )
-        for item in batch
+        attempt_build(challenge=challenge, item=item, player=players[item.player]) for item in batch
     )
 
 

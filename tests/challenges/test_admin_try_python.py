@@ -26,6 +26,29 @@ FIELD_COMPLETENESS = """def compute_scores(sample):
         "metadata": {"length": len(value) if isinstance(value, str) else 0},
     }
 """
+
+
+def field_completeness_challenge():
+    """The issue's done-when example with its three samples (skips without a sandbox)."""
+    if not sandbox.availability().available:
+        pytest.skip(sandbox.availability().message)
+    challenge = make_challenge(
+        name="Fields",
+        scoring_strategy="python",
+        scoring_code=FIELD_COMPLETENESS,
+        scoring_config={"field": "answer"},
+        score_key="is_complete",
+        metrics=[{"type": "mean", "field": "is_complete", "name": "Field Completeness"}],
+    )
+    record(
+        challenge,
+        attempt_input("a", sample={"answer": "Paris"}),
+        attempt_input("b", sample={"answer": ""}),
+        attempt_input("c", sample={}),
+    )
+    return challenge
+
+
 SETUP = {
     "scoring_strategy": "python",
     "scoring_code": FIELD_COMPLETENESS,

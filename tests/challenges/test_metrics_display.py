@@ -5,9 +5,7 @@ from __future__ import annotations
 import pytest
 
 from challenges.templatetags.podium_metrics import metric_text
-from scoring import sandbox
-from tests.challenges.test_admin_try_python import FIELD_COMPLETENESS
-from tests.factories import attempt_input, make_challenge, record
+from tests.challenges.test_admin_try_python import field_completeness_challenge
 
 
 def test_metric_text():
@@ -22,22 +20,7 @@ def test_metric_text():
 
 @pytest.mark.django_db
 def test_admin_change_page_shows_the_metrics(client, admin):
-    if not sandbox.availability().available:
-        pytest.skip(sandbox.availability().message)
-    challenge = make_challenge(
-        name="Fields",
-        scoring_strategy="python",
-        scoring_code=FIELD_COMPLETENESS,
-        scoring_config={"field": "answer"},
-        score_key="is_complete",
-        metrics=[{"type": "mean", "field": "is_complete", "name": "Field Completeness"}],
-    )
-    record(
-        challenge,
-        attempt_input("a", sample={"answer": "Paris"}),
-        attempt_input("b", sample={"answer": ""}),
-        attempt_input("c", sample={}),
-    )
+    challenge = field_completeness_challenge()
     client.force_login(admin)
     html = client.get(f"/admin/challenges/challenge/{challenge.pk}/change/").content.decode()
     row = html.split('data-metric="Field Completeness"')[1].split("</tr>")[0]

@@ -321,25 +321,9 @@ def test_challenge_page_has_no_metrics_panel_without_metrics(client, speed):
 
 
 def test_challenge_page_shows_the_snippet_metrics(client):
-    from scoring import sandbox
-    from tests.challenges.test_admin_try_python import FIELD_COMPLETENESS
+    from tests.challenges.test_admin_try_python import field_completeness_challenge
 
-    if not sandbox.availability().available:
-        pytest.skip(sandbox.availability().message)
-    challenge = make_challenge(
-        name="Fields",
-        scoring_strategy="python",
-        scoring_code=FIELD_COMPLETENESS,
-        scoring_config={"field": "answer"},
-        score_key="is_complete",
-        metrics=[{"type": "mean", "field": "is_complete", "name": "Field Completeness"}],
-    )
-    record(
-        challenge,
-        attempt_input("a", sample={"answer": "Paris"}),
-        attempt_input("b", sample={"answer": ""}),
-        attempt_input("c", sample={}),
-    )
+    challenge = field_completeness_challenge()
     html = client.get(f"/challenges/{challenge.slug}/").content.decode()
     panel = html.split('id="metrics-title"')[1].split("</section>")[0]
     assert "Field Completeness" in panel and "(mean)" in panel and "0.3333" in panel
