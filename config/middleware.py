@@ -9,8 +9,7 @@ from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
 
-def _too_large(request: HttpRequest) -> HttpResponse:
-    limit = settings.PODIUM_MAX_BODY_BYTES
+def _too_large(request: HttpRequest, limit: int) -> HttpResponse:
     message = f"The request body is larger than the limit of {limit} bytes."
     if request.path.startswith("/api/"):
         return JsonResponse({"detail": message, "limit_bytes": limit}, status=413)
@@ -30,10 +29,12 @@ class BodySizeLimitMiddleware:
         except ValueError:
             length = 0  # a malformed header: Django reads no body at all
         if length > settings.PODIUM_MAX_BODY_BYTES:
-            return _too_large(request)
+            return _too_large(request, settings.PODIUM_MAX_BODY_BYTES)
         return self.get_response(request)
 
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        # Django's own limit, met while reading a body (the API's views included: DRF
+        # leaves this exception to us).
         if isinstance(exception, RequestDataTooBig):
-            return _too_large(request)
+            return _too_large(request, settings.DATA_UPLOAD_MAX_MEMORY_SIZE)
         return None

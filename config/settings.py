@@ -301,7 +301,6 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.AllowAny"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "EXCEPTION_HANDLER": "challenges.api_errors.exception_handler",
     # JSON only: every field is strictly typed, which form encodings cannot express.
     "DEFAULT_PARSER_CLASSES": ["challenges.parsers.SafeJSONParser"],
     # Recording attempts is limited per token (429 with Retry-After); see challenges.throttles.
