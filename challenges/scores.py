@@ -313,7 +313,7 @@ _REBUILD_SQL = {
     "postgresql": """
 INSERT INTO {entry} ({columns}{marked})
 SELECT DISTINCT ON (player_id) {columns}{marks} FROM {score}
-WHERE version_id = %s AND sort_key IS NOT NULL
+WHERE version_id = %s AND sort_key IS NOT NULL{players}
 ORDER BY player_id, sort_key, created_at, attempt_id
 """,
     "default": """
@@ -322,7 +322,7 @@ SELECT {columns}{marks} FROM (
     SELECT {columns}, ROW_NUMBER() OVER (
         PARTITION BY player_id ORDER BY sort_key, created_at, attempt_id
     ) AS place
-    FROM {score} WHERE version_id = %s AND sort_key IS NOT NULL
+    FROM {score} WHERE version_id = %s AND sort_key IS NOT NULL{players}
 ) best
 WHERE place = 1
 """,
@@ -338,36 +338,39 @@ def entries_rebuild(*, version: ScoringVersion) -> None:
     # version's page checkpoints are dropped: the first reader recomputes them in one
     # pass instead of first marking 100,000 rows (see challenges/ranking.py).
     LeaderboardRanking.objects.filter(version=version).delete()
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":  # sort a million rows in memory, not on disk
+            cursor.execute("SET LOCAL work_mem = '256MB'")
+    _entries_insert_best(version.pk, ranked=True)
+
+
+def entries_repair(*, version_id: int, player_ids: Sequence[int]) -> None:
+    """Recompute the entries of some players under a version from its scores (after
+    attempts were deleted: their entries may point at attempts that are gone). The rows
+    are left unranked: readers of this version recompute its checkpoints."""
+    LeaderboardEntry.objects.filter(version_id=version_id, player_id__in=player_ids).delete()
+    _entries_insert_best(version_id, player_ids=player_ids, ranked=False)
+
+
+def _entries_insert_best(
+    version_id: int, *, player_ids: Sequence[int] | None = None, ranked: bool
+) -> None:
+    """Insert each player's best scored attempt under the version (of ``player_ids``
+    only, when given), keeping the better row where one is there already."""
+    players = ""
+    if player_ids is not None:
+        players = f" AND player_id IN ({', '.join(['%s'] * len(player_ids))})"
     table = LeaderboardEntry._meta.db_table
     sql = _REBUILD_SQL.get(connection.vendor, _REBUILD_SQL["default"]).format(
         entry=table,
         score=AttemptScore._meta.db_table,
         columns=_COLUMNS,
-        marked=", ranked_attempt_id",
-        marks=", attempt_id",
-    ) + _KEEP_BETTER.format(t=table)
+        marked=", ranked_attempt_id" if ranked else "",
+        marks=", attempt_id" if ranked else "",
+        players=players,
+    ) + _KEEP_BETTER.format(t=table)  # ingestion may upsert the same players meanwhile
     with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":  # sort a million rows in memory, not on disk
-            cursor.execute("SET LOCAL work_mem = '256MB'")
-        cursor.execute(sql, [version.pk])
-
-
-def entries_repair(*, version_id: int, player_ids: Sequence[int]) -> None:
-    """Recompute the entries of some players under a version from its scores (after
-    attempts were deleted: their entries may point at attempts that are gone)."""
-    LeaderboardEntry.objects.filter(version_id=version_id, player_id__in=player_ids).delete()
-    sql = _REBUILD_SQL.get(connection.vendor, _REBUILD_SQL["default"]).format(
-        entry=LeaderboardEntry._meta.db_table,
-        score=AttemptScore._meta.db_table,
-        columns=_COLUMNS,
-        marked="",  # unranked: readers of this version recompute its checkpoints
-        marks="",
-    )
-    marks = ", ".join(["%s"] * len(player_ids))
-    sql = sql.replace("WHERE version_id = %s", f"WHERE version_id = %s AND player_id IN ({marks})")
-    sql += _KEEP_BETTER.format(t=LeaderboardEntry._meta.db_table)  # ingestion may race us
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [version_id, *player_ids])
+        cursor.execute(sql, [version_id, *(player_ids or ())])
 
 
 # Our own table and column names; every value is a parameter.

@@ -222,7 +222,14 @@ def attempts_delete(*, attempts: QuerySet[Attempt]) -> int:
     deleted = 0
     for start in range(0, len(ids), ATTEMPTS_DELETE_BATCH):
         batch = ids[start : start + ATTEMPTS_DELETE_BATCH]
-        stale = LeaderboardEntry.objects.filter(attempt_id__in=batch)
+        owners = list(Attempt.objects.filter(pk__in=batch).values_list("challenge_id", "player_id"))
+        versions = ScoringVersion.objects.filter(challenge_id__in={c for c, _ in owners})
+        # Entries are keyed (version, player) and have no attempt index: look them up by key.
+        stale = LeaderboardEntry.objects.filter(
+            version_id__in=versions.values("pk"),
+            player_id__in={p for _, p in owners},
+            attempt_id__in=batch,
+        )
         affected: dict[int, set[int]] = {}
         for version_id, player_id in stale.values_list("version_id", "player_id"):
             affected.setdefault(version_id, set()).add(player_id)
