@@ -91,7 +91,7 @@ def challenge_export(*, challenge: Challenge) -> Iterator[dict[str, Any]]:
 
 def export_lines(*, challenge: Challenge) -> Iterator[str]:
     for item in challenge_export(challenge=challenge):
-        yield json.dumps(item, ensure_ascii=False, sort_keys=False) + "\n"
+        yield json.dumps(item, ensure_ascii=False) + "\n"
 
 
 # --- import -------------------------------------------------------------------------------
@@ -166,7 +166,11 @@ def _challenge_from(line_no: int, item: dict[str, Any], slug: str | None) -> tup
 _VERSION_KEYS = {"type", "number", "reason", "created_by", "created_at", *SETUP_FIELDS}
 
 
-def _version_from(line_no: int, item: dict[str, Any], expected: int) -> ScoringVersion:
+def _version_from(
+    line_no: int, item: dict[str, Any], expected: int
+) -> tuple[ScoringVersion, datetime]:
+    """The unsaved version and when it was made (``created_at`` is set on save, so the
+    caller writes the exported time afterwards)."""
     unknown = sorted(set(item) - _VERSION_KEYS)
     if unknown:
         raise _fail(line_no, f"unknown field(s): {', '.join(unknown)}.")
@@ -184,8 +188,8 @@ def _version_from(line_no: int, item: dict[str, Any], expected: int) -> ScoringV
         if author
         else None
     )
-    version._made = _datetime(line_no, "created_at", item.get("created_at"), required=True)  # type: ignore[attr-defined]
-    return version
+    made = _datetime(line_no, "created_at", item.get("created_at"), required=True)
+    return version, made
 
 
 def _attempt_from(line_no: int, item: dict[str, Any]) -> AttemptInput:
@@ -226,10 +230,9 @@ def challenge_import(
             if kind == "version":
                 if attempts:
                     raise _fail(line_no, "versions must come before the attempts.")
-                version = _version_from(line_no, item, expected=len(versions) + 1)
+                version, made = _version_from(line_no, item, expected=len(versions) + 1)
                 version.challenge = challenge
                 version.save()
-                made = version._made  # type: ignore[attr-defined]
                 ScoringVersion.objects.filter(pk=version.pk).update(created_at=made)
                 versions[version.number] = version
             elif kind == "attempt":
