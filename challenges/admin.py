@@ -20,8 +20,7 @@ from django.contrib import admin, messages
 from django.contrib.admin.options import IncorrectLookupParameters
 from django.contrib.admin.utils import unquote
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.db.models import Count, IntegerField, OuterRef, QuerySet, Subquery, Value
-from django.db.models.functions import Coalesce
+from django.db.models import OuterRef, QuerySet
 from django.http import (
     Http404,
     HttpRequest,
@@ -35,6 +34,7 @@ from django.utils.text import Truncator
 
 from . import admin_views, rescoring, services, versions
 from .admin_forms import ChallengeAdminForm
+from .dashboard import failures_count
 from .metrics import challenge_metrics
 from .models import Attempt, AttemptScore, Challenge, Player, RescoreJob, ScoringVersion
 from .permissions import is_scoring_admin, is_staff_member
@@ -371,21 +371,7 @@ class ScoringVersionAdmin(admin.ModelAdmin):
     readonly_fields = ["failures"]
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[ScoringVersion]:
-        failed = (
-            AttemptScore.objects.filter(version=OuterRef("pk"))
-            .exclude(error="")
-            .order_by()
-            .values("version")
-            .annotate(n=Count("pk"))
-            .values("n")
-        )
-        return (
-            super()
-            .get_queryset(request)
-            .annotate(
-                failure_count=Coalesce(Subquery(failed), Value(0), output_field=IntegerField())
-            )
-        )
+        return super().get_queryset(request).annotate(failure_count=failures_count(OuterRef("pk")))
 
     request_columns = ("failures",)
 

@@ -38,17 +38,18 @@ def _per_challenge(aggregate: Count | Max) -> Subquery:
     )
 
 
-def _active_failures() -> Subquery:
-    """Failed scores under the challenge's active version (the partial index
-    ``score_failed`` holds only those rows)."""
-    return Subquery(
-        AttemptScore.objects.filter(version=OuterRef("active_version"))
+def failures_count(version: OuterRef) -> Coalesce:
+    """How many scores of ``version`` (an outer reference) failed, 0 when none (the
+    partial index ``score_failed`` holds only those rows)."""
+    failed = (
+        AttemptScore.objects.filter(version=version)
         .exclude(error="")
         .order_by()
         .values("version")
         .annotate(value=Count("pk"))
         .values("value")
     )
+    return Coalesce(Subquery(failed), Value(0), output_field=IntegerField())
 
 
 def dashboard_rows() -> list[DashboardRow]:
@@ -61,7 +62,7 @@ def dashboard_rows() -> list[DashboardRow]:
             attempt_count=_count(Count("pk")),
             player_count=_count(Count("player", distinct=True)),
             last_attempt_at=_per_challenge(Max("created_at")),
-            failure_count=Coalesce(_active_failures(), Value(0), output_field=IntegerField()),
+            failure_count=failures_count(OuterRef("active_version")),
         )
         .prefetch_related(Prefetch("rescore_jobs", queryset=running, to_attr="running_jobs"))
         .order_by("name", "pk")[:MOST]
