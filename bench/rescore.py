@@ -150,7 +150,7 @@ def ours(challenge, setup: dict, *, processes: int) -> dict[str, float]:
     locked = []
     original = rescoring._switch
 
-    def timed_switch(job_id: int) -> bool:
+    def timed_switch(job_id: int):
         started_lock = time.perf_counter()
         try:
             return original(job_id)

@@ -170,24 +170,24 @@ def chunk_run(*, chunk_id: int, finalize: bool = True) -> bool:
 
     Returns False when there was nothing to do (chunk done already, job cancelled or
     superseded, chunk gone)."""
-    chunk = (
-        RescoreChunk.objects.filter(pk=chunk_id)
-        .values_list("job_id", "job__version_id", "first_attempt_id", "last_attempt_id")
-        .first()
-    )
-    if chunk is None:
+    job_id = RescoreChunk.objects.filter(pk=chunk_id).values_list("job_id", flat=True).first()
+    if job_id is None:
         return False
-    job_id, version_id, first_id, last_id = chunk
     _mark_running(job_id)  # on its own: the job shows "running" while the chunk scores
     started = time.perf_counter()
     with _gc_paused():
-        done = _chunk_score(chunk_id)
-    if done is None:
+        scored = _chunk_score(chunk_id)
+    if scored is None:
         return False
+    done, chunk = scored
     # Read the chunk's new rows once now that they are committed, while the other chunks
     # are still scoring: the final leaderboard rebuild then finds them settled instead
     # of paying for a million first reads while the switch waits.
-    scores.scores_settle(version_id=version_id, first_id=first_id, last_id=last_id)
+    scores.scores_settle(
+        version_id=done.version_id,
+        first_id=chunk.first_attempt_id,
+        last_id=chunk.last_attempt_id,
+    )
     logger.info(
         "rescore chunk done",
         extra={**_job_fields(done), "chunk_id": chunk_id, "duration_ms": _ms_since(started)},
@@ -213,9 +213,9 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _chunk_score(chunk_id: int) -> RescoreJob | None:
+def _chunk_score(chunk_id: int) -> tuple[RescoreJob, RescoreChunk] | None:
     """Score a chunk and mark it done, in one transaction; None if there was nothing
-    to do. Returns the chunk's job."""
+    to do. Returns the chunk's job and the chunk."""
     with transaction.atomic():
         chunk = (
             # of=self: lock the chunk row only, not the job, version and challenge rows
@@ -252,7 +252,7 @@ def _chunk_score(chunk_id: int) -> RescoreJob | None:
             failed=F("failed") + failed,
             chunks_done=F("chunks_done") + 1,
         )
-    return job
+    return job, chunk
 
 
 # --- finishing ---------------------------------------------------------------------------
@@ -271,9 +271,8 @@ def job_finalize(*, job_id: int) -> bool:
             return False
         scores.entries_rebuild(version=ScoringVersion.objects.get(pk=job.version_id))
     rebuilt = time.perf_counter()
-    switched = _switch(job_id)
-    if switched:
-        job.refresh_from_db()
+    job = _switch(job_id)
+    if job is not None:
         logger.info(
             "rescore switched",
             extra={
@@ -284,7 +283,7 @@ def job_finalize(*, job_id: int) -> bool:
                 "switch_ms": _ms_since(rebuilt),
             },
         )
-    return switched
+    return job is not None
 
 
 def _ms_since(start: float, end: float | None = None) -> float:
@@ -295,15 +294,16 @@ def _ready(job: RescoreJob) -> bool:
     return job.status == Status.RUNNING and job.chunks_done == job.chunks_total
 
 
-def _switch(job_id: int) -> bool:
+def _switch(job_id: int) -> RescoreJob | None:
+    """Move the pointer; the finished job, or None when it was not this call's to do."""
     with transaction.atomic():
         job = RescoreJob.objects.filter(pk=job_id).first()
         if job is None:
-            return False
+            return None
         challenge = Challenge.objects.select_for_update().get(pk=job.challenge_id)
         job = RescoreJob.objects.select_for_update().get(pk=job_id)
         if not _ready(job):  # cancelled, superseded, or switched by a twin task
-            return False
+            return None
         version = ScoringVersion.objects.get(pk=job.version_id)
         version.challenge = challenge
         # Every planned range is scored (its chunk is done): only attempts recorded since
@@ -322,7 +322,7 @@ def _switch(job_id: int) -> bool:
         job.total = job.processed = job.processed + late.count()
         job.failed += late.exclude(error="").count()
         job.save(update_fields=["status", "finished_at", "total", "processed", "failed"])
-    return True
+    return job
 
 
 def job_cancel(*, job: RescoreJob) -> RescoreJob:
