@@ -150,8 +150,16 @@ def setup_of(version: Any) -> ScoringSetup:
         timeout_ms=version.timeout_ms,
         code=version.scoring_code,
         score_key=version.score_key,
-        owner=f"{type(version).__name__} {version.pk}",
+        owner=_owner(version),
     )
+
+
+def _owner(version: Any) -> str:
+    """Whose code a sandbox worker runs: a saved version, or the unsaved draft of one
+    challenge (Try it, Preview): drafts of two challenges never share a worker."""
+    if version.pk is not None:
+        return f"{type(version).__name__} {version.pk}"
+    return f"draft of challenge {getattr(version, 'challenge_id', None)}"
 
 
 def scorer_for(version: Any) -> Scorer:

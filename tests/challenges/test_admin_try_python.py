@@ -93,3 +93,15 @@ def test_preview_ranks_by_the_snippets_score_key(challenge):
     assert top.external_id == "paris"
     assert (top.new.rank, top.new.score) == (1, 1.0)
     assert top.current.rank == 3  # third fastest now
+
+
+def test_drafts_of_two_challenges_never_share_a_sandbox_worker():
+    from scoring import services as scoring
+
+    first, second = make_challenge(name="One"), make_challenge(name="Two")
+    drafts = [preview.candidate_version(challenge=c, setup=SETUP) for c in (first, second)]
+    owners = {scoring.setup_of(d).owner for d in drafts}
+    assert len(owners) == 2
+    assert (
+        scoring.setup_of(first.active_version).owner == f"ScoringVersion {first.active_version_id}"
+    )
