@@ -90,14 +90,16 @@ def prepare(args: argparse.Namespace) -> tuple[int, int]:
         challenge = Challenge.objects.get(slug=SLUG)
         return challenge.pk, challenge.active_version_id
     _pg.setup_django(URL)
-    from challenges import rescoring
     from challenges.models import Challenge
+    from challenges.rescoring import jobs as rescoring
 
     challenge = _pg.load(
         players=args.players, attempts=args.attempts, setup={"slug": SLUG, **WEIGHTED}
     )
     started = time.perf_counter()
-    job = rescoring.rescore_start(challenge=Challenge.objects.get(pk=challenge.pk))
+    from challenges.setup import services as setup_services
+
+    job = setup_services.challenge_rescore(challenge=Challenge.objects.get(pk=challenge.pk))
     for chunk_id in job.chunks.order_by("number").values_list("pk", flat=True):
         rescoring.chunk_run(chunk_id=chunk_id, finalize=False)
     assert rescoring.job_finalize(job_id=job.pk)
@@ -113,7 +115,7 @@ def warm(version_id: int) -> None:
     autovacuum would, so measurements see the steady state."""
     from django.db import connection
 
-    from challenges import ranking
+    from challenges.leaderboards import ranking
 
     started = time.perf_counter()
     ranking.ranking_current(version_id=version_id)

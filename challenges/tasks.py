@@ -11,20 +11,22 @@ import logging
 from celery import shared_task
 from celery.signals import worker_ready
 from django.db import DatabaseError, InterfaceError
+from django.dispatch import receiver
 
-from . import rescoring
+from challenges.rescoring import jobs as rescoring
 
 logger = logging.getLogger(__name__)
 TRANSIENT = (DatabaseError, InterfaceError, ConnectionError)
 
 
-@shared_task(acks_late=True, reject_on_worker_lost=True)
+@shared_task(name="challenges.tasks.rescore_dispatch", acks_late=True, reject_on_worker_lost=True)
 def rescore_dispatch(job_id: int) -> None:
     """Queue a task per unfinished chunk of a job."""
     rescoring.job_dispatch(job_id=job_id, send_chunk=rescore_chunk.delay)
 
 
 @shared_task(
+    name="challenges.tasks.rescore_chunk",
     bind=True,
     acks_late=True,
     reject_on_worker_lost=True,
@@ -46,7 +48,7 @@ def rescore_chunk(self, chunk_id: int) -> None:
 
 
 def _fail_job_of_chunk(chunk_id: int) -> None:
-    from .models import RescoreChunk
+    from challenges.models import RescoreChunk
 
     job_id = RescoreChunk.objects.filter(pk=chunk_id).values_list("job_id", flat=True).first()
     if job_id is not None:
@@ -54,10 +56,15 @@ def _fail_job_of_chunk(chunk_id: int) -> None:
         rescoring.job_fail(job_id=job_id, error=f"Chunk {chunk_id} failed; see the worker log.")
 
 
-@shared_task(acks_late=True, reject_on_worker_lost=True)
+@shared_task(name="challenges.tasks.rescore_resume", acks_late=True, reject_on_worker_lost=True)
 def rescore_resume() -> None:
     """Re-queue the unfinished chunks of every queued or running job."""
     rescoring.jobs_resume(send_dispatch=rescore_dispatch.delay)
+
+
+@receiver(rescoring.job_queued)
+def _dispatch_queued_job(sender: object = None, *, job_id: int, **kwargs: object) -> None:
+    rescore_dispatch.delay(job_id)
 
 
 @worker_ready.connect

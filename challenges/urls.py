@@ -1,7 +1,8 @@
 from django.urls import include, path
 from rest_framework.routers import DefaultRouter
 
-from . import api, views
+from challenges.api import views as api
+from challenges.public import views
 
 router = DefaultRouter()
 router.register("challenges", api.ChallengeViewSet, basename="challenge")

@@ -16,7 +16,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("PODIUM_VAR_DIR", BASE_DIR / "var"))
-VAR_DIR.mkdir(parents=True, exist_ok=True)  # the SQLite file and the embedded broker live here
+# The SQLite file and the embedded broker live here (made at start-up: config/paths.py).
 
 
 def env_str(name: str, default: str) -> str:
@@ -263,8 +263,6 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = Path(os.environ.get("STATIC_ROOT", VAR_DIR / "staticfiles"))
-if not PRODUCTION:
-    STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # WhiteNoise warns about a missing one
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     # Production: `collectstatic` writes compressed, content-hashed files and WhiteNoise
@@ -302,8 +300,8 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.AllowAny"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     # JSON only: every field is strictly typed, which form encodings cannot express.
-    "DEFAULT_PARSER_CLASSES": ["challenges.parsers.SafeJSONParser"],
-    # Recording attempts is limited per token (429 with Retry-After); see challenges.throttles.
+    "DEFAULT_PARSER_CLASSES": ["challenges.api.parsers.SafeJSONParser"],
+    # Recording attempts is limited per token (429 with Retry-After); see challenges.api.throttles.
     "DEFAULT_THROTTLE_RATES": {"attempts": env_rate("PODIUM_ATTEMPTS_RATE", "600/min")},
     "DEFAULT_RENDERER_CLASSES": [
         "rest_framework.renderers.JSONRenderer",
@@ -321,7 +319,7 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
-        "challenges.schema.error_responses",
+        "challenges.api.schema.error_responses",
     ],
 }
 
@@ -343,10 +341,11 @@ PODIUM_SCORING_CHUNK = env_int("PODIUM_SCORING_CHUNK", 20_000, minimum=1)
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "filesystem://localhost//")
 if CELERY_BROKER_URL.startswith("filesystem://"):
     _queue_dir = VAR_DIR / "celery-broker"
-    _queue_dir.mkdir(exist_ok=True)
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(_queue_dir),
         "data_folder_out": str(_queue_dir),
+        # kombu's default is ./control, relative to wherever the process started.
+        "control_folder": str(VAR_DIR / "celery-control"),
         "processed_folder": str(VAR_DIR / "celery-processed"),
         "store_processed": False,
     }

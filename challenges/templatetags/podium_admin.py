@@ -39,10 +39,10 @@ def detail_text(value: Any) -> str:
 
 @register.simple_tag(takes_context=True)
 def challenge_dashboard(context: Any) -> Any:
-    """The dashboard rows (``challenges.dashboard``) for ``admin/index.html``, each running
+    """The dashboard rows (``challenges.admin.dashboard``) for ``admin/index.html``, each running
     job with its live progress block."""
-    from challenges.admin_views import render_progress
-    from challenges.dashboard import dashboard_rows
+    from challenges.admin.dashboard import dashboard_rows
+    from challenges.admin.views import render_progress
 
     request = context["request"]
     rows = dashboard_rows()
@@ -54,6 +54,6 @@ def challenge_dashboard(context: Any) -> Any:
 @register.simple_tag(takes_context=True)
 def failures_link(context: Any, count: int, version_id: int) -> str:
     """ "3 failures", linking to the failed scores for users who may see them."""
-    from challenges.admin_views import failures_link as link
+    from challenges.admin.views import failures_link as link
 
     return link(count, version_id, context["request"].user)

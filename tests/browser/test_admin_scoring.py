@@ -15,8 +15,8 @@ import pytest
 from django.conf import settings
 from django.contrib.auth.models import Group, Permission
 
-from challenges.demo import seed_demo
 from challenges.models import Attempt, Challenge, RescoreJob
+from challenges.transfer.demo import seed_demo
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 ARTIFACTS = Path(os.environ.get("PODIUM_ARTIFACTS_DIR", settings.BASE_DIR / "var" / "artifacts"))
