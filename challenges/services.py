@@ -113,7 +113,7 @@ def challenge_update(
     new_version = None
     if any(name in data for name in SETUP_FIELDS):
         setup = scoring.setup_validate(setup=setup_merge(challenge=challenge, changes=data))
-        if setup != challenge.setup_dict():
+        if not scoring.setup_same(setup, challenge.setup_dict()):
             for name, value in setup.items():
                 setattr(challenge, name, value)
             new_version = version_create(challenge=challenge, by=by, reason="setup change")

@@ -87,6 +87,28 @@ def setup_validate(*, setup: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def code_normalise(code: Any) -> Any:
+    """Code as stored and compared: plain ``\\n`` line endings (a browser's textarea sends
+    ``\\r\\n``) and exactly one newline after the last non-blank character. Anything
+    else is left to the code's author: whitespace inside a line can matter to Python."""
+    if not isinstance(code, str) or not code.strip():
+        return code
+    return code.replace("\r\n", "\n").replace("\r", "\n").rstrip() + "\n"
+
+
+def setup_same(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Whether two setups score the same way: equal once their code is normalised (a save
+    that only rewrites line endings makes no version and no rescore)."""
+
+    def normal(setup: dict[str, Any]) -> dict[str, Any]:
+        out = dict(setup)
+        if "scoring_code" in out:
+            out["scoring_code"] = code_normalise(out["scoring_code"]) or ""
+        return out
+
+    return normal(a) == normal(b)
+
+
 def _validate_plugin(setup: dict[str, Any], out: dict[str, Any], errors: dict[str, str]) -> None:
     plugin_id = setup.get("scoring_plugin_id") or ""
     if not plugin_id:
@@ -125,8 +147,9 @@ def _validate_snippet(setup: dict[str, Any], out: dict[str, Any], errors: dict[s
             f"{key}: {msg}" if key else msg for key, msg in exc.errors.items()
         )
         config = {}
+    out["scoring_code"] = code = code_normalise(setup.get("scoring_code"))
     try:
-        prepare(setup.get("scoring_code"), config)
+        prepare(code, config)
     except SnippetInvalid as exc:
         for field, message in exc.errors.items():
             errors.setdefault(field, message)
