@@ -23,6 +23,7 @@ from scoring.engine import metrics as M
 from scoring.services import SetupInvalid
 
 from . import rescoring, selectors, services
+from .leaderboards import precision
 from .metrics import challenge_metrics
 from .models import RescoreJob
 from .permissions import CanRecordAttempts, IsScoringAdmin, IsStaffMember, is_scoring_admin
@@ -213,6 +214,8 @@ def _attempt_out(recorded: services.RecordedAttempt, show_errors: bool) -> dict[
         details = {k: v for k, v in details.items() if k != "error"} or None
     data = AttemptOutSerializer(attempt).data
     data.update(
-        version=recorded.version_number, score=score.score if score else None, details=details
+        version=recorded.version_number,
+        score=precision.served(score.score) if score else None,
+        details=precision.served_json(details),
     )
     return data

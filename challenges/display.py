@@ -11,6 +11,8 @@ from scoring.engine.registry import RegistryError
 from scoring.engine.strategies import get_strategy
 from scoring.registry import registry
 
+from .leaderboards import precision
+
 WEIGHTED = "builtin.weighted_scorer"
 MEDALS = {1: ("gold", "gold medal"), 2: ("silver", "silver medal"), 3: ("bronze", "bronze medal")}
 TERM_LABELS = {"clamped_from": "Total before the floor at 0"}
@@ -19,6 +21,7 @@ MAX_TERMS = 32  # a plugin's details are its own: show a readable handful, never
 
 def format_value(score: float, strategy: str) -> str:
     """The leaderboard value in the strategy's own unit."""
+    score = precision.served(score)
     unit = get_strategy(strategy).unit
     if unit == "epoch_ms":
         return datetime.fromtimestamp(score / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M:%S UTC")

@@ -17,6 +17,7 @@ from django.db.models.functions import Cast
 from scoring.engine import metrics as M
 from scoring.engine import strategies as S
 
+from .leaderboards import precision
 from .models import AttemptScore, Challenge
 
 
@@ -55,5 +56,6 @@ def challenge_metrics(*, challenge: Challenge) -> list[dict[str, Any]]:
             )
             counts = {r["v"]: r["n"] for r in rows}
         value = M.compute(metric, counts)
+        value = precision.served_json(value)
         out.append({"name": metric["name"], "type": metric["type"], "value": value})
     return out

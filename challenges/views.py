@@ -22,6 +22,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_safe
 
 from . import charts, display, selectors
+from .leaderboards import precision
 from .markdown import render_markdown, summary
 from .metrics import challenge_metrics
 from .models import Challenge
@@ -257,7 +258,7 @@ def _export_rows(challenge: Challenge) -> Iterator[tuple[Any, ...]]:
             row.rank,
             row.player_external_id,
             row.display_name,
-            row.score,
+            precision.served(row.score),
             row.attempt_id,
             row.created_at.isoformat().replace("+00:00", "Z"),
         )
