@@ -37,6 +37,7 @@ from .serializers import (
     RescoreStartedSerializer,
     attempts_parse,
 )
+from .setup.probe import setup_probe
 from .throttles import AttemptsThrottle
 
 
@@ -81,6 +82,13 @@ class ChallengeViewSet(viewsets.ModelViewSet):
 
     def perform_update(self, serializer: ChallengeSerializer) -> None:
         try:
+            # Outside the update's transaction: the probe may run the snippet.
+            setup_probe(
+                challenge=serializer.instance,
+                setup=services.setup_merge(
+                    challenge=serializer.instance, changes=dict(serializer.validated_data)
+                ),
+            )
             result = services.challenge_update(
                 challenge=serializer.instance,
                 data=dict(serializer.validated_data),

@@ -109,9 +109,22 @@ def strategy_words(setup: Any) -> str:
     if strategy == "custom":
         name = _plugin_name(setup.scoring_plugin_id)
         return f"Highest {name.lower()}" if name else "Highest plugin score"
-    if strategy == "python" and setup.score_key:
-        return f"Highest {setup.score_key.replace('_', ' ')}"
+    if strategy == "python":
+        return f"Highest {score_name(setup)}"
     return get_strategy(strategy).label
+
+
+def score_name(setup: Any) -> str:
+    """A snippet's ranking score as people read it: the display name of the metric over
+    it when there is one ("field completeness"), else its key in words ("is complete"),
+    or "score" when the snippet returns a single unnamed one."""
+    key = setup.score_key or ""
+    if not key:
+        return "score"
+    for metric in setup.metrics or []:
+        if isinstance(metric, dict) and metric.get("field") == key and metric.get("name"):
+            return str(metric["name"]).lower()
+    return key.replace("_", " ").strip()
 
 
 def _number(value: Any) -> str:
@@ -144,8 +157,7 @@ def scoring_sentence(setup: Any) -> str:
     if strategy == "custom":
         name = _plugin_name(setup.scoring_plugin_id) or "a scorer plugin"
         return f"Each attempt is scored by {name}; the highest score counts, earlier breaks ties."
-    key = setup.score_key or "its score"
     return (
         f"Each attempt is scored by the challenge's own code; players are ranked by their "
-        f"highest {key.replace('_', ' ')}, earlier breaks ties."
+        f"highest {score_name(setup)}, earlier breaks ties."
     )

@@ -148,19 +148,38 @@ def _validate_snippet(setup: dict[str, Any], out: dict[str, Any], errors: dict[s
         )
         config = {}
     out["scoring_code"] = code = code_normalise(setup.get("scoring_code"))
+    prepared = None
     try:
-        prepare(code, config)
+        prepared = prepare(code, config)
     except SnippetInvalid as exc:
         for field, message in exc.errors.items():
             errors.setdefault(field, message)
     score_key = setup.get("score_key") or ""
     if not isinstance(score_key, str) or len(score_key) > 64 or not score_key.isprintable():
         errors["score_key"] = "The name of one score: at most 64 printable characters."
+    elif prepared is not None:
+        problem = score_key_problem(prepared.score_names, score_key)
+        if problem:
+            errors.setdefault("score_key", problem)
     out["score_key"] = score_key
     try:
         out["metrics"] = validate_metrics(setup.get("metrics"))
     except MetricsInvalid as exc:
         errors["metrics"] = str(exc)
+
+
+def score_key_problem(names: Iterable[str] | None, score_key: str) -> str:
+    """What is wrong with ``score_key`` for a snippet returning the scores ``names`` (None:
+    not known without running it; then Try it and the save's probe decide), or ""."""
+    if names is None:
+        return ""
+    names = sorted(names)
+    listed = ", ".join(names)
+    if not score_key and len(names) > 1:
+        return f"compute_scores returns several scores ({listed}): name the one that ranks."
+    if score_key and names and score_key not in names:
+        return f"compute_scores returns no {score_key!r} score; it returns: {listed}."
+    return ""
 
 
 def setup_of(version: Any) -> ScoringSetup:
