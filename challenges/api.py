@@ -24,6 +24,7 @@ from scoring.services import SetupInvalid
 
 from . import rescoring, selectors, services
 from .leaderboards import precision
+from .leaderboards.rules import TIE_RULE
 from .metrics import challenge_metrics
 from .models import RescoreJob
 from .permissions import CanRecordAttempts, IsScoringAdmin, IsStaffMember, is_scoring_admin
@@ -148,6 +149,10 @@ class ChallengeViewSet(viewsets.ModelViewSet):
             ),
         ],
         responses={200: LeaderboardSerializer},
+        description=(
+            "The active version's leaderboard: each player's best attempt, in rank order. "
+            + TIE_RULE
+        ),
     )
     @action(detail=True, methods=["get"])
     def leaderboard(self, request: Request, pk: str | None = None) -> Response:

@@ -23,6 +23,7 @@ from django.views.decorators.http import require_safe
 
 from . import charts, display, selectors
 from .leaderboards import precision
+from .leaderboards.rules import TIE_RULE
 from .markdown import render_markdown, summary
 from .metrics import challenge_metrics
 from .models import Challenge
@@ -207,6 +208,7 @@ def challenge_detail(request: HttpRequest, slug: str) -> HttpResponse:
             "strategy_words": display.strategy_words(setup),
             "scoring_sentence": display.scoring_sentence(setup),
             "charts_url": f"{view.detail_url}charts.json",
+            "tie_rule": TIE_RULE,
             # Computed on a cache miss only: at most a minute old (the key has the minute).
             "metrics": challenge_metrics(challenge=challenge),
         }
