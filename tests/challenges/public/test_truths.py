@@ -39,3 +39,21 @@ def test_home_page_words_the_last_activity_from_created_at(client):
     html = client.get("/").content.decode()
     assert "1 hour ago" in html
     assert "12 days ago" not in html
+
+
+def test_players_are_labelled_for_what_they_count(client, admin):
+    """A player whose only attempt does not count is not ranked: the public card counts
+    ranked players, the admin dashboard players with attempts, and each says so."""
+    challenge = make_challenge(name="Speed", scoring_strategy="fastest")
+    record(
+        challenge,
+        attempt_input("ranked", elapsed_ms=5),
+        attempt_input("failed", succeeded=False, elapsed_ms=3),
+    )
+    card = client.get("/").content.decode()
+    assert "<dt>Ranked players</dt><dd>1</dd>" in card
+    client.force_login(admin)
+    dashboard = client.get("/admin/").content.decode()
+    assert ">Players with attempts</th>" in dashboard
+    row = dashboard[dashboard.index('data-challenge="speed"') :]
+    assert '<td class="num">2</td>' in row[: row.index("</tr>")]
