@@ -87,6 +87,28 @@ def setup_validate(*, setup: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def code_normalise(code: Any) -> Any:
+    """Code as stored and compared: plain ``\\n`` line endings (a browser's textarea sends
+    ``\\r\\n``) and exactly one newline after the last non-blank character. Anything
+    else is left to the code's author: whitespace inside a line can matter to Python."""
+    if not isinstance(code, str) or not code.strip():
+        return code
+    return code.replace("\r\n", "\n").replace("\r", "\n").rstrip() + "\n"
+
+
+def setup_same(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Whether two setups score the same way: equal once their code is normalised (a save
+    that only rewrites line endings makes no version and no rescore)."""
+
+    def normal(setup: dict[str, Any]) -> dict[str, Any]:
+        out = dict(setup)
+        if "scoring_code" in out:
+            out["scoring_code"] = code_normalise(out["scoring_code"]) or ""
+        return out
+
+    return normal(a) == normal(b)
+
+
 def _validate_plugin(setup: dict[str, Any], out: dict[str, Any], errors: dict[str, str]) -> None:
     plugin_id = setup.get("scoring_plugin_id") or ""
     if not plugin_id:
@@ -125,19 +147,39 @@ def _validate_snippet(setup: dict[str, Any], out: dict[str, Any], errors: dict[s
             f"{key}: {msg}" if key else msg for key, msg in exc.errors.items()
         )
         config = {}
+    out["scoring_code"] = code = code_normalise(setup.get("scoring_code"))
+    prepared = None
     try:
-        prepare(setup.get("scoring_code"), config)
+        prepared = prepare(code, config)
     except SnippetInvalid as exc:
         for field, message in exc.errors.items():
             errors.setdefault(field, message)
     score_key = setup.get("score_key") or ""
     if not isinstance(score_key, str) or len(score_key) > 64 or not score_key.isprintable():
         errors["score_key"] = "The name of one score: at most 64 printable characters."
+    elif prepared is not None:
+        problem = score_key_problem(prepared.score_names, score_key)
+        if problem:
+            errors.setdefault("score_key", problem)
     out["score_key"] = score_key
     try:
         out["metrics"] = validate_metrics(setup.get("metrics"))
     except MetricsInvalid as exc:
         errors["metrics"] = str(exc)
+
+
+def score_key_problem(names: Iterable[str] | None, score_key: str) -> str:
+    """What is wrong with ``score_key`` for a snippet returning the scores ``names`` (None:
+    not known without running it; then Try it and the save's probe decide), or ""."""
+    if names is None:
+        return ""
+    names = sorted(names)
+    listed = ", ".join(names)
+    if not score_key and len(names) > 1:
+        return f"compute_scores returns several scores ({listed}): name the one that ranks."
+    if score_key and names and score_key not in names:
+        return f"compute_scores returns no {score_key!r} score; it returns: {listed}."
+    return ""
 
 
 def setup_of(version: Any) -> ScoringSetup:

@@ -33,7 +33,7 @@ from scoring.engine import strategies as S
 from scoring.engine.config import validate_config
 from scoring.engine.protocol import ConfigError, RegistryError
 from scoring.registry import registry
-from scoring.services import SetupInvalid, setup_validate
+from scoring.services import SetupInvalid, setup_same, setup_validate
 
 # A setup change on a challenge with more attempts than this asks for confirmation.
 CONFIRM_OVER = 1000
@@ -450,7 +450,7 @@ class ChallengeAdminForm(forms.ModelForm):
             return cleaned
         self.setup = self._clean_setup(cleaned)
         if self.setup is not None and self.instance.pk and not self.for_preview:
-            self.setup_changed = self.setup != self.instance.setup_dict()
+            self.setup_changed = not setup_same(self.setup, self.instance.setup_dict())
             if (
                 self.setup_changed
                 and self.needs_confirmation

@@ -577,7 +577,7 @@ class RescoreJobAdmin(admin.ModelAdmin):
             try:
                 cancelled.append(rescoring.job_cancel(job=job))
             except rescoring.JobStateError as exc:
-                self.message_user(request, f"Job #{job.pk}: {exc}", messages.ERROR)
+                self.message_user(request, str(exc), messages.ERROR)  # it names the job
         if cancelled:
             self.message_user(
                 request,

@@ -18,6 +18,7 @@ from challenges.api.fields import (
     StrictIntegerField,
 )
 from challenges.ingestion.services import AttemptInput
+from challenges.leaderboards import precision
 from challenges.models import MAX_METRIC, Challenge
 from scoring.engine import strategies as S
 
@@ -153,6 +154,20 @@ def attempts_parse(payload: Any) -> tuple[list[AttemptInput], bool]:
     return parsed, many
 
 
+class ServedFloatField(serializers.FloatField):
+    """A score as served: rounded by the precision policy (leaderboards.precision)."""
+
+    def to_representation(self, value: Any) -> Any:
+        return precision.served(super().to_representation(value))
+
+
+class ServedJSONField(serializers.JSONField):
+    """Details as served: every float in them rounded by the precision policy."""
+
+    def to_representation(self, value: Any) -> Any:
+        return precision.served_json(super().to_representation(value))
+
+
 class AttemptOutSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     challenge = serializers.IntegerField(source="challenge_id")
@@ -167,8 +182,8 @@ class AttemptOutSerializer(serializers.Serializer):
     output = serializers.CharField()
     messages = serializers.JSONField(allow_null=True)
     version = serializers.IntegerField(allow_null=True, help_text="The active scoring version.")
-    score = serializers.FloatField(allow_null=True)
-    details = serializers.JSONField(allow_null=True)
+    score = ServedFloatField(allow_null=True)
+    details = ServedJSONField(allow_null=True)
 
 
 class RescoreJobSerializer(serializers.Serializer):
@@ -215,7 +230,7 @@ class LeaderboardRowSerializer(serializers.Serializer):
     rank = serializers.IntegerField()
     player = serializers.CharField(source="player_external_id")
     display_name = serializers.CharField()
-    score = serializers.FloatField()
+    score = ServedFloatField()
     attempt_id = serializers.IntegerField()
     created_at = serializers.DateTimeField()
 

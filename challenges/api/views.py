@@ -31,8 +31,9 @@ from challenges.api.serializers import (
 )
 from challenges.api.throttles import AttemptsThrottle
 from challenges.ingestion import services
-from challenges.leaderboards import selectors
+from challenges.leaderboards import precision, selectors
 from challenges.leaderboards.metrics import challenge_metrics
+from challenges.leaderboards.rules import TIE_RULE
 from challenges.models import RescoreJob
 from challenges.permissions import (
     CanRecordAttempts,
@@ -42,6 +43,7 @@ from challenges.permissions import (
 )
 from challenges.rescoring import jobs as rescoring
 from challenges.setup import services as setup_services
+from challenges.setup.probe import setup_probe
 from scoring.engine import metrics as M
 from scoring.services import SetupInvalid
 
@@ -87,6 +89,13 @@ class ChallengeViewSet(viewsets.ModelViewSet):
 
     def perform_update(self, serializer: ChallengeSerializer) -> None:
         try:
+            # Outside the update's transaction: the probe may run the snippet.
+            setup_probe(
+                challenge=serializer.instance,
+                setup=setup_services.setup_merge(
+                    challenge=serializer.instance, changes=dict(serializer.validated_data)
+                ),
+            )
             result = setup_services.challenge_update(
                 challenge=serializer.instance,
                 data=dict(serializer.validated_data),
@@ -146,6 +155,10 @@ class ChallengeViewSet(viewsets.ModelViewSet):
             ),
         ],
         responses={200: LeaderboardSerializer},
+        description=(
+            "The active version's leaderboard: each player's best attempt, in rank order. "
+            + TIE_RULE
+        ),
     )
     @action(detail=True, methods=["get"])
     def leaderboard(self, request: Request, pk: str | None = None) -> Response:
@@ -220,6 +233,8 @@ def _attempt_out(recorded: services.RecordedAttempt, show_errors: bool) -> dict[
         details = {k: v for k, v in details.items() if k != "error"} or None
     data = AttemptOutSerializer(attempt).data
     data.update(
-        version=recorded.version_number, score=score.score if score else None, details=details
+        version=recorded.version_number,
+        score=precision.served(score.score) if score else None,
+        details=precision.served_json(details),
     )
     return data

@@ -14,6 +14,7 @@ from django.db.models import Count, FloatField
 from django.db.models.fields.json import KeyTextTransform, KeyTransform
 from django.db.models.functions import Cast
 
+from challenges.leaderboards import precision
 from challenges.models import AttemptScore, Challenge
 from scoring.engine import metrics as M
 from scoring.engine import strategies as S
@@ -54,5 +55,6 @@ def challenge_metrics(*, challenge: Challenge) -> list[dict[str, Any]]:
             )
             counts = {r["v"]: r["n"] for r in rows}
         value = M.compute(metric, counts)
+        value = precision.served_json(value)
         out.append({"name": metric["name"], "type": metric["type"], "value": value})
     return out

@@ -59,7 +59,9 @@ def challenge_list(*, include_inactive: bool = False) -> QuerySet[Challenge]:
 
 
 def _latest_attempt(field_name: str) -> Subquery:
-    latest = Attempt.objects.filter(challenge=OuterRef("pk")).order_by("-id")
+    """The newest attempt by the time it was made (not the last one inserted: a
+    backdated import comes after newer attempts); the (challenge, created_at) index."""
+    latest = Attempt.objects.filter(challenge=OuterRef("pk")).order_by("-created_at", "-id")
     return Subquery(latest.values(field_name)[:1])
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from challenges.leaderboards import precision
 from scoring.engine.registry import RegistryError
 from scoring.engine.strategies import get_strategy
 from scoring.registry import registry
@@ -19,6 +20,7 @@ MAX_TERMS = 32  # a plugin's details are its own: show a readable handful, never
 
 def format_value(score: float, strategy: str) -> str:
     """The leaderboard value in the strategy's own unit."""
+    score = precision.served(score)
     unit = get_strategy(strategy).unit
     if unit == "epoch_ms":
         return datetime.fromtimestamp(score / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
@@ -106,9 +108,22 @@ def strategy_words(setup: Any) -> str:
     if strategy == "custom":
         name = _plugin_name(setup.scoring_plugin_id)
         return f"Highest {name.lower()}" if name else "Highest plugin score"
-    if strategy == "python" and setup.score_key:
-        return f"Highest {setup.score_key.replace('_', ' ')}"
+    if strategy == "python":
+        return f"Highest {score_name(setup)}"
     return get_strategy(strategy).label
+
+
+def score_name(setup: Any) -> str:
+    """A snippet's ranking score as people read it: the display name of the metric over
+    it when there is one ("field completeness"), else its key in words ("is complete"),
+    or "score" when the snippet returns a single unnamed one."""
+    key = setup.score_key or ""
+    if not key:
+        return "score"
+    for metric in setup.metrics or []:
+        if isinstance(metric, dict) and metric.get("field") == key and metric.get("name"):
+            return str(metric["name"]).lower()
+    return key.replace("_", " ").strip()
 
 
 def _number(value: Any) -> str:
@@ -141,8 +156,7 @@ def scoring_sentence(setup: Any) -> str:
     if strategy == "custom":
         name = _plugin_name(setup.scoring_plugin_id) or "a scorer plugin"
         return f"Each attempt is scored by {name}; the highest score counts, earlier breaks ties."
-    key = setup.score_key or "its score"
     return (
         f"Each attempt is scored by the challenge's own code; players are ranked by their "
-        f"highest {key.replace('_', ' ')}, earlier breaks ties."
+        f"highest {score_name(setup)}, earlier breaks ties."
     )

@@ -21,8 +21,9 @@ from django.template.loader import render_to_string
 from django.utils import timezone
 from django.views.decorators.http import require_safe
 
-from challenges.leaderboards import charts, selectors
+from challenges.leaderboards import charts, precision, selectors
 from challenges.leaderboards.metrics import challenge_metrics
+from challenges.leaderboards.rules import TIE_RULE
 from challenges.models import Challenge
 from challenges.public import display
 from challenges.public.markdown import render_markdown, summary
@@ -207,6 +208,7 @@ def challenge_detail(request: HttpRequest, slug: str) -> HttpResponse:
             "strategy_words": display.strategy_words(setup),
             "scoring_sentence": display.scoring_sentence(setup),
             "charts_url": f"{view.detail_url}charts.json",
+            "tie_rule": TIE_RULE,
             # Computed on a cache miss only: at most a minute old (the key has the minute).
             "metrics": challenge_metrics(challenge=challenge),
         }
@@ -258,7 +260,7 @@ def _export_rows(challenge: Challenge) -> Iterator[tuple[Any, ...]]:
             row.rank,
             row.player_external_id,
             row.display_name,
-            row.score,
+            precision.served(row.score),
             row.attempt_id,
             row.created_at.isoformat().replace("+00:00", "Z"),
         )

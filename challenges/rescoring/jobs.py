@@ -330,8 +330,10 @@ def job_cancel(*, job: RescoreJob) -> RescoreJob:
     )
     job.refresh_from_db()
     if not cancelled:
+        ended = "been cancelled" if job.status == Status.CANCELLED else job.status
         raise JobStateError(
-            f"The job is {job.status}; only queued or running jobs can be cancelled."
+            f"Rescore job {job.pk} has already {ended}; only a queued or running job can be "
+            "cancelled."
         )
     logger.info("rescore cancelled", extra=_job_fields(job))
     return job

@@ -95,6 +95,8 @@ def version_diff(previous: dict[str, Any] | None, current: dict[str, Any]) -> li
     changes: list[Change] = []
     for field, label in FIELD_LABELS.items():
         before, after = previous.get(field), current.get(field)
+        if field == "scoring_code":
+            before, after = scoring.code_normalise(before), scoring.code_normalise(after)
         if before == after:
             continue
         if field == "scoring_strategy":

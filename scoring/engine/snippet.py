@@ -67,6 +67,9 @@ class PreparedCode:
     code: str  # placeholders filled in
     arity: int  # 1: compute_scores(sample); 2: compute_scores(sample, solver_output)
     is_async: bool
+    # The score names compute_scores can return, when every return statement is a dict
+    # literal with literal keys; None when they cannot be known without running it.
+    score_names: frozenset[str] | None = None
 
 
 def prepare(code: Any, config: dict[str, Any]) -> PreparedCode:
@@ -100,7 +103,57 @@ def prepare(code: Any, config: dict[str, Any]) -> PreparedCode:
     except (ValueError, RecursionError, MemoryError) as exc:
         raise SnippetInvalid({"scoring_code": f"The code cannot be parsed: {exc}."}) from None
     arity, is_async = _entry_point(tree)
-    return PreparedCode(rendered, arity, is_async)
+    return PreparedCode(rendered, arity, is_async, _score_names(tree))
+
+
+def _literal_keys(node: ast.expr | None) -> frozenset[str] | None:
+    """The keys of a dict literal whose keys are all string literals, else None."""
+    if not isinstance(node, ast.Dict) or any(
+        not (isinstance(k, ast.Constant) and isinstance(k.value, str)) for k in node.keys
+    ):
+        return None
+    return frozenset(k.value for k in node.keys)  # type: ignore[union-attr]
+
+
+def _returns(node: ast.AST) -> list[ast.Return]:
+    """The return statements of a function body, not of the functions nested in it."""
+    found = []
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            continue
+        if isinstance(child, ast.Return):
+            found.append(child)
+        found.extend(_returns(child))
+    return found
+
+
+def _score_names(tree: ast.Module) -> frozenset[str] | None:
+    """What the last compute_scores returns, read from the code without running it: the
+    union of the score names of its return statements when each returns a dict literal
+    (flat, or ``{"scores": {...}, "metadata": ...}`` with a literal ``scores``)."""
+    function = [
+        n
+        for n in tree.body
+        if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) and n.name == FUNCTION
+    ][-1]
+    names: set[str] = set()
+    returns = _returns(function)
+    if not returns:
+        return None
+    for statement in returns:
+        keys = _literal_keys(statement.value)
+        if keys is None:
+            return None
+        if "scores" in keys:
+            assert isinstance(statement.value, ast.Dict)
+            inner = statement.value.values[
+                [k.value for k in statement.value.keys].index("scores")  # type: ignore[union-attr]
+            ]
+            keys = _literal_keys(inner)
+            if keys is None:
+                return None
+        names |= keys
+    return frozenset(names)
 
 
 def _entry_point(tree: ast.Module) -> tuple[int, bool]:

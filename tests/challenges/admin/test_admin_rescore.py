@@ -368,7 +368,7 @@ def test_cancel_button_then_a_second_cancel_is_an_error_message(staff_client, ch
     again = staff_client.post(cancel_url(job), follow=True)
     assert again.status_code == 200
     [message] = messages_of(again)
-    assert "only queued or running jobs can be cancelled" in message
+    assert "only a queued or running job can be cancelled" in message
     assert [m.level_tag for m in again.context["messages"]] == ["error"]
 
 
@@ -380,7 +380,8 @@ def test_cancel_action_reports_finished_jobs(admin_client, challenge):
     )
     assert response.status_code == 200
     texts = messages_of(response)
-    assert any(t.startswith(f"Job #{old.pk}: The job is cancelled") for t in texts), texts
+    ended = f"Rescore job {old.pk} has already been cancelled"
+    assert any(t.startswith(ended) for t in texts), texts
     assert any(t.startswith("Cancelled") and f">job #{new.pk}</a>" in t for t in texts), texts
     new.refresh_from_db()
     assert new.status == Status.CANCELLED

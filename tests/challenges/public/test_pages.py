@@ -61,7 +61,7 @@ def test_list_cards_show_strategy_players_leader_and_activity(client):
         assert "Visible One" in html and "Hidden One" not in html
         assert "Fastest success" in html
         assert "Be quick." in html and "The rest" not in html  # the first paragraph, as text
-        assert "<dt>Players</dt><dd>2</dd>" in html
+        assert "<dt>Ranked players</dt><dd>2</dd>" in html
         assert "Ada" in html and "1.500 s" in html
         assert 'datetime="2026-01-01T00:00:00+00:00"' in html  # the last activity
 
