@@ -13,17 +13,19 @@ from django.db import models
 from django.db.models import F, Q
 
 from scoring.engine import strategies as S
+from scoring.engine.protocol import MAX_TIMEOUT_MS
 
 MAX_METRIC = 2**53 - 1  # exact in JSON and in a float: no client sees a rounded value
 
 
 class ScoringStrategy(models.TextChoices):
-    FIRST = S.FIRST, S.STRATEGIES[S.FIRST].label
-    FASTEST = S.FASTEST, S.STRATEGIES[S.FASTEST].label
-    FEWEST_TOKENS = S.FEWEST_TOKENS, S.STRATEGIES[S.FEWEST_TOKENS].label
-    HIGHEST_RATING = S.HIGHEST_RATING, S.STRATEGIES[S.HIGHEST_RATING].label
-    CUSTOM = S.CUSTOM, "Scorer plugin"
-    PYTHON = S.PYTHON, "Python snippet"
+    # One name per strategy, from the engine (scoring/engine/strategies.py).
+    FIRST = S.FIRST, S.STRATEGIES[S.FIRST].chosen_as
+    FASTEST = S.FASTEST, S.STRATEGIES[S.FASTEST].chosen_as
+    FEWEST_TOKENS = S.FEWEST_TOKENS, S.STRATEGIES[S.FEWEST_TOKENS].chosen_as
+    HIGHEST_RATING = S.HIGHEST_RATING, S.STRATEGIES[S.HIGHEST_RATING].chosen_as
+    CUSTOM = S.CUSTOM, S.STRATEGIES[S.CUSTOM].chosen_as
+    PYTHON = S.PYTHON, S.STRATEGIES[S.PYTHON].chosen_as
 
 
 class ScoringSetupFields(models.Model):
@@ -83,7 +85,7 @@ class Challenge(ScoringSetupFields):
                 name="challenge_strategy_known",
             ),
             models.CheckConstraint(
-                condition=Q(timeout_ms__gte=1, timeout_ms__lte=60_000),
+                condition=Q(timeout_ms__gte=1, timeout_ms__lte=MAX_TIMEOUT_MS),
                 name="challenge_timeout_range",
             ),
         ]

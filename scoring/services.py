@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -20,18 +19,21 @@ from scoring.engine import strategies as S
 from scoring.engine.config import validate_config
 from scoring.engine.metrics import MetricsInvalid, validate_metrics
 from scoring.engine.outcome import Outcome
-from scoring.engine.protocol import AttemptMetrics, ConfigError, RegistryError, ScoringContext
+from scoring.engine.protocol import (
+    MAX_TIMEOUT_MS,
+    AttemptMetrics,
+    ConfigError,
+    RegistryError,
+    ScoringContext,
+)
 from scoring.engine.runner import Scorer, ScoringSetup, build_scorer
 from scoring.engine.snippet import (
     AttemptPayload,
     SnippetInvalid,
     SnippetScorer,
-    SnippetSetup,
     prepare,
 )
 from scoring.registry import registry
-
-MAX_TIMEOUT_MS = 60_000
 
 
 class SetupInvalid(ValueError):
@@ -364,64 +366,3 @@ def sort_key_of(version: Any, score: float | None) -> float | None:
     if score is None:
         return None
     return S.get_strategy(version.scoring_strategy).sort_key(score)
-
-
-# --- "Try it": a snippet on example attempts, before it is saved ------------------------------
-MAX_TRY_ATTEMPTS = 20
-
-
-@dataclass(frozen=True)
-class TryResult:
-    """One example attempt run through the sandbox: what the admin's editor shows."""
-
-    score: float | None  # the ranking score, or None (then ``error`` says why)
-    scores: dict[str, float | None]
-    metadata: dict[str, Any]
-    error: str
-    ms: float | None  # as the worker measured it
-
-
-def snippet_try(
-    *, setup: dict[str, Any], attempts: Sequence[dict[str, Any]], owner: str = "try"
-) -> list[TryResult]:
-    """Run a python setup on example attempts (dicts with ``sample``, ``output``,
-    ``messages`` and any metric field) in the sandbox, exactly as scoring would.
-    Raises ``SetupInvalid`` (a bad setup, an unavailable sandbox, bad examples)."""
-    valid = setup_validate(setup={**setup, "scoring_strategy": S.PYTHON})
-    if not isinstance(attempts, list | tuple) or not 1 <= len(attempts) <= MAX_TRY_ATTEMPTS:
-        raise SetupInvalid({"attempts": f"Give 1 to {MAX_TRY_ATTEMPTS} example attempts."})
-    items: list[Item] = []
-    payloads = []
-    try:
-        for example in attempts:
-            metrics = AttemptMetrics(
-                **{k: example[k] for k in AttemptMetrics._fields if example.get(k) is not None}
-            )
-            items.append((metrics, ScoringContext(timeout_ms=valid.get("timeout_ms", 5000))))
-            payloads.append(
-                AttemptPayload(
-                    json.dumps(example.get("sample"), allow_nan=False),
-                    str(example.get("output") or ""),
-                    json.dumps(example.get("messages"), allow_nan=False),
-                )
-            )
-    except (TypeError, ValueError, AttributeError) as exc:
-        raise SetupInvalid({"attempts": f"Each example must be a JSON object: {exc}"}) from exc
-    try:
-        pool = sandbox.shared_pool()
-    except sandbox.SandboxUnavailable as exc:
-        raise SetupInvalid({"scoring_strategy": str(exc)}) from exc
-    scorer = SnippetScorer(
-        SnippetSetup(
-            code=valid["scoring_code"],
-            config=valid.get("scoring_config") or {},
-            score_key=valid.get("score_key") or "",
-            timeout_ms=valid.get("timeout_ms", 5000),
-            owner=owner,
-        ),
-        pool,
-    )
-    return [
-        TryResult(r.outcome.score, r.scores, r.metadata, r.outcome.error, r.ms)
-        for r in scorer.results(items, payloads)
-    ]

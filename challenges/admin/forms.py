@@ -31,7 +31,7 @@ from challenges.models import Attempt, Challenge, ScoringStrategy
 from challenges.setup import services as setup_services
 from scoring.engine import strategies as S
 from scoring.engine.config import validate_config
-from scoring.engine.protocol import ConfigError, RegistryError
+from scoring.engine.protocol import MAX_TIMEOUT_MS, ConfigError, RegistryError
 from scoring.registry import registry
 from scoring.services import SetupInvalid, setup_same, setup_validate
 
@@ -273,7 +273,7 @@ class ChallengeAdminForm(forms.ModelForm):
     metrics = forms.JSONField(required=False, widget=forms.HiddenInput, label="Metrics")
     timeout_ms = forms.IntegerField(
         min_value=1,
-        max_value=60_000,
+        max_value=MAX_TIMEOUT_MS,
         initial=5000,
         label="Timeout per attempt (ms)",
         help_text="An attempt whose scorer runs longer gets no score (the error is kept).",

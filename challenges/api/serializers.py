@@ -21,6 +21,7 @@ from challenges.ingestion.services import AttemptInput
 from challenges.leaderboards import precision
 from challenges.models import MAX_METRIC, Challenge
 from scoring.engine import strategies as S
+from scoring.engine.protocol import MAX_TIMEOUT_MS
 
 
 class StrictSerializer(serializers.Serializer):
@@ -70,7 +71,9 @@ class ChallengeSerializer(StrictSerializer):
     tenant_id = StrictCharField(max_length=200, required=False, allow_blank=True, default="")
     app_id = StrictCharField(max_length=200, required=False, allow_blank=True, default="")
     workflow_id = StrictCharField(max_length=200, required=False, allow_blank=True, default="")
-    timeout_ms = StrictIntegerField(min_value=1, max_value=60_000, required=False, default=5000)
+    timeout_ms = StrictIntegerField(
+        min_value=1, max_value=MAX_TIMEOUT_MS, required=False, default=5000
+    )
     active_version = serializers.SerializerMethodField()
     created_at = serializers.DateTimeField(read_only=True)
     updated_at = serializers.DateTimeField(read_only=True)

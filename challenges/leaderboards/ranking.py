@@ -32,7 +32,6 @@ from django.db.models.fields.tuple_lookups import (
     Tuple,
     TupleGreaterThan,
     TupleGreaterThanOrEqual,
-    TupleLessThanOrEqual,
 )
 from django.db.models.signals import post_delete
 from django.dispatch import receiver
@@ -73,10 +72,6 @@ class Ranking:
         return max(0, bisect.bisect_right(self.keys, key) - 1)
 
 
-def entry_key(entry: Any) -> Key:
-    return (entry.sort_key, to_us(entry.created_at), entry.attempt_id)
-
-
 def key_filter(op: type, key: Key) -> Q:
     """Rows whose ranking key compares with ``key`` by ``op`` (a row-value comparison,
     which the rank index serves as a range)."""
@@ -91,10 +86,6 @@ def rows_from(queryset: QuerySet, key: Key | None, *, after: bool = False) -> Qu
             key_filter(TupleGreaterThan if after else TupleGreaterThanOrEqual, key)
         )
     return queryset.order_by("sort_key", "created_at", "attempt_id")
-
-
-def rows_between(queryset: QuerySet, first: Key, last: Key) -> QuerySet:
-    return rows_from(queryset, first).filter(key_filter(TupleLessThanOrEqual, last))
 
 
 def assign_ranks(ties: list[tuple[float, datetime]], *, place: int, rank: int) -> list[int]:

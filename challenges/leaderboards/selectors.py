@@ -35,7 +35,7 @@ from challenges.models import (
 )
 
 RANK_ORDER = (F("sort_key").asc(), F("created_at").asc())
-PAGE = R.PAGE
+PAGE = R.PAGE  # the checkpoint spacing is the ranking module's: one name, one value
 ROW_FIELDS = (
     "sort_key",
     "created_at",

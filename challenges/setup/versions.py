@@ -45,14 +45,8 @@ FIELD_LABELS = {
 
 # --- reading a setup ----------------------------------------------------------------------
 def strategy_label(strategy: str) -> str:
-    labels = {
-        S.CUSTOM: "Scorer plugin",
-        S.PYTHON: "Python snippet",
-    }
-    if strategy in labels:
-        return labels[strategy]
     found = S.STRATEGIES.get(strategy)
-    return found.label if found else strategy
+    return found.chosen_as if found else strategy
 
 
 def _value_text(value: Any) -> str:

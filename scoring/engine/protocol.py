@@ -35,6 +35,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple, Protocol, Required, TypedDict, runtime_checkable
 
 DEFAULT_TIMEOUT_MS = 5000
+MAX_TIMEOUT_MS = 60_000  # the longest a scorer may take per attempt (models, forms, API)
 
 
 class AttemptMetrics(NamedTuple):
