@@ -228,6 +228,72 @@ CASES = [
         "import ctypes",
         r"execv refused",
     ),
+    # -- inter-process communication (issue 12, finding 7: the fallback left System V IPC
+    # open, so a host-wide segment outlived the snippet and another challenge read it) --
+    (
+        "sysv-shmget",
+        """
+        libc = ctypes.CDLL(None, use_errno=True)
+        ident = libc.shmget(0x50D1A, 4096, 0o1666)  # IPC_CREAT | 0666
+        if ident == -1:
+            raise OSError(ctypes.get_errno(), 'shmget refused')
+        libc.shmctl(ident, 0, None)  # IPC_RMID: leave nothing behind on the host
+        raise RuntimeError('shmget allowed')
+        """,
+        "import ctypes",
+        r"\[Errno 1\] shmget refused",
+    ),
+    (
+        "sysv-shmat-existing",
+        """
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.shmat.restype = ctypes.c_void_p
+        for ident in range(64):
+            if libc.shmat(ident, None, 0) not in (None, ctypes.c_void_p(-1).value):
+                raise RuntimeError(f'attached segment {{ident}}')
+        raise OSError(ctypes.get_errno(), 'shmat refused')
+        """,
+        "import ctypes",
+        r"\[Errno 1\] shmat refused",
+    ),
+    (
+        "sysv-msgget",
+        """
+        libc = ctypes.CDLL(None, use_errno=True)
+        ident = libc.msgget(0x50D1B, 0o1666)
+        if ident == -1:
+            raise OSError(ctypes.get_errno(), 'msgget refused')
+        libc.msgctl(ident, 0, None)
+        raise RuntimeError('msgget allowed')
+        """,
+        "import ctypes",
+        r"\[Errno 1\] msgget refused",
+    ),
+    (
+        "sysv-semget",
+        """
+        libc = ctypes.CDLL(None, use_errno=True)
+        ident = libc.semget(0x50D1C, 1, 0o1666)
+        if ident == -1:
+            raise OSError(ctypes.get_errno(), 'semget refused')
+        libc.semctl(ident, 0, 0)
+        raise RuntimeError('semget allowed')
+        """,
+        "import ctypes",
+        r"\[Errno 1\] semget refused",
+    ),
+    (
+        "posix-mq-open",
+        """
+        libc = ctypes.CDLL(None, use_errno=True)
+        queue = libc.mq_open(b'/podium-hostile', os.O_RDONLY)
+        if queue == -1:
+            raise OSError(ctypes.get_errno(), 'mq_open refused')
+        raise RuntimeError('mq_open allowed')
+        """,
+        "import ctypes, os",
+        r"\[Errno 1\] mq_open refused",
+    ),
     # -- time --
     ("busy-loop", "while True:\n    pass", "", r"timed out after 1000 ms"),
     (
