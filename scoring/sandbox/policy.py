@@ -12,8 +12,9 @@ right by itself. The worker receives the compiled BPF program and loads it with 
 The filter allows by default and refuses (EPERM) what a scoring function never needs
 and an escape would: sockets, new processes and exec, ptrace and other processes'
 memory, signals to other processes, System V and POSIX IPC (host-wide without an IPC
-namespace), opening files for writing and changing the filesystem, and kernel interfaces with a history of holes (bpf, io_uring, userfaultfd,
-perf, keyrings, mounts, namespaces). Denying by name keeps Python working unchanged;
+namespace), opening files for writing and changing the filesystem, and kernel
+interfaces with a history of holes (bpf, io_uring, userfaultfd, perf, keyrings, mounts,
+namespaces). Denying by name keeps Python working unchanged;
 the namespaces, Landlock and the resource limits stand behind it.
 """
 

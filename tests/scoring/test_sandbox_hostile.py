@@ -604,15 +604,42 @@ def test_forged_progress_cannot_cancel_the_timeout(own_pool):
     body = """
     signal.signal(signal.SIGALRM, signal.SIG_IGN)
     for runner in [o for o in gc.get_objects() if type(o).__name__ == 'Runner']:
-        seq, index, _ = struct.unpack_from('<qqq', runner.shm, 0)
-        runner.note = lambda *args: None
-        struct.pack_into('<qqq', runner.shm, 0, seq, index, time.monotonic_ns() + 120 * 10**9)
+        notes = getattr(runner, 'shm', None)  # where the worker noted its progress
+        if notes is not None:
+            seq, index, _ = struct.unpack_from('<qqq', notes, 0)
+            runner.note = lambda *args: None
+            struct.pack_into('<qqq', notes, 0, seq, index, time.monotonic_ns() + 120 * 10**9)
     time.sleep(20)
     """
     (evil, normal), again, took = forged_run(own_pool, body)
     assert evil.score is None and "timed out" in evil.error, evil
     assert normal == NORMAL and again == [NORMAL]
     assert took < 6, took  # the parent's own deadline, not the snippet's 20 s
+    assert_clean(own_pool)
+
+
+def test_forged_progress_frames_gain_nothing_past_the_batch_deadline(own_pool):
+    """Progress reports come from the worker, so a snippet can forge them; each must
+    settle one of its own attempts (never the last), so forging buys at most the batch's
+    own deadline, which the parent computed when it sent the batch."""
+    body = """
+    signal.signal(signal.SIGALRM, signal.SIG_IGN)
+    while True:
+        forge(frame(b'["part",[[0,{"score":7.0},1.0]]]'))
+        time.sleep(0.3)
+    """
+    code = (
+        FIND_CHANNEL
+        + "\ndef compute_scores(sample):\n"
+        + textwrap.indent(textwrap.dedent(body), "    ")
+    )
+    scorer = SnippetScorer(SnippetSetup(code, {}, "", SHORT_MS, "progress"), own_pool)
+    started = time.monotonic()
+    outcomes = scorer.score_many([(AttemptMetrics(), ScoringContext())] * 6)
+    took = time.monotonic() - started
+    assert took < 6 * (SHORT_MS / 1000) + 0.5 + 2.0, took  # the batch deadline, and a spawn
+    assert outcomes[-1].score is None and "sandbox worker sent" in outcomes[-1].error
+    assert all(o.score in (7.0, None) for o in outcomes)  # its own attempts, its own answers
     assert_clean(own_pool)
 
 
