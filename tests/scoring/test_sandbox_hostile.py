@@ -583,6 +583,8 @@ def busy(pool) -> int:
 
 
 def forged_run(pool, evil_body: str, timeout_ms: int = SHORT_MS, owner: str = "forger"):
+    """Score [evil, normal] with the forger's code, and meanwhile, from this thread, one
+    attempt of another challenge, which must be scored on time beside it."""
     code = (
         FIND_CHANNEL
         + "\ndef compute_scores(sample):\n    if sample.get('evil'):\n"
@@ -590,12 +592,28 @@ def forged_run(pool, evil_body: str, timeout_ms: int = SHORT_MS, owner: str = "f
         + "\n    return {'score': 1.0}\n"
     )
     scorer = SnippetScorer(SnippetSetup(code, {}, "", timeout_ms, owner), pool)
+    bystander = SnippetScorer(SnippetSetup(GOOD, {}, "", SHORT_MS, "bystander"), pool)
     item = (AttemptMetrics(True), ScoringContext())
+    box: dict = {}
+
+    def hostile():
+        started = time.monotonic()
+        box["first"] = scorer.score_many(
+            [item, item], [AttemptPayload('{"evil": true}'), AttemptPayload()]
+        )
+        box["took"] = time.monotonic() - started
+
+    thread = threading.Thread(target=hostile)
+    thread.start()
+    time.sleep(0.3)  # the forger's worker is up and at it
     started = time.monotonic()
-    first = scorer.score_many([item, item], [AttemptPayload('{"evil": true}'), AttemptPayload()])
-    took = time.monotonic() - started
+    beside = bystander.score_many([item])
+    beside_took = time.monotonic() - started
+    thread.join(60)
+    assert beside == [NORMAL], beside
+    assert beside_took < SHORT_MS / 1000 + 1.0, beside_took
     again = scorer.score_many([item], [AttemptPayload()])
-    return first, again, took
+    return box["first"], again, box["took"]
 
 
 def test_forged_progress_cannot_cancel_the_timeout(own_pool):
