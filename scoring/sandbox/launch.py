@@ -75,8 +75,8 @@ def root_links() -> list[str]:
     return args
 
 
-def command(mode: str, interp: Interpreter, shm_fd: int) -> list[str]:
-    python = [interp.executable, "-I", "-S", "-B", "-c", WORKER_SOURCE.read_text(), str(shm_fd)]
+def command(mode: str, interp: Interpreter) -> list[str]:
+    python = [interp.executable, "-I", "-S", "-B", "-c", WORKER_SOURCE.read_text()]
     if mode == LANDLOCK:
         return python
     bwrap = bwrap_path()
@@ -95,15 +95,14 @@ def command(mode: str, interp: Interpreter, shm_fd: int) -> list[str]:
     # fmt: on
 
 
-def popen(mode: str, interp: Interpreter, shm_fd: int) -> subprocess.Popen[bytes]:
+def popen(mode: str, interp: Interpreter) -> subprocess.Popen[bytes]:
     """Start a worker; its stdin/stdout are the channel. Raises OSError."""
     drop = os.geteuid() == 0  # never run a snippet as root, even inside a namespace
     return subprocess.Popen(
-        command(mode, interp, shm_fd),
+        command(mode, interp),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
-        pass_fds=(shm_fd,),
         close_fds=True,
         env={},
         cwd="/",

@@ -1,29 +1,39 @@
 """A pool of long-lived sandbox workers that score attempts in batches.
 
 A worker runs one program (one challenge version's code) for its whole life. ``run``
-splits the attempts into batches of about ``BATCH_SIZE``, hands them to up to ``size``
-workers of that program at once (spawning them as needed, evicting idle workers of other
-programs), and gathers the answers with ``select``.
+splits the attempts into batches of about ``BATCH_SIZE``, hands them to the program's
+workers (spawning them as needed, evicting idle workers of other programs), and gathers
+the answers with ``select``, reading and writing without ever blocking on one worker.
 
-Timeouts: each worker notes in shared memory which attempt it is on and since when. The
-worker's own SIGALRM ends most overruns; if an attempt is still running ``timeout_ms`` +
-``GRACE_S`` after it started (a snippet that ignores SIGALRM, or is stuck in C code), the
-worker is killed, that attempt is recorded as timed out, and the rest of its batch goes
-to a fresh worker. A worker that dies does the same (that attempt: "died"). Every kill
-settles at least one attempt, so a batch always finishes.
+Fairness: one program holds at most ``size - 1`` workers at once (``cap``), so another
+challenge always finds a slot while one is busy, however slow its snippet;
+``scoring.sandbox.pool_size`` adds that spare slot to one worker per core.
 
-Nothing a worker sends is trusted: frames are size-capped, replies are decoded strictly
-(no NaN, no Infinity) and checked for shape here; the contents are checked against the
-snippet contract by ``scoring.engine.snippet``.
+Deadlines belong to the parent, on its own monotonic clock; nothing a worker writes can
+move a kill later. A batch sent at ``t`` must be done by ``t + n × (timeout + slack) +
+GRACE_S`` (``n`` attempts): past that the worker is killed and every attempt of the batch
+not yet answered is recorded as timed out. Within that, the worker reports the attempts
+it has finished at least every ``FLUSH_S``, so the attempt under way started less than
+``FLUSH_S`` after the parent last heard from it; ``timeout + GRACE_S`` later it is killed
+(the worker's own SIGALRM ends most overruns first). If the worker reported each attempt
+(a "careful" batch), or one attempt was left, that attempt is the one timed out (or
+"died" for a worker that exits or crashes); otherwise the unanswered attempts go to a
+fresh worker as a careful batch, which finds the culprit. Frames can only settle the
+snippet's own attempts, one each, so forging them gains nothing past the batch deadline.
+
+Every byte from a worker is hostile: frames are cut without blocking and size-capped from
+their header; replies are decoded strictly (UTF-8, JSON without NaN or Infinity) and
+checked for shape here. Any failure to read, decode or check one, of any exception type,
+kills that worker, records its unanswered attempts with the reason, frees its slot and
+goes no further; the contents are checked against the snippet contract by
+``scoring.engine.snippet``.
 """
 
 from __future__ import annotations
 
 import atexit
 import hashlib
-import itertools
 import json
-import mmap
 import os
 import select
 import struct
@@ -31,12 +41,12 @@ import subprocess
 import threading
 import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from scoring.engine.framing import FrameEOF, FrameReader, FrameTimeout
+from scoring.engine.framing import FrameBuffer, FrameTooLarge
 from scoring.engine.snippet import Program, Raw
 
 from . import launch, policy
@@ -44,14 +54,16 @@ from . import launch, policy
 BATCH_SIZE = 1000
 BATCH_BYTES = 4 * 1024 * 1024  # a batch of big samples is cut sooner
 GRACE_S = 0.5  # past the worker's own alarm, before the parent kills it
+SLACK_S = 0.002  # per attempt, in a batch's deadline: the work between attempts
+FLUSH_S = 0.05  # the worker reports finished attempts at least this often
 START_TIMEOUT_S = 15.0  # bwrap and the interpreter starting, on a busy machine
-START_POLL_S = 0.1
 IDLE_S = 300.0  # an idle worker is stopped after this long
 MAX_RESULT_CHARS = 16_384  # one attempt's result, as JSON
 MAX_PRINT_CHARS = 1024 * 1024  # what one attempt may print (to nowhere)
+MAX_GREETING = 16_384  # "loading", "ready" or "fatal" with its text
+READ_CHUNK = 1 << 20
 RETIRE_CPU_S = policy.CPU_SECONDS / 2
-_PROGRESS = struct.Struct("<qqq")  # batch seq, attempt index, monotonic ns it started
-_SEQ = itertools.count(1)
+Popen = Callable[[str, launch.Interpreter], subprocess.Popen[bytes]]
 
 
 def program_key(program: Program) -> tuple[Any, ...]:
@@ -59,11 +71,15 @@ def program_key(program: Program) -> tuple[Any, ...]:
     return (program.owner, digest, program.arity, program.is_async, program.timeout_ms)
 
 
+class BadFrame(Exception):
+    """A frame from a worker that is not what the protocol allows here."""
+
+
 def _strict_loads(data: bytes) -> Any:
     def refuse(name: str) -> Any:
-        raise ValueError(f"{name} is not allowed")
+        raise BadFrame(f"{name} is not allowed")
 
-    return json.loads(data, parse_constant=refuse)
+    return json.loads(data.decode("utf-8"), parse_constant=refuse)
 
 
 def _died(code: int | None) -> str:
@@ -78,7 +94,7 @@ def _died(code: int | None) -> str:
 class Worker:
     """One sandboxed process running one program."""
 
-    def __init__(self, program: Program, mode: str, interp: launch.Interpreter, proc_factory):
+    def __init__(self, program: Program, mode: str, interp: launch.Interpreter, popen: Popen):
         self.program = program
         self.key = program_key(program)
         self.mode = mode
@@ -87,40 +103,42 @@ class Worker:
         self.last_used = self.started
         self.cpu = 0.0
         self.pid_owner = os.getpid()
-        self._shm_fd = os.memfd_create("podium-sandbox-progress")
-        try:
-            os.ftruncate(self._shm_fd, _PROGRESS.size)
-            self._shm = mmap.mmap(self._shm_fd, _PROGRESS.size)
-            self.proc: subprocess.Popen[bytes] = proc_factory(mode, interp, self._shm_fd)
-        except BaseException:
-            os.close(self._shm_fd)
-            raise
+        self.proc: subprocess.Popen[bytes] = popen(mode, interp)
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self.out_fd = self.proc.stdout.fileno()
         self.in_fd = self.proc.stdin.fileno()
         os.set_blocking(self.in_fd, False)
-        self.reader = FrameReader(self.out_fd)
+        os.set_blocking(self.out_fd, False)
+        self.frames = FrameBuffer()
+        self.outbox = memoryview(b"")
 
-    def progress(self) -> tuple[int, int, float]:
-        seq, index, started_ns = _PROGRESS.unpack_from(self._shm, 0)
-        return seq, index, started_ns / 1e9
+    def queue(self, payload: bytes) -> None:
+        """Queue one frame; ``flush`` writes it as the worker reads."""
+        self.outbox = memoryview(struct.pack("!I", len(payload)) + payload)
 
-    def send(self, payload: bytes, deadline: float) -> None:
-        """Write one frame; raises FrameTimeout when the worker does not read it in time
-        and FrameEOF when it is gone."""
-        view = memoryview(struct.pack("!I", len(payload)) + payload)
-        while view:
+    def flush(self) -> None:
+        """Write what the pipe takes now. Raises EOFError when the worker is gone."""
+        while self.outbox:
             try:
-                written = os.write(self.in_fd, view)
+                written = os.write(self.in_fd, self.outbox)
             except BlockingIOError:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise FrameTimeout from None
-                select.select([], [self.in_fd], [], remaining)
-                continue
-            except (BrokenPipeError, OSError):
-                raise FrameEOF from None
-            view = view[written:]
+                return
+            except OSError:
+                raise EOFError from None
+            self.outbox = self.outbox[written:]
+
+    def receive(self) -> bool:
+        """Read what is there into ``frames``; False at the end of the stream."""
+        try:
+            data = os.read(self.out_fd, READ_CHUNK)
+        except BlockingIOError:
+            return True
+        except OSError:
+            return False
+        if not data:
+            return False
+        self.frames.feed(data)
+        return True
 
     def setup_frame(self) -> bytes:
         landlock_mode = "require" if self.mode == launch.LANDLOCK else "try"
@@ -148,6 +166,15 @@ class Worker:
         except subprocess.TimeoutExpired:
             return None
 
+    def reusable(self) -> bool:
+        """Ready, under its CPU budget, alive, and with nothing unasked-for in the pipe."""
+        return (
+            self.state == "ready"
+            and self.cpu <= RETIRE_CPU_S
+            and not self.frames.pending()
+            and self.proc.poll() is None
+        )
+
     def kill(self) -> None:
         if self.pid_owner != os.getpid():
             return  # inherited across fork: the parent's to stop
@@ -161,32 +188,51 @@ class Worker:
                     stream.close()
                 except OSError:
                     pass
-        self._shm.close()
-        os.close(self._shm_fd)
+
+
+@dataclass
+class _Batch:
+    """Item indices to score; ``careful``: the worker reports after every attempt."""
+
+    indices: list[int]
+    careful: bool = False
 
 
 @dataclass
 class _Flight:
-    """What a busy worker is doing: starting, or scoring a batch of item indices."""
+    """What a busy worker is doing, and the parent's own clock for it.
 
+    ``phase``: "spawned" (setup sent, awaiting "loading"), "loading" (the module's top
+    level runs), or "batch". ``hard``: the deadline nothing moves; ``mark``: when the
+    worker last made progress (answers, one each, bounded by the batch)."""
+
+    phase: str
+    sent: float
+    hard: float
+    mark: float = 0.0
     indices: list[int] = field(default_factory=list)
-    sent: float = 0.0
-    seq: int = 0
-    starting: bool = False
+    done: int = 0  # answers received: indices[done:] are unsettled
+    careful: bool = False
 
 
 class SandboxPool:
-    """Long-lived workers, at most ``size`` alive at once, shared by threads."""
+    """Long-lived workers, at most ``size`` alive at once and ``cap`` per program, shared
+    by threads. ``popen`` starts a worker process (tests may pass their own)."""
 
-    def __init__(self, mode: str, interp: launch.Interpreter, size: int = 2):
+    def __init__(
+        self, mode: str, interp: launch.Interpreter, size: int = 2, popen: Popen = launch.popen
+    ):
         if mode not in launch.MODES:
             raise ValueError(f"unknown sandbox mode {mode!r}")
         self.mode = mode
         self.interp = interp
         self.size = max(1, size)
+        self.cap = max(1, self.size - 1)  # one program never holds every worker
+        self.popen = popen
         self.restarts = 0  # workers killed for a timeout or found dead (for tests, stats)
         self.spawned = 0
         self._idle: dict[tuple[Any, ...], list[Worker]] = {}
+        self._held: dict[tuple[Any, ...], int] = {}  # busy workers per program
         self._alive = 0
         self._cond = threading.Condition()
         # bwrap --die-with-parent follows the *thread* that started it: workers are started
@@ -199,28 +245,32 @@ class SandboxPool:
         if self._owner_pid != os.getpid():  # forked: the executor's thread is gone
             self._spawner = ThreadPoolExecutor(1, thread_name_prefix="podium-sandbox-spawn")
             self._owner_pid = os.getpid()
-        start = self._spawner.submit(Worker, program, self.mode, self.interp, launch.popen)
+        start = self._spawner.submit(Worker, program, self.mode, self.interp, self.popen)
         worker = start.result()
         self.spawned += 1
         return worker
 
     def _checkout(self, program: Program, wait: bool) -> Worker | None:
-        """An idle worker of ``program``, or a new one (room permitting); None when
-        ``wait`` is False and neither is at hand. Raises OSError if a worker cannot start."""
+        """An idle worker of ``program``, or a new one (room permitting, the program under
+        its cap); None when ``wait`` is False and neither is at hand. Raises OSError if a
+        worker cannot start."""
         key = program_key(program)
         with self._cond:
             while True:
                 self._reap_idle()
-                idle = self._idle.get(key)
-                if idle:
-                    return idle.pop()
-                if self._alive >= self.size:
-                    victim = self._evict_one()
-                    if victim is not None:
-                        victim.kill()
-                if self._alive < self.size:
-                    self._alive += 1
-                    break
+                if self._held.get(key, 0) < self.cap:
+                    idle = self._idle.get(key)
+                    if idle:
+                        self._held[key] = self._held.get(key, 0) + 1
+                        return idle.pop()
+                    if self._alive >= self.size:
+                        victim = self._evict_one()
+                        if victim is not None:
+                            victim.kill()
+                    if self._alive < self.size:
+                        self._alive += 1
+                        self._held[key] = self._held.get(key, 0) + 1
+                        break
                 if not wait:
                     return None
                 self._cond.wait(timeout=1.0)
@@ -229,8 +279,16 @@ class SandboxPool:
         except BaseException:
             with self._cond:
                 self._alive -= 1
+                self._unhold(key)
                 self._cond.notify_all()
             raise
+
+    def _unhold(self, key: tuple[Any, ...]) -> None:
+        held = self._held.get(key, 0) - 1
+        if held > 0:
+            self._held[key] = held
+        else:
+            self._held.pop(key, None)
 
     def _evict_one(self) -> Worker | None:
         """The least recently used idle worker (of any program), removed from the pool."""
@@ -253,18 +311,23 @@ class SandboxPool:
                 worker.kill()
 
     def _release(self, worker: Worker) -> None:
-        if worker.cpu > RETIRE_CPU_S or worker.state != "ready":
+        """A busy worker done with its run: back to idle, or stopped if it cannot be
+        trusted with another batch."""
+        if not worker.reusable():
             self._discard(worker)
             return
         worker.last_used = time.monotonic()
         with self._cond:
+            self._unhold(worker.key)
             self._idle.setdefault(worker.key, []).append(worker)
             self._cond.notify_all()
 
     def _discard(self, worker: Worker) -> None:
+        """Stop a busy worker and free its slot."""
         worker.kill()
         with self._cond:
             self._alive -= 1
+            self._unhold(worker.key)
             self._cond.notify_all()
 
     def close(self) -> None:
@@ -282,30 +345,37 @@ class SandboxPool:
                 return sum(len(ws) for ws in self._idle.values())
             return len(self._idle.get(program_key(program), []))
 
+    def busy_count(self) -> int:
+        """Workers scoring or starting (held by a run) right now."""
+        with self._cond:
+            return sum(self._held.values())
+
     def _after_fork(self) -> None:
         """In a forked child: the workers belong to the parent; forget them."""
         self._idle = {}
+        self._held = {}
         self._alive = 0
         self._cond = threading.Condition()
 
     # -- scoring ----------------------------------------------------------------------------
     def run(self, program: Program, items: Sequence[str]) -> list[Raw]:
         """One raw answer per item (each item: an attempt as JSON text); never raises
-        for what the snippet does."""
+        for what the snippet or its worker does."""
         return _Run(self, program, items).go()
 
 
 class _Run:
-    """One call of ``SandboxPool.run``: batches in flight on up to ``pool.size`` workers."""
+    """One call of ``SandboxPool.run``: batches in flight on up to ``pool.cap`` workers."""
 
     def __init__(self, pool: SandboxPool, program: Program, items: Sequence[str]):
         self.pool = pool
         self.program = program
         self.items = items
         self.results: list[Raw | None] = [None] * len(items)
-        self.pending: deque[list[int]] = deque(self._batches())
+        self.pending: deque[_Batch] = deque(_Batch(b) for b in self._batches())
         self.busy: dict[Worker, _Flight] = {}
         self.timeout_s = program.timeout_ms / 1000.0
+        self.timed_out = f"timed out after {program.timeout_ms} ms"
 
     def _batches(self) -> list[list[int]]:
         batches, current, size = [], [], 0
@@ -321,9 +391,8 @@ class _Run:
 
     def go(self) -> list[Raw]:
         try:
-            parallel = min(self.pool.size, len(self.pending))
             while self.pending or self.busy:
-                self._hand_out(parallel)
+                self._hand_out()
                 if self.busy:
                     self._wait()
         finally:
@@ -332,8 +401,10 @@ class _Run:
         return [r if r is not None else (False, "not scored", None) for r in self.results]
 
     # -- handing out work -------------------------------------------------------------------
-    def _hand_out(self, parallel: int) -> None:
-        while self.pending and len(self.busy) < parallel:
+    def _hand_out(self) -> None:
+        while self.pending:
+            if sum(1 for f in self.busy.values() if f.phase != "batch") >= len(self.pending):
+                return  # the workers starting will take what is left
             try:
                 worker = self.pool._checkout(self.program, wait=not self.busy)
             except OSError as exc:
@@ -342,194 +413,241 @@ class _Run:
             if worker is None:
                 return
             if worker.state == "starting":
-                try:
-                    worker.send(worker.setup_frame(), time.monotonic() + START_TIMEOUT_S)
-                except (FrameTimeout, FrameEOF):
-                    self._fail_pending(_died(worker.exit_code()) + " while starting")
-                    self.pool._discard(worker)
-                    return
-                self.busy[worker] = _Flight(starting=True, sent=time.monotonic())
+                now = time.monotonic()
+                hard = now + START_TIMEOUT_S + self.timeout_s + GRACE_S
+                flight = _Flight("spawned", sent=now, hard=hard)
+                self.busy[worker] = flight
+                worker.queue(worker.setup_frame())
+                self._flush(worker, flight)
             else:
                 self._dispatch(worker)
 
     def _dispatch(self, worker: Worker) -> None:
         if not self.pending:
+            self.busy.pop(worker, None)
             self.pool._release(worker)
             return
-        indices = self.pending.popleft()
-        seq = next(_SEQ)  # unique per process: a reused worker's old notes never match
-        body = ",".join([self.items[i] for i in indices])
-        payload = f"[{seq},[{body}]]".encode("utf-8", "surrogatepass")
-        flight = _Flight(indices=indices, sent=time.monotonic(), seq=seq)
+        batch = self.pending.popleft()
+        flush_ms = 0 if batch.careful else round(FLUSH_S * 1000)
+        body = ",".join([self.items[i] for i in batch.indices])
+        now = time.monotonic()
+        span = len(batch.indices) * (self.timeout_s + SLACK_S) + GRACE_S
+        flight = _Flight(
+            "batch", sent=now, hard=now + span, mark=now, indices=batch.indices,
+            careful=batch.careful,
+        )  # fmt: skip
         self.busy[worker] = flight
+        worker.queue(f"[{flush_ms},[{body}]]".encode("utf-8", "surrogatepass"))
+        self._flush(worker, flight)
+
+    def _flush(self, worker: Worker, flight: _Flight) -> None:
         try:
-            worker.send(payload, time.monotonic() + self.timeout_s + GRACE_S)
-        except FrameTimeout:
-            self._on_timeout(worker, flight)
-        except FrameEOF:
+            worker.flush()
+        except EOFError:
             self._on_death(worker, flight)
 
     # -- waiting ------------------------------------------------------------------------------
-    def _deadline(self, worker: Worker, flight: _Flight) -> float:
-        seq, _, started = worker.progress()
-        if flight.starting:
-            if seq == -1:  # the module's top-level code is running
-                return started + self.timeout_s + GRACE_S
-            return flight.sent + START_TIMEOUT_S + self.timeout_s
-        base = started if seq == flight.seq and started > flight.sent else flight.sent
-        return base + self.timeout_s + GRACE_S
+    def _deadline(self, flight: _Flight) -> float:
+        """When the parent kills the worker: never later than ``flight.hard``."""
+        if flight.phase == "spawned":
+            soft = flight.sent + START_TIMEOUT_S
+        elif flight.phase == "loading":
+            soft = flight.mark + self.timeout_s + GRACE_S
+        else:
+            flush = 0.0 if flight.careful else FLUSH_S
+            soft = flight.mark + flush + self.timeout_s + GRACE_S
+        return min(soft, flight.hard)
 
     def _wait(self) -> None:
-        deadlines = {w: self._deadline(w, f) for w, f in self.busy.items()}
-        timeout = max(0.0, min(deadlines.values()) - time.monotonic())
-        if any(f.starting for f in self.busy.values()):
-            timeout = min(timeout, START_POLL_S)  # its top-level code may begin any moment
-        by_fd = {w.out_fd: w for w in self.busy}
-        readable, _, _ = select.select(list(by_fd), [], [], timeout)
+        now = time.monotonic()
+        timeout = max(0.0, min(self._deadline(f) for f in self.busy.values()) - now)
+        by_out = {w.out_fd: w for w in self.busy}
+        by_in = {w.in_fd: w for w in self.busy if w.outbox}
+        readable, writable, _ = select.select(list(by_out), list(by_in), [], timeout)
+        for fd in writable:
+            worker = by_in[fd]
+            if worker in self.busy:
+                self._flush(worker, self.busy[worker])
         for fd in readable:
-            worker = by_fd[fd]
-            self._on_readable(worker, self.busy[worker], deadlines[worker])
+            worker = by_out[fd]
+            if worker in self.busy:
+                self._on_readable(worker)
         now = time.monotonic()
         for worker, flight in list(self.busy.items()):
-            if worker.out_fd in readable:
-                continue
-            if now >= self._deadline(worker, flight):
-                self._on_timeout(worker, flight)
+            if now >= self._deadline(flight):
+                self._on_timeout(worker, flight, now)
 
-    def _on_readable(self, worker: Worker, flight: _Flight, deadline: float) -> None:
-        # A reply that has begun arrives in full at once; a worker that stalls mid-frame
-        # is treated like one that stalls mid-attempt.
+    def _on_readable(self, worker: Worker) -> None:
+        """Take in what the worker sent. Whatever it is, this never raises: a frame that
+        cannot be read, decoded or checked ends the worker and settles its attempts."""
+        flight = self.busy[worker]
         try:
-            frame = worker.reader.read(max(deadline, time.monotonic() + 1.0))
-        except FrameTimeout:
-            self._on_timeout(worker, flight)
-            return
-        except FrameEOF:
-            self._on_death(worker, flight)
-            return
-        if len(frame) > (MAX_RESULT_CHARS + 64) * max(1, len(flight.indices)) + 4096:
-            self._on_invalid(worker, flight, "a reply over the size limit")
-            return
-        try:
-            message = _strict_loads(frame)
-        except (ValueError, RecursionError):
-            self._on_invalid(worker, flight, "a reply that is not strict JSON")
-            return
-        if flight.starting:
-            self._on_started(worker, message)
-        else:
-            self._on_results(worker, flight, message)
+            if not worker.receive():
+                self._on_death(worker, flight)
+                return
+            while self.busy.get(worker) is flight:
+                limit = self._limit(flight)
+                frame = worker.frames.next(limit)
+                if frame is None:
+                    return
+                self._on_frame(worker, flight, _strict_loads(frame))
+                flight = self.busy.get(worker, flight)
+        except FrameTooLarge:
+            self._on_invalid(worker, flight, "an invalid reply (over the size limit)")
+        except Exception as exc:  # every byte from a worker is hostile: any error at all
+            what = "an invalid reply (not strict JSON)"
+            if isinstance(exc, BadFrame):
+                what = f"an invalid reply ({exc})"
+            self._on_invalid(worker, flight, what)
 
-    def _on_started(self, worker: Worker, message: Any) -> None:
-        del self.busy[worker]
-        if message == ["ready"]:
-            worker.state = "ready"
-            self._dispatch(worker)
-            return
-        if isinstance(message, list) and len(message) == 2 and message[0] == "fatal":
-            error = str(message[1])[:2000]
-        else:
-            error = "the sandbox worker sent an invalid greeting"
-        self.pool._discard(worker)
-        self._fail_pending(error)
+    def _limit(self, flight: _Flight) -> int:
+        if flight.phase != "batch":
+            return MAX_GREETING
+        return (MAX_RESULT_CHARS + 64) * max(1, len(flight.indices) - flight.done) + 4096
 
-    def _on_results(self, worker: Worker, flight: _Flight, message: Any) -> None:
-        if not (
-            type(message) is list
-            and len(message) == 3
-            and type(message[0]) is list
-            and len(message[0]) <= len(flight.indices)
-            and type(message[1]) in (int, float)
-            and type(message[2]) is bool
-        ):
-            self._on_invalid(worker, flight, "a reply of the wrong shape")
+    def _on_frame(self, worker: Worker, flight: _Flight, message: Any) -> None:
+        if flight.phase == "spawned":
+            if message == ["loading"]:
+                flight.phase, flight.mark = "loading", time.monotonic()
+                return
+            self._on_greeting(worker, message, "a greeting out of order")
+        elif flight.phase == "loading":
+            if message == ["ready"]:
+                del self.busy[worker]
+                worker.state = "ready"
+                self._dispatch(worker)
+                return
+            self._on_greeting(worker, message, "a greeting out of order")
+        elif type(message) is list and message and message[0] == "part":
+            self._on_part(flight, message)
+        elif type(message) is list and message and message[0] == "done":
+            self._on_done(worker, flight, message)
+        else:
+            raise BadFrame("the wrong shape")
+
+    def _on_greeting(self, worker: Worker, message: Any, what: str) -> None:
+        if type(message) is list and len(message) == 2 and message[0] == "fatal":
+            if type(message[1]) is not str:
+                raise BadFrame("a fatal error that is not text")
+            del self.busy[worker]
+            self.pool._discard(worker)
+            self._fail_pending(message[1][:2000])
             return
+        raise BadFrame(what)
+
+    def _on_part(self, flight: _Flight, message: Any) -> None:
+        """Answers for the next attempts of the batch, at least one, never the last."""
+        if len(message) != 2 or type(message[1]) is not list:
+            raise BadFrame("a progress report of the wrong shape")
+        answers = message[1]
+        if not 1 <= len(answers) < len(flight.indices) - flight.done:
+            raise BadFrame("a progress report with the wrong number of answers")
+        self._settle(flight, [_answer(a) for a in answers])
+        flight.mark = time.monotonic()
+
+    def _on_done(self, worker: Worker, flight: _Flight, message: Any) -> None:
+        if len(message) != 4 or type(message[1]) is not list or type(message[3]) is not bool:
+            raise BadFrame("the wrong shape")
+        answers, cpu, retire = message[1], _number(message[2], "cpu"), message[3]
+        if len(answers) > len(flight.indices) - flight.done:
+            raise BadFrame("more answers than attempts")
+        self._settle(flight, [_answer(a) for a in answers])
         del self.busy[worker]
-        answers, worker.cpu, retire = message
-        indices = flight.indices
-        for index, answer in zip(indices, answers, strict=False):
-            self.results[index] = _raw(answer)
-        rest = indices[len(answers) :]
-        if rest:
-            if not answers:  # no progress at all: the first attempt takes the blame
+        worker.cpu = cpu
+        rest = flight.indices[flight.done :]
+        if rest:  # the worker stopped early (it retires)
+            if not flight.done:  # no progress at all: the first attempt takes the blame
                 self.results[rest[0]] = (False, "the sandbox worker gave up on this attempt", None)
                 rest = rest[1:]
             if rest:
-                self.pending.appendleft(rest)
-        if retire:
+                self.pending.appendleft(_Batch(rest, flight.careful))
+        if retire or not worker.reusable():
             self.pool._discard(worker)
         else:
             self._dispatch(worker)
 
-    # -- failures ------------------------------------------------------------------------------
-    def _blame(self, worker: Worker, flight: _Flight, error: str) -> None:
-        """Settle the attempt the worker was on with ``error``; requeue the rest of the batch
-        for a fresh worker."""
-        seq, index, _ = worker.progress()
-        indices = flight.indices
-        if seq == flight.seq and index >= len(indices):  # stuck after scoring, sending
-            for i in indices:
-                self.results[i] = (False, error + " while sending its results", None)
-            return
-        at = index if seq == flight.seq else 0
-        self.results[indices[at]] = (False, error, None)
-        rest = indices[:at] + indices[at + 1 :]
-        if rest:
-            self.pending.appendleft(rest)
+    def _settle(self, flight: _Flight, raws: list[Raw]) -> None:
+        for offset, raw in enumerate(raws):
+            self.results[flight.indices[flight.done + offset]] = raw
+        flight.done += len(raws)
 
-    def _on_timeout(self, worker: Worker, flight: _Flight) -> None:
+    # -- failures ------------------------------------------------------------------------------
+    def _blame(self, flight: _Flight, error: str) -> None:
+        """The worker stopped mid-batch: settle the attempt it was on with ``error`` when
+        that attempt is known (a careful batch, or one left); otherwise hand the rest to a
+        fresh worker as a careful batch, which will know."""
+        rest = flight.indices[flight.done :]
+        if not rest:
+            return
+        if flight.careful or len(rest) == 1:
+            self.results[rest[0]] = (False, error, None)
+            rest = rest[1:]
+            if rest:
+                self.pending.appendleft(_Batch(rest))
+            return
+        self.pending.appendleft(_Batch(rest, careful=True))
+
+    def _on_timeout(self, worker: Worker, flight: _Flight, now: float) -> None:
         self.busy.pop(worker, None)
         self.pool.restarts += 1
-        if flight.starting:
-            seq, _, _ = worker.progress()
-            self.pool._discard(worker)
-            if seq == -1:
-                self._fail_pending(
-                    f"the module's top-level code ran past {self.program.timeout_ms} ms"
-                )
-            else:
-                self._fail_pending(f"the sandbox worker did not start within {START_TIMEOUT_S} s")
-            return
-        self._blame(worker, flight, f"timed out after {self.program.timeout_ms} ms")
         self.pool._discard(worker)
+        if flight.phase == "spawned":
+            self._fail_pending(f"the sandbox worker did not start within {START_TIMEOUT_S:g} s")
+        elif flight.phase == "loading":
+            self._fail_pending(f"the module's top-level code ran past {self.program.timeout_ms} ms")
+        elif now >= flight.hard:
+            error = f"{self.timed_out} (its batch ran past the deadline)"
+            for index in flight.indices[flight.done :]:
+                self.results[index] = (False, error, None)
+        else:
+            self._blame(flight, self.timed_out)
 
     def _on_death(self, worker: Worker, flight: _Flight) -> None:
         self.busy.pop(worker, None)
         self.pool.restarts += 1
         code = worker.exit_code()
-        if flight.starting:
-            self.pool._discard(worker)
+        self.pool._discard(worker)
+        if flight.phase != "batch":
             self._fail_pending(_died(code) + " while starting")
             return
-        self._blame(worker, flight, _died(code))
-        self.pool._discard(worker)
+        self._blame(flight, _died(code))
 
     def _on_invalid(self, worker: Worker, flight: _Flight, what: str) -> None:
         self.busy.pop(worker, None)
         self.pool.restarts += 1
         self.pool._discard(worker)
         error = f"the sandbox worker sent {what}"
-        if flight.starting:
+        if flight.phase != "batch":
             self._fail_pending(error)
             return
-        for i in flight.indices:
-            self.results[i] = (False, error, None)
+        for index in flight.indices[flight.done :]:
+            self.results[index] = (False, error, None)
 
     def _fail_pending(self, error: str) -> None:
         while self.pending:
-            for i in self.pending.popleft():
+            for i in self.pending.popleft().indices:
                 self.results[i] = (False, error, None)
 
 
-def _raw(answer: Any) -> Raw:
+def _number(value: Any, what: str) -> float:
+    """A finite, non-negative number below 1e9 (an int of any size is refused, not
+    converted: ``float`` of 9 repeated 400 times raises OverflowError)."""
+    if type(value) is int and 0 <= value < 10**9:
+        return float(value)
+    if type(value) is float and 0.0 <= value < 1e9:
+        return value
+    raise BadFrame(f"{what} is not a number in range")
+
+
+def _answer(answer: Any) -> Raw:
     """One attempt's answer as the worker sent it: [0, dict, ms] or [1, text, ms]."""
-    if type(answer) is list and len(answer) == 3 and type(answer[2]) in (int, float):
+    if type(answer) is list and len(answer) == 3 and type(answer[0]) is int:
         kind, value, ms = answer
         if kind == 0 and type(value) is dict:
-            return (True, value, float(ms))
+            return (True, value, _number(ms, "a time"))
         if kind == 1 and type(value) is str:
-            return (False, value[:2000], float(ms))
-    return (False, "the sandbox worker sent an invalid result", None)
+            return (False, value[:2000], _number(ms, "a time"))
+    raise BadFrame("an answer of the wrong shape")
 
 
 _POOLS: list[SandboxPool] = []

@@ -6,15 +6,18 @@ Its life:
 
 1. fd 0 and 1 are the channel (length-prefixed JSON frames); they are moved aside and
    0, 1, 2 are pointed at /dev/null opened read-only, so the snippet's reads see nothing
-   and its writes fail; ``print`` goes to a sink that refuses more than a cap. The one
-   argument is the fd of a small shared memory where the worker notes which attempt it
-   is on and since when, so the parent can kill it at the deadline without its help.
+   and its writes fail; ``print`` goes to a sink that refuses more than a cap.
 2. The setup frame: the snippet's code and the limits. Resource limits, then Landlock
    (required in the fallback, extra in bubblewrap), then the seccomp filter (a BPF
    program the parent compiled with libseccomp) are applied *before* any snippet code
-   runs, so every line of it, the module's top level included, runs confined.
-3. Batches: one frame in (about 1,000 attempts), one frame out (their results). Each
-   attempt runs under a SIGALRM timer; a snippet that defeats it is killed by the parent.
+   runs, so every line of it, the module's top level included, runs confined. Then
+   ``["loading"]`` (the top level starts now), the top level, and ``["ready"]`` or
+   ``["fatal", text]``.
+3. Batches: one frame in (``[flush_ms, attempts]``, about 1,000 attempts), then
+   ``["part", answers]`` whenever ``flush_ms`` has passed since the last frame out (so the
+   parent knows roughly where the worker is) and ``["done", answers, cpu, retire]`` at the
+   end. Each attempt runs under a SIGALRM timer; the parent kills a worker that runs
+   past its own deadlines, whatever this code or the snippet reports.
 
 Everything this worker sends is re-checked by the parent: the snippet shares this
 interpreter and could replace any of this code. What the checks here buy is speed and
@@ -29,7 +32,6 @@ import json
 import json.decoder
 import json.encoder
 import math
-import mmap
 import os
 import resource
 import signal
@@ -39,10 +41,9 @@ import time
 
 # --- references kept before any snippet runs --------------------------------------------
 _read, _write, _close, _dup, _dup2, _open = os.read, os.write, os.close, os.dup, os.dup2, os.open
-_monotonic_ns, _perf = time.monotonic_ns, time.perf_counter
+_perf = time.perf_counter
 _setitimer, _ITIMER_REAL = signal.setitimer, signal.ITIMER_REAL
 _pack_header, _unpack_header = struct.Struct("!I").pack, struct.Struct("!I").unpack
-_progress = struct.Struct("<qqq")
 _type, _len, _str, _isfinite = type, len, str, math.isfinite
 _zip, _enumerate, _min, _memoryview, _hasattr, _any = zip, enumerate, min, memoryview, hasattr, any
 _OSError = OSError
@@ -266,9 +267,9 @@ class SolverOutput:
 
 
 class Runner:
-    def __init__(self, setup, shm):
+    def __init__(self, setup, channel):
         self.setup = setup
-        self.shm = shm
+        self.channel = channel
         self.timeout_s = setup["timeout_ms"] / 1000.0
         self.max_result = setup["max_result"]
         self.sink = Sink(setup["max_print"])
@@ -278,24 +279,24 @@ class Runner:
         self.retire = False
         self.builtins = _dict(builtins.__dict__)  # as they were before the snippet ran
 
-    def note(self, seq, index):
-        _progress.pack_into(self.shm, 0, seq, index, _monotonic_ns())
-
     def load(self, code):
         """Run the module's top level; return None or the fatal error's text."""
         namespace = {"__name__": "snippet", "__builtins__": builtins}
-        self.note(-1, 0)
+        try:
+            compiled = compile(code, "<snippet>", "exec")
+        except SyntaxError as exc:
+            return f"line {exc.lineno}: {exc.msg}"
+        except _BaseException as exc:
+            return f"the code cannot be compiled: {_describe(exc)}"
+        self.channel.send(["loading"])  # the parent's clock for the top level starts
         try:
             try:
-                compiled = compile(code, "<snippet>", "exec")
                 _setitimer(_ITIMER_REAL, self.timeout_s)
                 exec(compiled, namespace)  # noqa: S102 - confined: this is the sandbox
             finally:
                 _setitimer(_ITIMER_REAL, 0)
         except _Timeout:
             return f"the module's top-level code ran past {self.setup['timeout_ms']} ms"
-        except SyntaxError as exc:
-            return f"line {exc.lineno}: {exc.msg}"
         except _BaseException as exc:
             return f"the module's top-level code raised {_describe(exc)}"
         function = namespace.get("compute_scores")
@@ -304,17 +305,25 @@ class Runner:
         self.function = function
         return None
 
-    def run_batch(self, seq, items):
+    def run_batch(self, items, flush_s):
+        """The answers not yet sent; sends ``["part", ...]`` whenever ``flush_s`` has
+        passed since the last frame, so the attempt under way started less than
+        ``flush_s`` after the parent last heard from this worker."""
         results = []
-        for index, item in _enumerate(items):
+        last = _perf()
+        remaining = _len(items)
+        for item in items:
             if self.retire:
                 break  # the rest goes to a fresh worker
-            self.note(seq, index)
             answer = self.run_one(item)
             if answer[1] != "0":  # a failure: undo what it may have done to builtins
                 self.restore_builtins()
             results.append(answer)
-        self.note(seq, _len(items))
+            remaining -= 1
+            if remaining and _perf() - last >= flush_s:
+                self.channel.send_text(f'["part",[{",".join(results)}]]')
+                results = []
+                last = _perf()
         self.restore_builtins()
         return results
 
@@ -390,12 +399,11 @@ def main():
     for fd in (0, 1, 2):
         _dup2(null, fd)
     _close(null)
-    shm = mmap.mmap(int(sys.argv[1]), _progress.size)
     _prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     setup = channel.receive()
     if setup is None:
         return
-    runner = Runner(setup, shm)
+    runner = Runner(setup, channel)
     sys.stdout = sys.stderr = runner.sink
     sys.stdin = None
     signal.signal(signal.SIGALRM, _on_alarm)
@@ -425,10 +433,11 @@ def main():
         batch = channel.receive()
         if batch is None:
             return  # the parent closed the channel: done
-        answers = ",".join(runner.run_batch(batch[0], batch[1]))
+        answers = ",".join(runner.run_batch(batch[1], batch[0] / 1000.0))
         usage = _getrusage(_RUSAGE_SELF)
         cpu = usage.ru_utime + usage.ru_stime
-        channel.send_text(f"[[{answers}],{cpu!r},{'true' if runner.retire else 'false'}]")
+        retire = "true" if runner.retire else "false"
+        channel.send_text(f'["done",[{answers}],{cpu!r},{retire}]')
         if runner.retire:
             return
 
