@@ -114,7 +114,8 @@ class Plan:
 
 
 def _plan_chunks(challenge_id: int, *, most: int) -> Plan:
-    """Split the challenge's attempts (as they are now) into id ranges."""
+    """Split the challenge's attempts (as they are now) into id ranges that together
+    cover every id from 1 to the highest one seen."""
     attempts = scores.attempts_for_scoring(challenge_id)
     stats = attempts.aggregate(total=Count("pk"), last=Max("pk"))
     total, last = stats["total"], stats["last"]
@@ -131,6 +132,11 @@ def _plan_chunks(challenge_id: int, *, most: int) -> Plan:
             )
             starts = [row[0] for row in cursor.fetchall()]
     ends = [start - 1 for start in starts[1:]] + ([last] if starts else [])
+    if starts:
+        # The ranges run from id 1, not from the lowest id seen: a transaction still open
+        # now (a bulk POST) may commit lower ids than an attempt committed after it; they
+        # must be in a chunk too. Higher ids are the switch's catch-up (``_switch``).
+        starts[0] = 1
     return Plan(total, list(zip(starts, ends, strict=True)))
 
 
