@@ -184,6 +184,11 @@ def chunk_run(*, chunk_id: int, finalize: bool = True) -> bool:
     with _gc_paused():
         scored = _chunk_score(chunk_id)
     if scored is None:
+        # Done already (a redelivery, a retry after the finalize failed) or the job is
+        # over. A job whose chunks are all done is finalized by whoever sees it first:
+        # a retried last chunk must not leave it "running" forever.
+        if finalize and _job_ready(job_id):
+            job_finalize(job_id=job_id)
         return False
     done, chunk = scored
     # Read the chunk's new rows once now that they are committed, while the other chunks
@@ -264,20 +269,28 @@ def _chunk_score(chunk_id: int) -> tuple[RescoreJob, RescoreChunk] | None:
 # --- finishing ---------------------------------------------------------------------------
 def job_finalize(*, job_id: int) -> bool:
     """Make the job's version active, if the job is running and every chunk is done.
+    Safe to call any number of times, from any number of workers, and to retry after
+    any error: it is one transaction, claimed by one caller at a time.
 
-    Two steps. First, without blocking anyone, the version's leaderboard is rebuilt from
-    its scores (public readers do not see a version that is not active). Then, under the
-    challenge row lock (ingestion waits a few milliseconds), the attempts recorded since
-    the plan that still lack a score get one and the pointer moves: readers see the old
-    version or the new one, never a mix."""
+    First the version's leaderboard is rebuilt from its scores without blocking anyone
+    (public readers do not see a version that is not active, and ingestion writes no
+    entries of it). Then, under the challenge row lock (ingestion waits a few
+    milliseconds), the attempts recorded since the plan get their scores and entries and
+    the pointer moves: readers see the old version or the new one, never a mix.
+
+    Lock order, the same as every other writer's: the claim, the version's entries, the
+    challenge row, the job row (``rescore_start`` takes challenge then jobs; ingestion
+    takes the challenge in share mode and never touches a pending version's entries)."""
     started = time.perf_counter()
     with transaction.atomic():
-        job = RescoreJob.objects.select_for_update().filter(pk=job_id).first()
+        if not _claim_finalize(job_id):
+            return False  # another worker is finalizing this job right now
+        job = RescoreJob.objects.filter(pk=job_id).first()
         if job is None or not _ready(job):
             return False
         scores.entries_rebuild(version=ScoringVersion.objects.get(pk=job.version_id))
-    rebuilt = time.perf_counter()
-    job = _switch(job_id)
+        rebuilt = time.perf_counter()
+        job = _switch(job_id)
     if job is not None:
         logger.info(
             "rescore switched",
@@ -292,8 +305,30 @@ def job_finalize(*, job_id: int) -> bool:
     return job is not None
 
 
+LATE_PLAYERS_BATCH = 500
+_FINALIZE_LOCK = 0x706F6469  # "podi": the advisory-lock namespace of finalizing jobs
+
+
+def _claim_finalize(job_id: int) -> bool:
+    """Claim the right to finalize a job until this transaction ends (PostgreSQL: a
+    transaction-level advisory lock, released however the transaction ends, even by a
+    killed worker). A second caller gets False at once instead of rebuilding twice.
+    SQLite runs one write transaction at a time: the claim is the write lock itself."""
+    if connection.vendor != "postgresql":
+        return True
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_try_advisory_xact_lock(%s, %s)", [_FINALIZE_LOCK, job_id])
+        return bool(cursor.fetchone()[0])
+
+
 def _ms_since(start: float, end: float | None = None) -> float:
     return round(((end if end is not None else time.perf_counter()) - start) * 1000, 1)
+
+
+def _job_ready(job_id: int) -> bool:
+    return RescoreJob.objects.filter(
+        pk=job_id, status=Status.RUNNING, chunks_done=F("chunks_total")
+    ).exists()
 
 
 def _ready(job: RescoreJob) -> bool:
@@ -313,9 +348,18 @@ def _switch(job_id: int) -> RescoreJob | None:
         version = ScoringVersion.objects.get(pk=job.version_id)
         version.challenge = challenge
         # Every planned range is scored (its chunk is done): only attempts recorded since
-        # the plan can lack a score.
+        # the plan can lack a score; those recorded since the job started were scored at
+        # ingestion, which writes no leaderboard entries for a version that is not active:
+        # their players' entries are made here.
         planned_up_to = job.chunks.aggregate(last=Max("last_attempt_id"))["last"] or 0
         scores.score_missing(version=version, after_id=planned_up_to)
+        late = AttemptScore.objects.filter(version=version, attempt_id__gt=planned_up_to)
+        late_players = sorted(
+            set(late.filter(sort_key__isnull=False).values_list("player_id", flat=True))
+        )
+        for start in range(0, len(late_players), LATE_PLAYERS_BATCH):
+            batch = late_players[start : start + LATE_PLAYERS_BATCH]
+            scores.entries_repair(version_id=version.pk, player_ids=batch)
         now = timezone.now()
         version.scored_at = now
         version.save(update_fields=["scored_at"])
@@ -324,7 +368,6 @@ def _switch(job_id: int) -> RescoreJob | None:
         job.status, job.finished_at = Status.SUCCEEDED, now
         # Attempts recorded during the run (after the planned ranges) were scored at
         # ingestion or just now: the finished job counts them too.
-        late = AttemptScore.objects.filter(version=version, attempt_id__gt=planned_up_to)
         job.total = job.processed = job.processed + late.count()
         job.failed += late.exclude(error="").count()
         job.save(update_fields=["status", "finished_at", "total", "processed", "failed"])

@@ -289,8 +289,11 @@ def attempts_record(
             if outcomes is None:  # a version created since we scored: rare, score now
                 outcomes = _compute(version, challenge, attempts)
             rows = scores.scores_write(version=version, attempts=attempts, outcomes=outcomes)
-            scores.entries_upsert(version=version, attempts=attempts, rows=rows)
             if version.pk == active_id:
+                # Only the active version's leaderboard: a version being rescored gets
+                # its entries at the switch (``rescoring.job_finalize``), so ingestion
+                # never writes the rows the rebuild writes, and neither waits for the other.
+                scores.entries_upsert(version=version, attempts=attempts, rows=rows)
                 active_rows, active_number = list(rows), version.number
     logger.info(
         "attempts recorded",
