@@ -31,6 +31,7 @@ from django.db import connection, transaction
 from django.db.models import Count, F, Max
 from django.utils import timezone
 
+from config.transient import retry_transient
 from scoring import services as scoring
 
 from . import scores
@@ -159,6 +160,7 @@ def job_dispatch(*, job_id: int, send_chunk: Callable[[int], None]) -> None:
         _mark_running(job.pk)
         job_finalize(job_id=job.pk)
         return
+    RescoreChunk.objects.filter(pk__in=pending).update(heartbeat_at=timezone.now())
     for chunk_id in pending:
         send_chunk(chunk_id)
 
@@ -181,14 +183,13 @@ def chunk_run(*, chunk_id: int, finalize: bool = True) -> bool:
         return False
     _mark_running(job_id)  # on its own: the job shows "running" while the chunk scores
     started = time.perf_counter()
-    with _gc_paused():
-        scored = _chunk_score(chunk_id)
+    scored = _chunk_score(chunk_id)
     if scored is None:
         # Done already (a redelivery, a retry after the finalize failed) or the job is
         # over. A job whose chunks are all done is finalized by whoever sees it first:
         # a retried last chunk must not leave it "running" forever.
         if finalize and _job_ready(job_id):
-            job_finalize(job_id=job_id)
+            retry_transient(lambda: job_finalize(job_id=job_id), what="rescore finalize")
         return False
     done, chunk = scored
     # Read the chunk's new rows once now that they are committed, while the other chunks
@@ -207,7 +208,7 @@ def chunk_run(*, chunk_id: int, finalize: bool = True) -> bool:
         return True
     done.refresh_from_db(fields=["chunks_done", "chunks_total", "status"])
     if done.status == Status.RUNNING and done.chunks_done == done.chunks_total:
-        job_finalize(job_id=done.pk)
+        retry_transient(lambda: job_finalize(job_id=done.pk), what="rescore finalize")
     return True
 
 
@@ -225,45 +226,149 @@ def _gc_paused() -> Iterator[None]:
 
 
 def _chunk_score(chunk_id: int) -> tuple[RescoreJob, RescoreChunk] | None:
-    """Score a chunk and mark it done, in one transaction; None if there was nothing
-    to do. Returns the chunk's job and the chunk."""
+    """Score a chunk and mark it done; None if there was nothing to do (done already, the
+    job is over). Returns the chunk's job and the chunk.
+
+    Compute, then commit: no transaction is open and no lock is held while a scorer
+    runs. A built-in strategy on PostgreSQL is one statement (no Python scorer); any
+    other scorer is run on a batch of attempts outside any transaction, then the batch's
+    scores are written in a short transaction under the chunk row lock, which also
+    checks that the job is still on (a cancelled job's chunk stops at its next batch)."""
+    chunk = (
+        RescoreChunk.objects.select_related("job__version__challenge").filter(pk=chunk_id).first()
+    )
+    if chunk is None or chunk.done_at is not None:
+        return None
+    job = chunk.job
+    if job.status not in RescoreJob.ACTIVE_STATUSES:
+        return None
+    version = job.version
+    span = {"first_id": chunk.first_attempt_id, "last_id": chunk.last_attempt_id}
+    if scores.scored_in_sql(version):
+        return _chunk_score_in_sql(chunk_id, version, **span)
+
+    attempts = scores.attempt_rows(challenge_id=job.challenge_id, **span)
+    scorer = scoring.rows_scorer(version=version, challenge=version.challenge, attempts=attempts)
+    batches = _Batches(len(attempts))
+    while (batch := batches.next(attempts)) is not None:
+        with _gc_paused():
+            outcomes = scorer(batch)
+        wrote = retry_transient(
+            lambda batch=batch, outcomes=outcomes: _batch_write(chunk_id, version, batch, outcomes),
+            what="rescore batch",
+        )
+        if not wrote:
+            return None  # the job was cancelled or superseded, or a twin finished first
+        batches.took_since_last()
+    return retry_transient(lambda: _chunk_done(chunk_id, version.pk, **span), what="chunk done")
+
+
+class _Batches:
+    """Consecutive slices of a chunk's attempts, sized so that a batch takes about
+    BATCH_TARGET_S to score (a slow snippet: a few attempts; a built-in plugin: up to
+    STREAM_BATCH): the job's progress and its cancel are seen that often."""
+
+    def __init__(self, total: int):
+        self.total, self.start, self.size = total, 0, FIRST_BATCH
+        self.started = time.perf_counter()
+
+    def next(self, attempts: list[scores.AttemptRow]) -> list[scores.AttemptRow] | None:
+        if self.start >= self.total:
+            return None
+        batch = attempts[self.start : self.start + self.size]
+        self.start += len(batch)
+        self.started = time.perf_counter()
+        return batch
+
+    def took_since_last(self) -> None:
+        took = max(time.perf_counter() - self.started, 1e-6)
+        wanted = int(self.size * BATCH_TARGET_S / took)
+        self.size = max(1, min(STREAM_BATCH, wanted, self.size * 4))
+
+
+FIRST_BATCH = 10
+STREAM_BATCH = 1000
+BATCH_TARGET_S = 1.0
+
+
+def _lock_chunk_of_active_job(chunk_id: int) -> RescoreChunk | None:
+    """The chunk row, locked for this transaction, if it is not done and its job is on."""
+    chunk = (
+        # of=self: lock the chunk row only, not the job row it is joined with (that
+        # would serialize the chunks and block a cancel).
+        RescoreChunk.objects.select_for_update(of=("self",))
+        .select_related("job")
+        .filter(pk=chunk_id)
+        .first()
+    )
+    if chunk is None or chunk.done_at is not None:
+        return None
+    if chunk.job.status not in RescoreJob.ACTIVE_STATUSES:
+        return None
+    return chunk
+
+
+def _batch_write(
+    chunk_id: int,
+    version: ScoringVersion,
+    batch: list[scores.AttemptRow],
+    outcomes: list[Any],
+) -> bool:
+    """Write a computed batch (one short transaction); False when the chunk is done or
+    its job is no longer on: nothing is written."""
     with transaction.atomic():
-        chunk = (
-            # of=self: lock the chunk row only, not the job, version and challenge rows
-            # it is joined with (that would block ingestion and serialize the chunks).
-            RescoreChunk.objects.select_for_update(of=("self",))
-            .select_related("job__version__challenge")
-            .filter(pk=chunk_id)
-            .first()
-        )
-        if chunk is None or chunk.done_at is not None:
+        if _lock_chunk_of_active_job(chunk_id) is None:
+            return False
+        scores.scores_put(version=version, attempts=batch, outcomes=outcomes)
+        RescoreChunk.objects.filter(pk=chunk_id).update(heartbeat_at=timezone.now())
+    return True
+
+
+def _chunk_done(
+    chunk_id: int, version_id: int, *, first_id: int, last_id: int
+) -> tuple[RescoreJob, RescoreChunk] | None:
+    """Mark the chunk done and count it into its job, once."""
+    with transaction.atomic():
+        chunk = _lock_chunk_of_active_job(chunk_id)
+        if chunk is None:
             return None
-        job = chunk.job
-        if job.status not in RescoreJob.ACTIVE_STATUSES:
-            return None
-        version = job.version
-        span = {"first_id": chunk.first_attempt_id, "last_id": chunk.last_attempt_id}
-        scored = scores.scores_replace_in_sql(
-            version=version, challenge_id=job.challenge_id, **span
+        scored, failed = scores.scores_count(
+            version_id=version_id, first_id=first_id, last_id=last_id
         )
-        failed = 0  # built-in strategies cannot fail
-        if scored is None:  # a plugin (or not PostgreSQL): score in Python
-            attempts = scores.attempt_rows(challenge_id=job.challenge_id, **span)
-            scorer = scoring.rows_scorer(
-                version=version, challenge=version.challenge, attempts=attempts
+        return _count_done(chunk, scored, failed)
+
+
+def _count_done(chunk: RescoreChunk, scored: int, failed: int) -> tuple[RescoreJob, RescoreChunk]:
+    chunk.done_at, chunk.scored, chunk.failed = timezone.now(), scored, failed
+    chunk.save(update_fields=["done_at", "scored", "failed"])
+    RescoreJob.objects.filter(pk=chunk.job_id).update(
+        processed=F("processed") + scored,
+        failed=F("failed") + failed,
+        chunks_done=F("chunks_done") + 1,
+    )
+    return chunk.job, chunk
+
+
+def _chunk_score_in_sql(
+    chunk_id: int, version: ScoringVersion, *, first_id: int, last_id: int
+) -> tuple[RescoreJob, RescoreChunk] | None:
+    """A built-in strategy's chunk: one statement, in one transaction with the chunk's
+    done mark (no Python scorer runs in it)."""
+
+    def run() -> tuple[RescoreJob, RescoreChunk] | None:
+        with transaction.atomic():
+            chunk = _lock_chunk_of_active_job(chunk_id)
+            if chunk is None:
+                return None
+            scored = scores.scores_replace_in_sql(
+                version=version,
+                challenge_id=chunk.job.challenge_id,
+                first_id=first_id,
+                last_id=last_id,
             )
-            failed = scores.scores_replace(
-                version=version, attempts=attempts, compute=scorer, **span
-            )
-            scored = len(attempts)
-        chunk.done_at, chunk.scored, chunk.failed = timezone.now(), scored, failed
-        chunk.save(update_fields=["done_at", "scored", "failed"])
-        RescoreJob.objects.filter(pk=job.pk).update(
-            processed=F("processed") + scored,
-            failed=F("failed") + failed,
-            chunks_done=F("chunks_done") + 1,
-        )
-    return job, chunk
+            return _count_done(chunk, scored or 0, 0)  # built-in strategies cannot fail
+
+    return retry_transient(run, what="rescore chunk in SQL")
 
 
 # --- finishing ---------------------------------------------------------------------------
