@@ -24,11 +24,12 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Count, F, Max
+from django.db.models import Count, F, Max, Q
 from django.utils import timezone
 
 from config.transient import retry_transient
@@ -503,15 +504,31 @@ def job_fail(*, job_id: int, error: str) -> None:
         logger.warning("rescore failed", extra={"job_id": job_id})
 
 
-def jobs_resume(*, send_dispatch: Callable[[int], None]) -> list[int]:
-    """Re-send every queued or running job (after a worker restart, a broker outage):
-    their unfinished chunks are queued again; finished chunks are never redone."""
-    ids = list(
-        RescoreJob.objects.filter(status__in=RescoreJob.ACTIVE_STATUSES).values_list(
-            "pk", flat=True
+def jobs_resume(*, send_dispatch: Callable[[int], None], stalled_for_s: float = 0.0) -> list[int]:
+    """Re-send the queued or running jobs whose progress stopped ``stalled_for_s``
+    seconds ago or more (0: every one): their unfinished chunks are queued again
+    (finished chunks are never redone), or, with all chunks done, they are finalized.
+
+    Progress is the job's creation, start, and every chunk's send, batch and end: a job
+    whose chunks are being worked on or wait in the queue behind a busy worker is left
+    alone until all of them fall silent for that long. Run by the periodic watchdog
+    (``tasks.rescore_watchdog``), so a chunk whose message was lost (a broker outage, a
+    killed worker) is sent again without waiting for the broker's visibility timeout,
+    and a job queued while the broker was down starts when it is back."""
+    jobs = RescoreJob.objects.filter(status__in=RescoreJob.ACTIVE_STATUSES)
+    if stalled_for_s > 0:
+        quiet_since = timezone.now() - timedelta(seconds=stalled_for_s)
+        jobs = jobs.annotate(
+            last_beat=Max("chunks__heartbeat_at"), last_done=Max("chunks__done_at")
+        ).exclude(
+            Q(created_at__gt=quiet_since)
+            | Q(started_at__gt=quiet_since)
+            | Q(last_beat__gt=quiet_since)
+            | Q(last_done__gt=quiet_since)
         )
-    )
+    ids = list(jobs.values_list("pk", flat=True))
     for job_id in ids:
+        logger.info("rescore resumed", extra={"job_id": job_id})
         send_dispatch(job_id)
     return ids
 
