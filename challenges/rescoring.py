@@ -29,7 +29,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Count, F, Max, Q
+from django.db.models import Count, F, Max
 from django.utils import timezone
 
 from config.transient import retry_transient
@@ -515,18 +515,16 @@ def jobs_resume(*, send_dispatch: Callable[[int], None], stalled_for_s: float = 
     (``tasks.rescore_watchdog``), so a chunk whose message was lost (a broker outage, a
     killed worker) is sent again without waiting for the broker's visibility timeout,
     and a job queued while the broker was down starts when it is back."""
-    jobs = RescoreJob.objects.filter(status__in=RescoreJob.ACTIVE_STATUSES)
-    if stalled_for_s > 0:
-        quiet_since = timezone.now() - timedelta(seconds=stalled_for_s)
-        jobs = jobs.annotate(
-            last_beat=Max("chunks__heartbeat_at"), last_done=Max("chunks__done_at")
-        ).exclude(
-            Q(created_at__gt=quiet_since)
-            | Q(started_at__gt=quiet_since)
-            | Q(last_beat__gt=quiet_since)
-            | Q(last_done__gt=quiet_since)
-        )
-    ids = list(jobs.values_list("pk", flat=True))
+    jobs = RescoreJob.objects.filter(status__in=RescoreJob.ACTIVE_STATUSES).annotate(
+        last_beat=Max("chunks__heartbeat_at"), last_done=Max("chunks__done_at")
+    )
+    quiet_since = timezone.now() - timedelta(seconds=stalled_for_s)
+    ids = []
+    for job_id, *moments in jobs.values_list(
+        "pk", "created_at", "started_at", "last_beat", "last_done"
+    ).order_by("pk"):
+        if stalled_for_s <= 0 or max(m for m in moments if m is not None) <= quiet_since:
+            ids.append(job_id)
     for job_id in ids:
         logger.info("rescore resumed", extra={"job_id": job_id})
         send_dispatch(job_id)
