@@ -160,25 +160,36 @@ class RecordedAttempt:
 
 
 def _players_upsert(inputs: Sequence[AttemptInput]) -> dict[str, Player]:
+    """Create the players not seen yet and rename the ones given a new name.
+
+    Rows are inserted, then locked and renamed, in external-id order whatever the
+    request's order: two requests naming the same players wait for each other in one
+    order and never deadlock."""
     names: dict[str, str | None] = {}
     for item in inputs:
         if item.player_name or item.player not in names:
             names[item.player] = item.player_name or names.get(item.player)
+    ordered = sorted(names)
     Player.objects.bulk_create(
         [
-            Player(external_id=ext, display_name=(name or ext)[:DISPLAY_NAME_MAX])
-            for ext, name in names.items()
+            Player(external_id=ext, display_name=(names[ext] or ext)[:DISPLAY_NAME_MAX])
+            for ext in ordered
         ],
         ignore_conflicts=True,
     )
-    players = {p.external_id: p for p in Player.objects.filter(external_id__in=list(names))}
-    renamed = []
-    for ext, name in names.items():
-        if name and players[ext].display_name != name:
-            players[ext].display_name = name
-            renamed.append(players[ext])
-    if renamed:
-        Player.objects.bulk_update(renamed, ["display_name"])
+    players = {p.external_id: p for p in Player.objects.filter(external_id__in=ordered)}
+    renames = [ext for ext in ordered if names[ext] and players[ext].display_name != names[ext]]
+    if renames:
+        locked = Player.objects.select_for_update(no_key=True).filter(external_id__in=renames)
+        for player in locked.order_by("external_id"):
+            players[player.external_id] = player
+        renamed = []
+        for ext in renames:
+            if players[ext].display_name != names[ext]:
+                players[ext].display_name = names[ext]
+                renamed.append(players[ext])
+        if renamed:
+            Player.objects.bulk_update(renamed, ["display_name"])
     return players
 
 
