@@ -342,14 +342,18 @@ class RescoreJob(models.Model):
 class RescoreChunk(models.Model):
     """A range of a challenge's attempts (by id, inclusive) that one task scores.
 
-    ``done_at`` is set in the same transaction that writes the chunk's scores, so a
-    retried or duplicated chunk task finds it done and writes nothing twice."""
+    Its scores are written batch by batch, each batch in a short transaction that
+    replaces the batch's rows; ``done_at`` is set once the last batch is written, so a
+    retried or duplicated chunk task rewrites the same rows or finds it done."""
 
     job = models.ForeignKey(RescoreJob, on_delete=models.CASCADE, related_name="chunks")
     number = models.PositiveIntegerField()
     first_attempt_id = models.BigIntegerField()
     last_attempt_id = models.BigIntegerField()
     done_at = models.DateTimeField(null=True, blank=True)
+    # When a task last showed it works on the chunk: sent, or a batch of scores written.
+    # The watchdog re-sends the chunks of a job whose chunks all fell silent.
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
     scored = models.PositiveIntegerField(default=0)
     failed = models.PositiveIntegerField(default=0)
 

@@ -2,6 +2,11 @@
 
 Every task is safe to run twice (acks_late redelivers a task whose worker died): the
 services check state with conditional updates and row locks.
+
+Transient errors (a lost database connection, a deadlock, a serialization failure, the
+broker away: ``config.transient``) are retried with backoff and never fail a job: when
+the retries run out the job stays as it is and the periodic watchdog resumes it. Any
+other error fails the job, with the reason in the worker log.
 """
 
 from __future__ import annotations
@@ -10,19 +15,59 @@ import logging
 
 from celery import shared_task
 from celery.signals import worker_ready
-from django.db import DatabaseError, InterfaceError
+from celery.utils.time import get_exponential_backoff_interval
+from django.conf import settings
 from django.dispatch import receiver
 
 from challenges.rescoring import jobs as rescoring
+from config.transient import TRANSIENT, forget_connection, is_transient
 
 logger = logging.getLogger(__name__)
-TRANSIENT = (DatabaseError, InterfaceError, ConnectionError)
+RETRIES = {
+    "autoretry_for": TRANSIENT,
+    "retry_backoff": 1,
+    "retry_backoff_max": 60,
+    "retry_jitter": True,
+    "max_retries": 8,
+}
 
 
-@shared_task(name="challenges.tasks.rescore_dispatch", acks_late=True, reject_on_worker_lost=True)
-def rescore_dispatch(job_id: int) -> None:
+def _retry_or_give_up(task, task_name: str, exc: BaseException) -> None:
+    """Retry a task after a transient error, waiting 1, 2, 4 … 60 s (with jitter); after
+    the last retry, leave the job to the watchdog."""
+    forget_connection()
+    if task.request.retries >= task.max_retries:
+        _give_up_quietly(task_name, exc)
+        return
+    countdown = get_exponential_backoff_interval(
+        factor=1, retries=task.request.retries, maximum=60, full_jitter=True
+    )
+    raise task.retry(exc=exc, countdown=countdown)
+
+
+def _give_up_quietly(task_name: str, exc: BaseException) -> None:
+    logger.warning(
+        "%s: transient errors outlasted the retries (%r); the watchdog resumes the job",
+        task_name,
+        exc,
+    )
+
+
+@shared_task(
+    name="challenges.tasks.rescore_dispatch",
+    bind=True,
+    acks_late=True,
+    reject_on_worker_lost=True,
+    max_retries=8,
+)
+def rescore_dispatch(self, job_id: int) -> None:
     """Queue a task per unfinished chunk of a job."""
-    rescoring.job_dispatch(job_id=job_id, send_chunk=rescore_chunk.delay)
+    try:
+        rescoring.job_dispatch(job_id=job_id, send_chunk=rescore_chunk.delay)
+    except Exception as exc:
+        if not is_transient(exc):
+            raise
+        _retry_or_give_up(self, "rescore_dispatch", exc)
 
 
 @shared_task(
@@ -30,25 +75,22 @@ def rescore_dispatch(job_id: int) -> None:
     bind=True,
     acks_late=True,
     reject_on_worker_lost=True,
-    autoretry_for=TRANSIENT,
-    retry_backoff=2,
-    max_retries=5,
+    max_retries=8,
 )
 def rescore_chunk(self, chunk_id: int) -> None:
     """Score one chunk; the last chunk of a job also switches the active version."""
     try:
         rescoring.chunk_run(chunk_id=chunk_id)
-    except TRANSIENT:
-        if self.request.retries >= self.max_retries:
-            _fail_job_of_chunk(chunk_id)
-        raise
-    except Exception:
+    except Exception as exc:
+        if is_transient(exc):
+            _retry_or_give_up(self, "rescore_chunk", exc)
+            return
         _fail_job_of_chunk(chunk_id)
         raise
 
 
 def _fail_job_of_chunk(chunk_id: int) -> None:
-    from challenges.models import RescoreChunk
+    from .models import RescoreChunk
 
     job_id = RescoreChunk.objects.filter(pk=chunk_id).values_list("job_id", flat=True).first()
     if job_id is not None:
@@ -56,10 +98,25 @@ def _fail_job_of_chunk(chunk_id: int) -> None:
         rescoring.job_fail(job_id=job_id, error=f"Chunk {chunk_id} failed; see the worker log.")
 
 
-@shared_task(name="challenges.tasks.rescore_resume", acks_late=True, reject_on_worker_lost=True)
+@shared_task(
+    name="challenges.tasks.rescore_resume", acks_late=True, reject_on_worker_lost=True, **RETRIES
+)
 def rescore_resume() -> None:
-    """Re-queue the unfinished chunks of every queued or running job."""
-    rescoring.jobs_resume(send_dispatch=rescore_dispatch.delay)
+    """Resume the queued or running jobs that show no progress (run when a worker starts:
+    a job in progress elsewhere is not sent twice)."""
+    rescoring.jobs_resume(
+        send_dispatch=rescore_dispatch.delay, stalled_for_s=settings.PODIUM_RESCORE_STALL_S
+    )
+
+
+@shared_task(
+    name="challenges.tasks.rescore_watchdog", acks_late=False, ignore_result=True, **RETRIES
+)
+def rescore_watchdog() -> None:
+    """Periodic (Celery beat, ``CELERY_BEAT_SCHEDULE``): resume stalled jobs."""
+    rescoring.jobs_resume(
+        send_dispatch=rescore_dispatch.delay, stalled_for_s=settings.PODIUM_RESCORE_STALL_S
+    )
 
 
 @receiver(rescoring.job_queued)
@@ -69,5 +126,9 @@ def _dispatch_queued_job(sender: object = None, *, job_id: int, **kwargs: object
 
 @worker_ready.connect
 def _resume_on_worker_start(sender: object = None, **kwargs: object) -> None:
-    # A job whose worker was killed resumes when a worker starts again.
-    rescore_resume.delay()
+    # A job whose worker was killed resumes when a worker starts again (once it shows no
+    # progress: see rescoring.jobs_resume).
+    try:
+        rescore_resume.delay()
+    except Exception:  # the broker is away: the watchdog does it later
+        logger.exception("Could not queue rescore_resume at worker start.")

@@ -170,6 +170,7 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "config.middleware.BodySizeLimitMiddleware",
+    "config.middleware.TransientErrorMiddleware",  # 503 + Retry-After, not 500
     "csp.middleware.CSPMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -236,6 +237,9 @@ try:
     DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60)}
 except ValueError as exc:  # unknown scheme and the like
     raise ImproperlyConfigured(f"DATABASE_URL is not usable: {exc}") from None
+# A connection kept between requests (CONN_MAX_AGE) is checked before its first use in a
+# request: after a database restart, the first request reconnects instead of failing.
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"]["CONN_MAX_AGE"] = 0
     DATABASES["default"]["OPTIONS"] = {
@@ -334,6 +338,10 @@ PODIUM_MAX_ATTEMPTS_PER_REQUEST = env_int("PODIUM_MAX_ATTEMPTS_PER_REQUEST", 100
 # ingestion (0: recompute on the first read after any change).
 PODIUM_RANKING_MAX_AGE_MS = env_int("PODIUM_RANKING_MAX_AGE_MS", 1000)
 PODIUM_SCORING_CHUNK = env_int("PODIUM_SCORING_CHUNK", 20_000, minimum=1)
+# Rescore watchdog: a queued or running job with no progress for this many seconds is
+# resumed (its unfinished chunks sent again); it looks every PODIUM_WATCHDOG_EVERY_S.
+PODIUM_RESCORE_STALL_S = env_int("PODIUM_RESCORE_STALL_S", 60, minimum=1)
+PODIUM_WATCHDOG_EVERY_S = env_int("PODIUM_WATCHDOG_EVERY_S", 15, minimum=1)
 
 # --- Celery ---------------------------------------------------------------------
 # Embedded default: a filesystem broker under var/, shared by `make run`'s web process
@@ -357,6 +365,18 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# The periodic watchdog (run by `celery beat`: the Procfile's beat process, or the
+# worker's embedded beat (-B) that `make run` starts).
+CELERY_BEAT_SCHEDULE = {
+    "rescore-watchdog": {
+        "task": "challenges.tasks.rescore_watchdog",
+        "schedule": float(PODIUM_WATCHDOG_EVERY_S),
+        "options": {"expires": float(PODIUM_WATCHDOG_EVERY_S)},
+    }
+}
+CELERY_BEAT_SCHEDULE_FILENAME = env_str(
+    "CELERY_BEAT_SCHEDULE_FILENAME", str(VAR_DIR / "celerybeat-schedule")
+)
 # The worker logs through LOGGING below (text or JSON lines), like the web process.
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 

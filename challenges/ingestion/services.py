@@ -57,25 +57,36 @@ class RecordedAttempt:
 
 
 def _players_upsert(inputs: Sequence[AttemptInput]) -> dict[str, Player]:
+    """Create the players not seen yet and rename the ones given a new name.
+
+    Rows are inserted, then locked and renamed, in external-id order whatever the
+    request's order: two requests naming the same players wait for each other in one
+    order and never deadlock."""
     names: dict[str, str | None] = {}
     for item in inputs:
         if item.player_name or item.player not in names:
             names[item.player] = item.player_name or names.get(item.player)
+    ordered = sorted(names)
     Player.objects.bulk_create(
         [
-            Player(external_id=ext, display_name=(name or ext)[:DISPLAY_NAME_MAX])
-            for ext, name in names.items()
+            Player(external_id=ext, display_name=(names[ext] or ext)[:DISPLAY_NAME_MAX])
+            for ext in ordered
         ],
         ignore_conflicts=True,
     )
-    players = {p.external_id: p for p in Player.objects.filter(external_id__in=list(names))}
-    renamed = []
-    for ext, name in names.items():
-        if name and players[ext].display_name != name:
-            players[ext].display_name = name
-            renamed.append(players[ext])
-    if renamed:
-        Player.objects.bulk_update(renamed, ["display_name"])
+    players = {p.external_id: p for p in Player.objects.filter(external_id__in=ordered)}
+    renames = [ext for ext in ordered if names[ext] and players[ext].display_name != names[ext]]
+    if renames:
+        locked = Player.objects.select_for_update(no_key=True).filter(external_id__in=renames)
+        for player in locked.order_by("external_id"):
+            players[player.external_id] = player
+        renamed = []
+        for ext in renames:
+            if players[ext].display_name != names[ext]:
+                players[ext].display_name = names[ext]
+                renamed.append(players[ext])
+        if renamed:
+            Player.objects.bulk_update(renamed, ["display_name"])
     return players
 
 
@@ -186,8 +197,11 @@ def attempts_record(
             if outcomes is None:  # a version created since we scored: rare, score now
                 outcomes = _compute(version, challenge, attempts)
             rows = scores.scores_write(version=version, attempts=attempts, outcomes=outcomes)
-            scores.entries_upsert(version=version, attempts=attempts, rows=rows)
             if version.pk == active_id:
+                # Only the active version's leaderboard: a version being rescored gets
+                # its entries at the switch (``rescoring.job_finalize``), so ingestion
+                # never writes the rows the rebuild writes, and neither waits for the other.
+                scores.entries_upsert(version=version, attempts=attempts, rows=rows)
                 active_rows, active_number = list(rows), version.number
     logger.info(
         "attempts recorded",

@@ -97,46 +97,44 @@ def _copy_text(value: object) -> str:
 
 
 Compute = Callable[[Sequence[AttemptRow]], list[Outcome]]
-STREAM_BATCH = 1000
 
 
-def scores_replace(
-    *,
-    version: ScoringVersion,
-    attempts: Sequence[AttemptRow],
-    compute: Compute,
-    first_id: int,
-    last_id: int,
-) -> int:
-    """Make the version's scores for attempts in [first_id, last_id] exactly what
-    ``compute`` gives (call in a transaction): the rows there are deleted, then written.
-    Returns how many attempts' scorers failed.
-
-    On PostgreSQL the rows stream through COPY while the next batch is computed, and
-    constraints are checked as rows arrive: the database works while Python does."""
+def scores_put(
+    *, version: ScoringVersion, attempts: Sequence[AttemptRow], outcomes: Sequence[Outcome]
+) -> None:
+    """Make the version's scores of a batch of attempts (consecutive in id order) exactly
+    ``outcomes``: the rows in the batch's id range are deleted, then written. Call in a
+    short transaction, after computing the outcomes: a retried or duplicated batch
+    writes each score once. On PostgreSQL the rows go through COPY."""
+    if not attempts:
+        return
     AttemptScore.objects.filter(
-        version=version, attempt_id__gte=first_id, attempt_id__lte=last_id
+        version=version, attempt_id__gte=attempts[0][0], attempt_id__lte=attempts[-1][0]
     ).delete()
     if connection.vendor != "postgresql":
-        outcomes = compute(attempts)
         rows = [
             _score_row(version, a[0], a[1], a[8], o)
             for a, o in zip(attempts, outcomes, strict=True)
         ]
         AttemptScore.objects.bulk_create(rows, batch_size=2000)
-        return sum(1 for o in outcomes if o.error)
+        return
     table = AttemptScore._meta.db_table
     columns = "version_id, attempt_id, player_id, created_at, score, sort_key, details, error"
-    failed = 0
-    with connection.cursor() as cursor:
+    # The raw psycopg cursor's errors are made Django's (a lost connection is then an
+    # OperationalError like any other, and the connection is marked unusable).
+    with connection.cursor() as cursor, connection.wrap_database_errors:
         cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")  # checked during COPY, not at commit
         with cursor.cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
-            for start in range(0, len(attempts), STREAM_BATCH):
-                batch = attempts[start : start + STREAM_BATCH]
-                outcomes = compute(batch)
-                failed += sum(1 for o in outcomes if o.error)
-                copy.write(_copy_lines(version, batch, outcomes))
-    return failed
+            copy.write(_copy_lines(version, attempts, outcomes))
+
+
+def scores_count(*, version_id: int, first_id: int, last_id: int) -> tuple[int, int]:
+    """How many attempts in [first_id, last_id] have a score under the version, and how
+    many of those are failures."""
+    rows = AttemptScore.objects.filter(
+        version_id=version_id, attempt_id__gte=first_id, attempt_id__lte=last_id
+    )
+    return rows.count(), rows.exclude(error="").count()
 
 
 _PLAIN_KEY = re.compile(r"[A-Za-z0-9_ .:-]{1,100}")

@@ -24,6 +24,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
@@ -34,6 +35,7 @@ from django.utils import timezone
 
 from challenges.leaderboards import scores
 from challenges.models import AttemptScore, Challenge, RescoreChunk, RescoreJob, ScoringVersion
+from config.transient import retry_transient
 from scoring import services as scoring
 
 logger = logging.getLogger(__name__)
@@ -109,7 +111,8 @@ class Plan:
 
 
 def _plan_chunks(challenge_id: int, *, most: int) -> Plan:
-    """Split the challenge's attempts (as they are now) into id ranges."""
+    """Split the challenge's attempts (as they are now) into id ranges that together
+    cover every id from 1 to the highest one seen."""
     attempts = scores.attempts_for_scoring(challenge_id)
     stats = attempts.aggregate(total=Count("pk"), last=Max("pk"))
     total, last = stats["total"], stats["last"]
@@ -126,6 +129,11 @@ def _plan_chunks(challenge_id: int, *, most: int) -> Plan:
             )
             starts = [row[0] for row in cursor.fetchall()]
     ends = [start - 1 for start in starts[1:]] + ([last] if starts else [])
+    if starts:
+        # The ranges run from id 1, not from the lowest id seen: a transaction still open
+        # now (a bulk POST) may commit lower ids than an attempt committed after it; they
+        # must be in a chunk too. Higher ids are the switch's catch-up (``_switch``).
+        starts[0] = 1
     return Plan(total, list(zip(starts, ends, strict=True)))
 
 
@@ -151,6 +159,7 @@ def job_dispatch(*, job_id: int, send_chunk: Callable[[int], None]) -> None:
         _mark_running(job.pk)
         job_finalize(job_id=job.pk)
         return
+    RescoreChunk.objects.filter(pk__in=pending).update(heartbeat_at=timezone.now())
     for chunk_id in pending:
         send_chunk(chunk_id)
 
@@ -173,9 +182,13 @@ def chunk_run(*, chunk_id: int, finalize: bool = True) -> bool:
         return False
     _mark_running(job_id)  # on its own: the job shows "running" while the chunk scores
     started = time.perf_counter()
-    with _gc_paused():
-        scored = _chunk_score(chunk_id)
+    scored = _chunk_score(chunk_id)
     if scored is None:
+        # Done already (a redelivery, a retry after the finalize failed) or the job is
+        # over. A job whose chunks are all done is finalized by whoever sees it first:
+        # a retried last chunk must not leave it "running" forever.
+        if finalize and _job_ready(job_id):
+            retry_transient(lambda: job_finalize(job_id=job_id), what="rescore finalize")
         return False
     done, chunk = scored
     # Read the chunk's new rows once now that they are committed, while the other chunks
@@ -194,7 +207,7 @@ def chunk_run(*, chunk_id: int, finalize: bool = True) -> bool:
         return True
     done.refresh_from_db(fields=["chunks_done", "chunks_total", "status"])
     if done.status == Status.RUNNING and done.chunks_done == done.chunks_total:
-        job_finalize(job_id=done.pk)
+        retry_transient(lambda: job_finalize(job_id=done.pk), what="rescore finalize")
     return True
 
 
@@ -212,64 +225,176 @@ def _gc_paused() -> Iterator[None]:
 
 
 def _chunk_score(chunk_id: int) -> tuple[RescoreJob, RescoreChunk] | None:
-    """Score a chunk and mark it done, in one transaction; None if there was nothing
-    to do. Returns the chunk's job and the chunk."""
+    """Score a chunk and mark it done; None if there was nothing to do (done already, the
+    job is over). Returns the chunk's job and the chunk.
+
+    Compute, then commit: no transaction is open and no lock is held while a scorer
+    runs. A built-in strategy on PostgreSQL is one statement (no Python scorer); any
+    other scorer is run on a batch of attempts outside any transaction, then the batch's
+    scores are written in a short transaction under the chunk row lock, which also
+    checks that the job is still on (a cancelled job's chunk stops at its next batch)."""
+    chunk = (
+        RescoreChunk.objects.select_related("job__version__challenge").filter(pk=chunk_id).first()
+    )
+    if chunk is None or chunk.done_at is not None:
+        return None
+    job = chunk.job
+    if job.status not in RescoreJob.ACTIVE_STATUSES:
+        return None
+    version = job.version
+    span = {"first_id": chunk.first_attempt_id, "last_id": chunk.last_attempt_id}
+    if scores.scored_in_sql(version):
+        return _chunk_score_in_sql(chunk_id, version, **span)
+
+    attempts = scores.attempt_rows(challenge_id=job.challenge_id, **span)
+    scorer = scoring.rows_scorer(version=version, challenge=version.challenge, attempts=attempts)
+    batches = _Batches(len(attempts))
+    while (batch := batches.next(attempts)) is not None:
+        with _gc_paused():
+            outcomes = scorer(batch)
+        wrote = retry_transient(
+            lambda batch=batch, outcomes=outcomes: _batch_write(chunk_id, version, batch, outcomes),
+            what="rescore batch",
+        )
+        if not wrote:
+            return None  # the job was cancelled or superseded, or a twin finished first
+        batches.took_since_last()
+    return retry_transient(lambda: _chunk_done(chunk_id, version.pk, **span), what="chunk done")
+
+
+class _Batches:
+    """Consecutive slices of a chunk's attempts, sized so that a batch takes about
+    BATCH_TARGET_S to score (a slow snippet: a few attempts; a built-in plugin: up to
+    STREAM_BATCH): the job's progress and its cancel are seen that often."""
+
+    def __init__(self, total: int):
+        self.total, self.start, self.size = total, 0, FIRST_BATCH
+        self.started = time.perf_counter()
+
+    def next(self, attempts: list[scores.AttemptRow]) -> list[scores.AttemptRow] | None:
+        if self.start >= self.total:
+            return None
+        batch = attempts[self.start : self.start + self.size]
+        self.start += len(batch)
+        self.started = time.perf_counter()
+        return batch
+
+    def took_since_last(self) -> None:
+        took = max(time.perf_counter() - self.started, 1e-6)
+        wanted = int(self.size * BATCH_TARGET_S / took)
+        self.size = max(1, min(STREAM_BATCH, wanted, self.size * 4))
+
+
+FIRST_BATCH = 10
+STREAM_BATCH = 1000
+BATCH_TARGET_S = 1.0
+
+
+def _lock_chunk_of_active_job(chunk_id: int) -> RescoreChunk | None:
+    """The chunk row, locked for this transaction, if it is not done and its job is on."""
+    chunk = (
+        # of=self: lock the chunk row only, not the job row it is joined with (that
+        # would serialize the chunks and block a cancel).
+        RescoreChunk.objects.select_for_update(of=("self",))
+        .select_related("job")
+        .filter(pk=chunk_id)
+        .first()
+    )
+    if chunk is None or chunk.done_at is not None:
+        return None
+    if chunk.job.status not in RescoreJob.ACTIVE_STATUSES:
+        return None
+    return chunk
+
+
+def _batch_write(
+    chunk_id: int,
+    version: ScoringVersion,
+    batch: list[scores.AttemptRow],
+    outcomes: list[Any],
+) -> bool:
+    """Write a computed batch (one short transaction); False when the chunk is done or
+    its job is no longer on: nothing is written."""
     with transaction.atomic():
-        chunk = (
-            # of=self: lock the chunk row only, not the job, version and challenge rows
-            # it is joined with (that would block ingestion and serialize the chunks).
-            RescoreChunk.objects.select_for_update(of=("self",))
-            .select_related("job__version__challenge")
-            .filter(pk=chunk_id)
-            .first()
-        )
-        if chunk is None or chunk.done_at is not None:
+        if _lock_chunk_of_active_job(chunk_id) is None:
+            return False
+        scores.scores_put(version=version, attempts=batch, outcomes=outcomes)
+        RescoreChunk.objects.filter(pk=chunk_id).update(heartbeat_at=timezone.now())
+    return True
+
+
+def _chunk_done(
+    chunk_id: int, version_id: int, *, first_id: int, last_id: int
+) -> tuple[RescoreJob, RescoreChunk] | None:
+    """Mark the chunk done and count it into its job, once."""
+    with transaction.atomic():
+        chunk = _lock_chunk_of_active_job(chunk_id)
+        if chunk is None:
             return None
-        job = chunk.job
-        if job.status not in RescoreJob.ACTIVE_STATUSES:
-            return None
-        version = job.version
-        span = {"first_id": chunk.first_attempt_id, "last_id": chunk.last_attempt_id}
-        scored = scores.scores_replace_in_sql(
-            version=version, challenge_id=job.challenge_id, **span
+        scored, failed = scores.scores_count(
+            version_id=version_id, first_id=first_id, last_id=last_id
         )
-        failed = 0  # built-in strategies cannot fail
-        if scored is None:  # a plugin (or not PostgreSQL): score in Python
-            attempts = scores.attempt_rows(challenge_id=job.challenge_id, **span)
-            scorer = scoring.rows_scorer(
-                version=version, challenge=version.challenge, attempts=attempts
+        return _count_done(chunk, scored, failed)
+
+
+def _count_done(chunk: RescoreChunk, scored: int, failed: int) -> tuple[RescoreJob, RescoreChunk]:
+    chunk.done_at, chunk.scored, chunk.failed = timezone.now(), scored, failed
+    chunk.save(update_fields=["done_at", "scored", "failed"])
+    RescoreJob.objects.filter(pk=chunk.job_id).update(
+        processed=F("processed") + scored,
+        failed=F("failed") + failed,
+        chunks_done=F("chunks_done") + 1,
+    )
+    return chunk.job, chunk
+
+
+def _chunk_score_in_sql(
+    chunk_id: int, version: ScoringVersion, *, first_id: int, last_id: int
+) -> tuple[RescoreJob, RescoreChunk] | None:
+    """A built-in strategy's chunk: one statement, in one transaction with the chunk's
+    done mark (no Python scorer runs in it)."""
+
+    def run() -> tuple[RescoreJob, RescoreChunk] | None:
+        with transaction.atomic():
+            chunk = _lock_chunk_of_active_job(chunk_id)
+            if chunk is None:
+                return None
+            scored = scores.scores_replace_in_sql(
+                version=version,
+                challenge_id=chunk.job.challenge_id,
+                first_id=first_id,
+                last_id=last_id,
             )
-            failed = scores.scores_replace(
-                version=version, attempts=attempts, compute=scorer, **span
-            )
-            scored = len(attempts)
-        chunk.done_at, chunk.scored, chunk.failed = timezone.now(), scored, failed
-        chunk.save(update_fields=["done_at", "scored", "failed"])
-        RescoreJob.objects.filter(pk=job.pk).update(
-            processed=F("processed") + scored,
-            failed=F("failed") + failed,
-            chunks_done=F("chunks_done") + 1,
-        )
-    return job, chunk
+            return _count_done(chunk, scored or 0, 0)  # built-in strategies cannot fail
+
+    return retry_transient(run, what="rescore chunk in SQL")
 
 
 # --- finishing ---------------------------------------------------------------------------
 def job_finalize(*, job_id: int) -> bool:
     """Make the job's version active, if the job is running and every chunk is done.
+    Safe to call any number of times, from any number of workers, and to retry after
+    any error: it is one transaction, claimed by one caller at a time.
 
-    Two steps. First, without blocking anyone, the version's leaderboard is rebuilt from
-    its scores (public readers do not see a version that is not active). Then, under the
-    challenge row lock (ingestion waits a few milliseconds), the attempts recorded since
-    the plan that still lack a score get one and the pointer moves: readers see the old
-    version or the new one, never a mix."""
+    First the version's leaderboard is rebuilt from its scores without blocking anyone
+    (public readers do not see a version that is not active, and ingestion writes no
+    entries of it). Then, under the challenge row lock (ingestion waits a few
+    milliseconds), the attempts recorded since the plan get their scores and entries and
+    the pointer moves: readers see the old version or the new one, never a mix.
+
+    Lock order, the same as every other writer's: the claim, the version's entries, the
+    challenge row, the job row (``rescore_start`` takes challenge then jobs; ingestion
+    takes the challenge in share mode and never touches a pending version's entries)."""
     started = time.perf_counter()
     with transaction.atomic():
-        job = RescoreJob.objects.select_for_update().filter(pk=job_id).first()
+        if not _claim_finalize(job_id):
+            return False  # another worker is finalizing this job right now
+        job = RescoreJob.objects.filter(pk=job_id).first()
         if job is None or not _ready(job):
             return False
         scores.entries_rebuild(version=ScoringVersion.objects.get(pk=job.version_id))
-    rebuilt = time.perf_counter()
-    job = _switch(job_id)
+        rebuilt = time.perf_counter()
+        job = _switch(job_id)
     if job is not None:
         logger.info(
             "rescore switched",
@@ -284,8 +409,30 @@ def job_finalize(*, job_id: int) -> bool:
     return job is not None
 
 
+LATE_PLAYERS_BATCH = 500
+_FINALIZE_LOCK = 0x706F6469  # "podi": the advisory-lock namespace of finalizing jobs
+
+
+def _claim_finalize(job_id: int) -> bool:
+    """Claim the right to finalize a job until this transaction ends (PostgreSQL: a
+    transaction-level advisory lock, released however the transaction ends, even by a
+    killed worker). A second caller gets False at once instead of rebuilding twice.
+    SQLite runs one write transaction at a time: the claim is the write lock itself."""
+    if connection.vendor != "postgresql":
+        return True
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_try_advisory_xact_lock(%s, %s)", [_FINALIZE_LOCK, job_id])
+        return bool(cursor.fetchone()[0])
+
+
 def _ms_since(start: float, end: float | None = None) -> float:
     return round(((end if end is not None else time.perf_counter()) - start) * 1000, 1)
+
+
+def _job_ready(job_id: int) -> bool:
+    return RescoreJob.objects.filter(
+        pk=job_id, status=Status.RUNNING, chunks_done=F("chunks_total")
+    ).exists()
 
 
 def _ready(job: RescoreJob) -> bool:
@@ -305,9 +452,18 @@ def _switch(job_id: int) -> RescoreJob | None:
         version = ScoringVersion.objects.get(pk=job.version_id)
         version.challenge = challenge
         # Every planned range is scored (its chunk is done): only attempts recorded since
-        # the plan can lack a score.
+        # the plan can lack a score; those recorded since the job started were scored at
+        # ingestion, which writes no leaderboard entries for a version that is not active:
+        # their players' entries are made here.
         planned_up_to = job.chunks.aggregate(last=Max("last_attempt_id"))["last"] or 0
         scores.score_missing(version=version, after_id=planned_up_to)
+        late = AttemptScore.objects.filter(version=version, attempt_id__gt=planned_up_to)
+        late_players = sorted(
+            set(late.filter(sort_key__isnull=False).values_list("player_id", flat=True))
+        )
+        for start in range(0, len(late_players), LATE_PLAYERS_BATCH):
+            batch = late_players[start : start + LATE_PLAYERS_BATCH]
+            scores.entries_repair(version_id=version.pk, player_ids=batch)
         now = timezone.now()
         version.scored_at = now
         version.save(update_fields=["scored_at"])
@@ -316,7 +472,6 @@ def _switch(job_id: int) -> RescoreJob | None:
         job.status, job.finished_at = Status.SUCCEEDED, now
         # Attempts recorded during the run (after the planned ranges) were scored at
         # ingestion or just now: the finished job counts them too.
-        late = AttemptScore.objects.filter(version=version, attempt_id__gt=planned_up_to)
         job.total = job.processed = job.processed + late.count()
         job.failed += late.exclude(error="").count()
         job.save(update_fields=["status", "finished_at", "total", "processed", "failed"])
@@ -349,15 +504,29 @@ def job_fail(*, job_id: int, error: str) -> None:
         logger.warning("rescore failed", extra={"job_id": job_id})
 
 
-def jobs_resume(*, send_dispatch: Callable[[int], None]) -> list[int]:
-    """Re-send every queued or running job (after a worker restart, a broker outage):
-    their unfinished chunks are queued again; finished chunks are never redone."""
-    ids = list(
-        RescoreJob.objects.filter(status__in=RescoreJob.ACTIVE_STATUSES).values_list(
-            "pk", flat=True
-        )
+def jobs_resume(*, send_dispatch: Callable[[int], None], stalled_for_s: float = 0.0) -> list[int]:
+    """Re-send the queued or running jobs whose progress stopped ``stalled_for_s``
+    seconds ago or more (0: every one): their unfinished chunks are queued again
+    (finished chunks are never redone), or, with all chunks done, they are finalized.
+
+    Progress is the job's creation, start, and every chunk's send, batch and end: a job
+    whose chunks are being worked on or wait in the queue behind a busy worker is left
+    alone until all of them fall silent for that long. Run by the periodic watchdog
+    (``tasks.rescore_watchdog``), so a chunk whose message was lost (a broker outage, a
+    killed worker) is sent again without waiting for the broker's visibility timeout,
+    and a job queued while the broker was down starts when it is back."""
+    jobs = RescoreJob.objects.filter(status__in=RescoreJob.ACTIVE_STATUSES).annotate(
+        last_beat=Max("chunks__heartbeat_at"), last_done=Max("chunks__done_at")
     )
+    quiet_since = timezone.now() - timedelta(seconds=stalled_for_s)
+    ids = []
+    for job_id, *moments in jobs.values_list(
+        "pk", "created_at", "started_at", "last_beat", "last_done"
+    ).order_by("pk"):
+        if stalled_for_s <= 0 or max(m for m in moments if m is not None) <= quiet_since:
+            ids.append(job_id)
     for job_id in ids:
+        logger.info("rescore resumed", extra={"job_id": job_id})
         send_dispatch(job_id)
     return ids
 
