@@ -38,6 +38,10 @@ from .serializers import (
 )
 from .throttles import AttemptsThrottle
 
+# Ids are ASCII digits: "１" (full-width) is not an alias of 1, and anything else is a 404
+# from the router. Numbers too large for the column are unknown ids (404) too.
+ID_PATTERN = "[0-9]+"
+
 
 def _setup_errors(exc: SetupInvalid) -> serializers.ValidationError:
     return serializers.ValidationError({field: [msg] for field, msg in exc.errors.items()})
@@ -48,6 +52,7 @@ class ChallengeViewSet(viewsets.ModelViewSet):
 
     serializer_class = ChallengeSerializer
     pagination_class = None
+    lookup_value_regex = ID_PATTERN
     http_method_names = ["get", "post", "patch", "delete", "head", "options"]  # no PUT
 
     def get_queryset(self) -> Any:
@@ -190,6 +195,7 @@ class RescoreJobViewSet(viewsets.GenericViewSet):
 
     serializer_class = RescoreJobSerializer
     permission_classes = [IsStaffMember]
+    lookup_value_regex = ID_PATTERN
     queryset = RescoreJob.objects.select_related("version")
 
     def retrieve(self, request: Request, pk: str | None = None) -> Response:
