@@ -12,6 +12,8 @@ import json
 import re
 from typing import Any
 
+from scoring.engine.outcome import Outcome
+
 # Surrogates and NUL, as decoded text, and as the JSON escapes that produce them.
 BAD_CHAR = re.compile("[\ud800-\udfff\x00]")
 BAD_ESCAPE = re.compile(r"\\u(?:[dD][89abcdefABCDEF][0-9a-fA-F]{2}|0000)")
@@ -82,17 +84,45 @@ def text_error(path: Path, what: str) -> dict[str, Any]:
     return errors
 
 
-def text_clean(value: Any) -> Any:
-    """``value`` with every lone surrogate replaced by U+FFFD (keys included); the same
-    object when there is none. For reading rows stored before the rule, and for text
-    from scorers, which is never refused, only made safe."""
+def text_clean(value: Any, *, chars: re.Pattern[str] = SURROGATE) -> Any:
+    """``value`` with every lone surrogate (or every match of ``chars``) replaced by
+    U+FFFD, keys included. For reading rows stored before the rule."""
     if isinstance(value, str):
-        return SURROGATE.sub(REPLACEMENT, value) if SURROGATE.search(value) else value
+        return chars.sub(REPLACEMENT, value) if chars.search(value) else value
     if isinstance(value, dict):
-        return {text_clean(k): text_clean(v) for k, v in value.items()}
+        return {text_clean(k, chars=chars): text_clean(v, chars=chars) for k, v in value.items()}
     if isinstance(value, list):
-        return [text_clean(v) for v in value]
+        return [text_clean(v, chars=chars) for v in value]
     return value
+
+
+def text_storable(value: Any) -> Any:
+    """``value`` (a scorer's details or error) with lone surrogates and NUL replaced by
+    U+FFFD; the same object when there is none. What a scorer returns is never refused
+    (it is not the client's fault), only made safe to store and to show."""
+    if value is None or (isinstance(value, str) and not BAD_CHAR.search(value)):
+        return value
+    if isinstance(value, dict):
+        for key, item in value.items():  # flat dicts of numbers: one cheap pass
+            kind = type(item)
+            if BAD_CHAR.search(key) or kind is dict or kind is list:
+                break
+            if kind is str and BAD_CHAR.search(item):
+                break
+        else:
+            return value
+        if text_problem(value) is None:
+            return value
+    return text_clean(value, chars=BAD_CHAR)
+
+
+def outcome_storable(outcome: Outcome) -> Outcome:
+    """The outcome with its details and error safe to store (the same object if they
+    are already)."""
+    details, error = text_storable(outcome.details), text_storable(outcome.error)
+    if details is outcome.details and error is outcome.error:
+        return outcome
+    return outcome._replace(details=details, error=error)
 
 
 class TextSafeJSONDecoder(json.JSONDecoder):

@@ -1,0 +1,25 @@
+"""Scorer plugins whose output holds text that cannot be stored everywhere."""
+
+from __future__ import annotations
+
+
+class SurrogateDetails:
+    """Details with a lone surrogate and a NUL, in a key and in values."""
+
+    def score(self, metrics, config, ctx):
+        return {"score": 2.0, "details": {"label": "x\ud800", "nul\u0000": "a\u0000b"}}
+
+
+class SurrogateError:
+    """Fails with a message holding a lone surrogate and a NUL."""
+
+    def score(self, metrics, config, ctx):
+        raise ValueError("bad \udcff text \u0000 here")
+
+
+class InProcessSurrogateDetails(SurrogateDetails):
+    runs_in_process = True
+
+
+class InProcessSurrogateError(SurrogateError):
+    runs_in_process = True
