@@ -81,7 +81,7 @@ def test_admin_pages(client, admin, stored):
 
 
 def test_api(admin_api, anon_api, stored):
-    challenge, attempt = stored
+    challenge, _ = stored
     for api in (admin_api, anon_api):
         for url in (
             "/api/challenges/",
@@ -111,7 +111,7 @@ def test_public_pages(client, stored):
 
 
 def test_export_challenge(stored, tmp_path):
-    challenge, attempt = stored
+    challenge, _ = stored
     path = tmp_path / "old.jsonl"
     call_command("export_challenge", challenge.slug, "-o", str(path), stderr=open("/dev/null", "w"))
     lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
