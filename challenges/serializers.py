@@ -11,6 +11,7 @@ from rest_framework import serializers
 
 from scoring.engine import strategies as S
 
+from . import display
 from .fields import (
     EpochOrISODateTimeField,
     JSONListField,
@@ -72,11 +73,18 @@ class ChallengeSerializer(StrictSerializer):
     workflow_id = StrictCharField(max_length=200, required=False, allow_blank=True, default="")
     timeout_ms = StrictIntegerField(min_value=1, max_value=60_000, required=False, default=5000)
     active_version = serializers.SerializerMethodField()
+    scoring_summary = serializers.SerializerMethodField(
+        help_text="How scoring works, in words, as on the challenge's public page."
+    )
     created_at = serializers.DateTimeField(read_only=True)
     updated_at = serializers.DateTimeField(read_only=True)
 
     def get_active_version(self, obj: Challenge) -> int | None:
         return obj.active_version.number if obj.active_version_id else None
+
+    def get_scoring_summary(self, obj: Challenge) -> str:
+        setup = obj.active_version if obj.active_version_id else obj  # what the page shows
+        return f"{display.strategy_words(setup)}. {display.scoring_sentence(setup)}"
 
     def validate_slug(self, value: str) -> str:
         taken = Challenge.objects.filter(slug=value)
@@ -85,6 +93,32 @@ class ChallengeSerializer(StrictSerializer):
         if value and taken.exists():
             raise serializers.ValidationError("A challenge with this slug already exists.")
         return value
+
+
+# Fields only staff and admins see (DESIGN.md "Who sees what"): the scoring setup (a
+# snippet or a config may hold an answer key) and the integration ids.
+STAFF_ONLY_FIELDS = (
+    "scoring_plugin_id",
+    "scoring_entrypoint",
+    "scoring_config",
+    "scoring_code",
+    "score_key",
+    "metrics",
+    "tenant_id",
+    "app_id",
+    "workflow_id",
+    "timeout_ms",
+)
+
+
+class PublicChallengeSerializer(ChallengeSerializer):
+    """The public view of a challenge: anonymous users and integration tokens. Read only."""
+
+    def get_fields(self) -> dict[str, Any]:
+        fields = super().get_fields()
+        for name in STAFF_ONLY_FIELDS:
+            del fields[name]
+        return fields
 
 
 class AttemptInSerializer(StrictSerializer):

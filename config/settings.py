@@ -299,7 +299,8 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.TokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
-    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.AllowAny"],
+    # Deny by default: every view states who may use it (challenges/api.py).
+    "DEFAULT_PERMISSION_CLASSES": ["challenges.permissions.DenyAll"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     # JSON only: every field is strictly typed, which form encodings cannot express.
     "DEFAULT_PARSER_CLASSES": ["challenges.parsers.SafeJSONParser"],
@@ -322,6 +323,7 @@ SPECTACULAR_SETTINGS = {
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "challenges.schema.error_responses",
+        "challenges.schema.public_view_and_ids",
     ],
 }
 
