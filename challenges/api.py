@@ -152,7 +152,12 @@ class ChallengeViewSet(viewsets.ModelViewSet):
         },
         description=(
             "Record one attempt (a JSON object) or many (a JSON list), all or nothing. "
-            "Returns them with their score and details under the active version."
+            "Returns them with their score and details under the active version, and each "
+            "one's score_status: scored, failed (the scorer failed; score null) or pending. "
+            "Scoring inline stops when the request's budget (PODIUM_SCORING_BUDGET_MS) is "
+            "spent: the attempts not reached are stored as pending, scored by the workers "
+            "and shown on the leaderboard once scored. Text must be valid: a lone "
+            "surrogate or a NUL anywhere in the body is a 400 naming the field."
         ),
     )
     @action(detail=True, methods=["post"], throttle_classes=[AttemptsThrottle])
@@ -262,6 +267,7 @@ def _attempt_out(recorded: services.RecordedAttempt, show_errors: bool) -> dict[
     details = score.details if score else None
     if details and not show_errors:  # scorer errors are for admins only
         details = {k: v for k, v in details.items() if k != "error"} or None
+    attempt.score_status = recorded.status
     data = AttemptOutSerializer(attempt).data
     data.update(
         version=recorded.version_number, score=score.score if score else None, details=details

@@ -20,6 +20,7 @@ from .fields import (
     StrictCharField,
     StrictIntegerField,
 )
+from .ingestion.budget import SCORE_STATUSES
 from .models import MAX_METRIC, Challenge
 from .services import AttemptInput
 
@@ -204,6 +205,15 @@ class AttemptOutSerializer(serializers.Serializer):
     version = serializers.IntegerField(allow_null=True, help_text="The active scoring version.")
     score = serializers.FloatField(allow_null=True)
     details = serializers.JSONField(allow_null=True)
+    score_status = serializers.ChoiceField(
+        choices=list(SCORE_STATUSES),
+        help_text=(
+            "scored: the score is final (null when the strategy does not count the "
+            "attempt); failed: the scorer failed, the score is null; pending: stored, not "
+            "scored yet (the request's scoring budget ran out): the workers score it and "
+            "it appears on the leaderboard then."
+        ),
+    )
 
 
 class RescoreJobSerializer(serializers.Serializer):

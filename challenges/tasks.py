@@ -13,6 +13,7 @@ from celery.signals import worker_ready
 from django.db import DatabaseError, InterfaceError
 
 from . import rescoring
+from .ingestion import budget
 
 logger = logging.getLogger(__name__)
 TRANSIENT = (DatabaseError, InterfaceError, ConnectionError)
@@ -60,7 +61,28 @@ def rescore_resume() -> None:
     rescoring.jobs_resume(send_dispatch=rescore_dispatch.delay)
 
 
+@shared_task(
+    acks_late=True,
+    reject_on_worker_lost=True,
+    autoretry_for=TRANSIENT,
+    retry_backoff=2,
+    max_retries=5,
+)
+def attempts_score_pending(challenge_id: int, attempt_ids: list[int] | None = None) -> None:
+    """Score attempts a request stored as pending (its scoring budget ran out)."""
+    budget.attempts_score_pending(challenge_id=challenge_id, attempt_ids=attempt_ids)
+
+
+@shared_task(acks_late=True, reject_on_worker_lost=True)
+def attempts_pending_sweep() -> None:
+    """Queue the pending attempts of every challenge (some may have missed their task
+    during a broker outage)."""
+    budget.pending_sweep()
+
+
 @worker_ready.connect
 def _resume_on_worker_start(sender: object = None, **kwargs: object) -> None:
-    # A job whose worker was killed resumes when a worker starts again.
+    # A job whose worker was killed resumes when a worker starts again; attempts left
+    # pending are scored.
     rescore_resume.delay()
+    attempts_pending_sweep.delay()

@@ -23,3 +23,19 @@ class InProcessSurrogateDetails(SurrogateDetails):
 
 class InProcessSurrogateError(SurrogateError):
     runs_in_process = True
+
+
+# -- scoring budget ---------------------------------------------------------------------
+SEEN_IN_TRANSACTION: list[bool] = []
+
+
+class InProcessTransactionProbe:
+    """Records whether the database connection is inside a transaction while scoring."""
+
+    runs_in_process = True
+
+    def score(self, metrics, config, ctx):
+        from django.db import connection
+
+        SEEN_IN_TRANSACTION.append(connection.in_atomic_block)
+        return {"score": float(metrics.rating or 0)}
