@@ -15,6 +15,8 @@ from django.db.models import F, Q
 from scoring.engine import strategies as S
 from scoring.engine.protocol import MAX_TIMEOUT_MS
 
+from .text import TextSafeJSONDecoder
+
 MAX_METRIC = 2**53 - 1  # exact in JSON and in a float: no client sees a rounded value
 
 
@@ -37,10 +39,10 @@ class ScoringSetupFields(models.Model):
     )
     scoring_plugin_id = models.CharField(max_length=200, blank=True)
     scoring_entrypoint = models.CharField(max_length=300, blank=True)
-    scoring_config = models.JSONField(default=dict, blank=True)
+    scoring_config = models.JSONField(default=dict, blank=True, decoder=TextSafeJSONDecoder)
     scoring_code = models.TextField(blank=True)
     score_key = models.CharField(max_length=64, blank=True)
-    metrics = models.JSONField(default=list, blank=True)
+    metrics = models.JSONField(default=list, blank=True, decoder=TextSafeJSONDecoder)
     timeout_ms = models.PositiveIntegerField(default=5000)
 
     SETUP_FIELDS = (
@@ -114,9 +116,9 @@ class Attempt(models.Model):
     elapsed_ms = models.BigIntegerField(null=True, blank=True)
     rating = models.SmallIntegerField(null=True, blank=True)
     created_at = models.DateTimeField(db_index=True)  # millisecond precision
-    sample = models.JSONField(null=True, blank=True)
+    sample = models.JSONField(null=True, blank=True, decoder=TextSafeJSONDecoder)
     output = models.TextField(blank=True)
-    messages = models.JSONField(null=True, blank=True)
+    messages = models.JSONField(null=True, blank=True, decoder=TextSafeJSONDecoder)
     recorded_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -190,7 +192,7 @@ class AttemptScore(models.Model):
     score = models.FloatField(null=True)
     # Ascending ranking key: the score, negated for "higher is better" strategies.
     sort_key = models.FloatField(null=True)
-    details = models.JSONField(null=True, blank=True)
+    details = models.JSONField(null=True, blank=True, decoder=TextSafeJSONDecoder)
     error = models.TextField(blank=True)
 
     class Meta:

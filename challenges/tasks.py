@@ -19,6 +19,7 @@ from celery.utils.time import get_exponential_backoff_interval
 from django.conf import settings
 from django.dispatch import receiver
 
+from challenges.ingestion import budget
 from challenges.rescoring import jobs as rescoring
 from config.transient import TRANSIENT, forget_connection, is_transient
 
@@ -90,7 +91,7 @@ def rescore_chunk(self, chunk_id: int) -> None:
 
 
 def _fail_job_of_chunk(chunk_id: int) -> None:
-    from .models import RescoreChunk
+    from challenges.models import RescoreChunk
 
     job_id = RescoreChunk.objects.filter(pk=chunk_id).values_list("job_id", flat=True).first()
     if job_id is not None:
@@ -124,11 +125,41 @@ def _dispatch_queued_job(sender: object = None, *, job_id: int, **kwargs: object
     rescore_dispatch.delay(job_id)
 
 
+@shared_task(
+    name="challenges.tasks.attempts_score_pending",
+    acks_late=True,
+    reject_on_worker_lost=True,
+    autoretry_for=TRANSIENT,
+    retry_backoff=2,
+    max_retries=5,
+)
+def attempts_score_pending(challenge_id: int, attempt_ids: list[int] | None = None) -> None:
+    """Score attempts a request stored as pending (its scoring budget ran out)."""
+    budget.attempts_score_pending(challenge_id=challenge_id, attempt_ids=attempt_ids)
+
+
+@shared_task(
+    name="challenges.tasks.attempts_pending_sweep", acks_late=True, reject_on_worker_lost=True
+)
+def attempts_pending_sweep() -> None:
+    """Queue the pending attempts of every challenge (some may have missed their task
+    during a broker outage)."""
+    budget.pending_sweep()
+
+
+@receiver(budget.attempts_pending)
+def _score_pending(
+    sender: object = None, *, challenge_id: int, attempt_ids: list[int] | None, **kwargs: object
+) -> None:
+    attempts_score_pending.delay(challenge_id, attempt_ids)
+
+
 @worker_ready.connect
 def _resume_on_worker_start(sender: object = None, **kwargs: object) -> None:
     # A job whose worker was killed resumes when a worker starts again (once it shows no
-    # progress: see rescoring.jobs_resume).
+    # progress: see rescoring.jobs_resume); attempts left pending are scored.
     try:
         rescore_resume.delay()
+        attempts_pending_sweep.delay()
     except Exception:  # the broker is away: the watchdog does it later
         logger.exception("Could not queue rescore_resume at worker start.")

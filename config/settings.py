@@ -301,7 +301,8 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.TokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
-    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.AllowAny"],
+    # Deny by default: every view states who may use it (challenges/api.py).
+    "DEFAULT_PERMISSION_CLASSES": ["challenges.permissions.DenyAll"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     # JSON only: every field is strictly typed, which form encodings cannot express.
     "DEFAULT_PARSER_CLASSES": ["challenges.api.parsers.SafeJSONParser"],
@@ -324,6 +325,7 @@ SPECTACULAR_SETTINGS = {
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "challenges.api.schema.error_responses",
+        "challenges.api.schema.public_view_and_ids",
     ],
 }
 
@@ -331,6 +333,10 @@ SPECTACULAR_SETTINGS = {
 # Extra scorer plugins: {"plugin_id": "module:Class"} (JSON in the environment).
 SCORING_PLUGINS = env_json_dict("SCORING_PLUGINS", {})
 PODIUM_MAX_ATTEMPTS_PER_REQUEST = env_int("PODIUM_MAX_ATTEMPTS_PER_REQUEST", 1000, minimum=1)
+# How long an attempts request may spend scoring inline (milliseconds). Attempts not
+# scored by then are stored, answered with score_status "pending", and scored by the
+# Celery workers. 0: every plugin or snippet attempt is scored by the workers.
+PODIUM_SCORING_BUDGET_MS = env_int("PODIUM_SCORING_BUDGET_MS", 3000, minimum=0)
 # The most attempts per rescore task. A job is split into about 16 tasks (so several
 # workers share it and progress moves), of at least 1,000 attempts (so per-task costs
 # stay small) and at most this many.

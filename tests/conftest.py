@@ -27,6 +27,14 @@ def _exact_rankings(settings):
 
 
 @pytest.fixture(autouse=True)
+def _unhurried_ingestion(settings):
+    # A loaded test machine must not turn inline scoring into "pending": the scoring
+    # budget has its own tests (tests/challenges/ingestion/test_scoring_budget.py), which
+    # set it explicitly.
+    settings.PODIUM_SCORING_BUDGET_MS = 60_000
+
+
+@pytest.fixture(autouse=True)
 def _fresh_cache():
     # Throttle counters and cached fragments live in the cache: no test sees another's.
     from django.core.cache import cache

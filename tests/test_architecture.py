@@ -26,12 +26,14 @@ LAYERS = {
     "rescoring": 2,
     "leaderboards": 1,
     "permissions": 0,
+    "text": -1,  # text checks models use: below them
     "models": 0,
     "migrations": 0,
 }
 # Deliberate sideways arrows between entry points, each with its reason.
 SIDEWAYS = {
     ("transfer", "api"): "an imported file is validated by the API's own serializers",
+    ("api", "public"): "the API's public view explains the scoring in the page's own words",
     ("templatetags", "admin"): "the admin templates' tags render the admin's progress box",
     ("templatetags", "public"): "the public templates' filters wrap public.display",
 }

@@ -29,6 +29,7 @@ from django.utils.functional import cached_property
 
 from challenges.models import Attempt, Challenge, ScoringStrategy
 from challenges.setup import services as setup_services
+from challenges.text import SURROGATE, path_label, text_problem
 from scoring.engine import strategies as S
 from scoring.engine.config import validate_config
 from scoring.engine.protocol import MAX_TIMEOUT_MS, ConfigError, RegistryError
@@ -205,6 +206,17 @@ def template_text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value)
 
 
+class EscapedJSONField(forms.JSONField):
+    """A JSON input that shows a lone surrogate as the escape it was typed as: the page
+    that explains the error must itself encode (forms.JSONField writes it out raw)."""
+
+    def prepare_value(self, value: Any) -> Any:
+        text = super().prepare_value(value)
+        if isinstance(text, str) and SURROGATE.search(text):
+            return SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+        return text
+
+
 # --- the form ------------------------------------------------------------------------------
 class ChallengeAdminForm(forms.ModelForm):
     """A challenge: its description fields (model fields) and its scoring setup (declared
@@ -239,7 +251,7 @@ class ChallengeAdminForm(forms.ModelForm):
         label="Edit the config as raw JSON",
         help_text="Use the JSON below instead of the weights form.",
     )
-    scoring_config = forms.JSONField(
+    scoring_config = EscapedJSONField(
         required=False,
         label="Config (JSON)",
         widget=forms.Textarea(attrs={"rows": 6, "class": "vLargeTextField scoring-json"}),
@@ -270,7 +282,7 @@ class ChallengeAdminForm(forms.ModelForm):
         help_text="The score that ranks the leaderboard (required with several scores).",
     )
     # Errors about the metrics list as a whole land here; its rows are generated.
-    metrics = forms.JSONField(required=False, widget=forms.HiddenInput, label="Metrics")
+    metrics = EscapedJSONField(required=False, widget=forms.HiddenInput, label="Metrics")
     timeout_ms = forms.IntegerField(
         min_value=1,
         max_value=MAX_TIMEOUT_MS,
@@ -445,6 +457,16 @@ class ChallengeAdminForm(forms.ModelForm):
     # --- validation -----------------------------------------------------------------------
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean()
+        bad_text = False
+        for name, value in list(cleaned.items()):  # JSON escapes can bring them in
+            problem = text_problem(value)
+            if problem is not None:
+                path, what = problem
+                where = f" at {path_label(path)}" if path else ""
+                self.add_error(name, f"Text must be valid Unicode: {what}{where}.")
+                bad_text = True
+        if bad_text:
+            return cleaned
         if not self.can_edit_scoring:
             self.setup = self.instance.setup_dict() if self.instance.pk else None
             return cleaned

@@ -86,6 +86,17 @@ def _activation_message(done: versions.Activation) -> str:
     return f"Version {number} is active again (its scores were kept)."
 
 
+MAX_PK = 2**63 - 1  # the largest id any of our integer columns can hold
+
+
+def object_pk(raw: str) -> int | None:
+    """An admin URL's object id as an int, or None when it cannot be an id of ours (not
+    ASCII digits, or too large for the column: SQLite raises OverflowError on those)."""
+    if not (raw.isascii() and raw.isdigit()) or int(raw) > MAX_PK:
+        return None
+    return int(raw)
+
+
 @admin.register(Challenge)
 class ChallengeAdmin(admin.ModelAdmin):
     """A challenge's page: its description, its scoring section (``admin_forms``), Try
@@ -291,7 +302,7 @@ class ChallengeAdmin(admin.ModelAdmin):
         return super().add_view(request, form_url, extra_context=context)
 
     def _scoring_context(self, request: HttpRequest, pk: str) -> dict[str, Any]:
-        if not pk.isdigit():
+        if object_pk(pk) is None:
             return {}
         challenge = Challenge.objects.select_related("active_version").filter(pk=pk).first()
         return {
@@ -305,7 +316,7 @@ class ChallengeAdmin(admin.ModelAdmin):
     def _rescore_context(self, request: HttpRequest, pk: str) -> dict[str, Any]:
         """The button and the progress of the challenge's queued or running jobs (or, if
         none, the outcome of its latest job)."""
-        if not is_staff_member(request.user):
+        if not is_staff_member(request.user) or object_pk(pk) is None:
             return {}
         jobs = RescoreJob.objects.filter(challenge_id=pk).select_related("challenge", "version")
         try:

@@ -73,3 +73,35 @@ def error_responses(result: dict[str, Any], generator: Any, request: Any, public
             for code in sorted(codes):
                 responses.setdefault(code, _error(code))
     return result
+
+
+STAFF_ONLY_NOTE = "Staff and admins only: left out of the public view."
+ID_PATTERN = "^[0-9]+$"
+
+
+def public_view_and_ids(result: dict[str, Any], generator: Any, request: Any, public: bool) -> dict:
+    """Mark the challenge fields only staff and admins see (DESIGN.md "Who sees what"),
+    and document path ids as integers (the routes take ASCII digits only)."""
+    from challenges.api.serializers import STAFF_ONLY_FIELDS
+
+    challenge = result.get("components", {}).get("schemas", {}).get("Challenge", {})
+    properties = challenge.get("properties", {})
+    for name in STAFF_ONLY_FIELDS:
+        if name in properties:
+            note = properties[name].get("description")
+            properties[name]["description"] = (
+                f"{note} {STAFF_ONLY_NOTE}" if note else STAFF_ONLY_NOTE
+            )
+    if "required" in challenge:
+        challenge["required"] = [n for n in challenge["required"] if n not in STAFF_ONLY_FIELDS]
+    for operations in result.get("paths", {}).values():
+        for method, operation in operations.items():
+            if method not in METHODS:
+                continue
+            for param in operation.get("parameters", []):
+                if (
+                    param.get("in") == "path"
+                    and param.get("schema", {}).get("pattern") == ID_PATTERN
+                ):
+                    param["schema"] = {"type": "integer"}
+    return result

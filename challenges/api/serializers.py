@@ -17,9 +17,11 @@ from challenges.api.fields import (
     StrictCharField,
     StrictIntegerField,
 )
+from challenges.ingestion.budget import SCORE_STATUSES
 from challenges.ingestion.services import AttemptInput
 from challenges.leaderboards import precision
 from challenges.models import MAX_METRIC, Challenge
+from challenges.public import display
 from scoring.engine import strategies as S
 from scoring.engine.protocol import MAX_TIMEOUT_MS
 
@@ -75,11 +77,18 @@ class ChallengeSerializer(StrictSerializer):
         min_value=1, max_value=MAX_TIMEOUT_MS, required=False, default=5000
     )
     active_version = serializers.SerializerMethodField()
+    scoring_summary = serializers.SerializerMethodField(
+        help_text="How scoring works, in words, as on the challenge's public page."
+    )
     created_at = serializers.DateTimeField(read_only=True)
     updated_at = serializers.DateTimeField(read_only=True)
 
     def get_active_version(self, obj: Challenge) -> int | None:
         return obj.active_version.number if obj.active_version_id else None
+
+    def get_scoring_summary(self, obj: Challenge) -> str:
+        setup = obj.active_version if obj.active_version_id else obj  # what the page shows
+        return f"{display.strategy_words(setup)}. {display.scoring_sentence(setup)}"
 
     def validate_slug(self, value: str) -> str:
         taken = Challenge.objects.filter(slug=value)
@@ -88,6 +97,32 @@ class ChallengeSerializer(StrictSerializer):
         if value and taken.exists():
             raise serializers.ValidationError("A challenge with this slug already exists.")
         return value
+
+
+# Fields only staff and admins see (DESIGN.md "Who sees what"): the scoring setup (a
+# snippet or a config may hold an answer key) and the integration ids.
+STAFF_ONLY_FIELDS = (
+    "scoring_plugin_id",
+    "scoring_entrypoint",
+    "scoring_config",
+    "scoring_code",
+    "score_key",
+    "metrics",
+    "tenant_id",
+    "app_id",
+    "workflow_id",
+    "timeout_ms",
+)
+
+
+class PublicChallengeSerializer(ChallengeSerializer):
+    """The public view of a challenge: anonymous users and integration tokens. Read only."""
+
+    def get_fields(self) -> dict[str, Any]:
+        fields = super().get_fields()
+        for name in STAFF_ONLY_FIELDS:
+            del fields[name]
+        return fields
 
 
 class AttemptInSerializer(StrictSerializer):
@@ -187,6 +222,15 @@ class AttemptOutSerializer(serializers.Serializer):
     version = serializers.IntegerField(allow_null=True, help_text="The active scoring version.")
     score = ServedFloatField(allow_null=True)
     details = ServedJSONField(allow_null=True)
+    score_status = serializers.ChoiceField(
+        choices=list(SCORE_STATUSES),
+        help_text=(
+            "scored: the score is final (null when the strategy does not count the "
+            "attempt); failed: the scorer failed, the score is null; pending: stored, not "
+            "scored yet (the request's scoring budget ran out): the workers score it and "
+            "it appears on the leaderboard then."
+        ),
+    )
 
 
 class RescoreJobSerializer(serializers.Serializer):

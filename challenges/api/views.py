@@ -11,6 +11,7 @@ from drf_spectacular.utils import (
     OpenApiParameter,
     PolymorphicProxySerializer,
     extend_schema,
+    extend_schema_view,
     inline_serializer,
 )
 from rest_framework import serializers, status, viewsets
@@ -25,6 +26,7 @@ from challenges.api.serializers import (
     ChallengeSerializer,
     LeaderboardQuerySerializer,
     LeaderboardSerializer,
+    PublicChallengeSerializer,
     RescoreJobSerializer,
     RescoreStartedSerializer,
     attempts_parse,
@@ -37,9 +39,11 @@ from challenges.leaderboards.rules import TIE_RULE
 from challenges.models import RescoreJob
 from challenges.permissions import (
     CanRecordAttempts,
+    DenyAll,
     IsScoringAdmin,
     IsStaffMember,
     is_scoring_admin,
+    is_staff_member,
 )
 from challenges.rescoring import jobs as rescoring
 from challenges.setup import services as setup_services
@@ -47,33 +51,66 @@ from challenges.setup.probe import setup_probe
 from scoring.engine import metrics as M
 from scoring.services import SetupInvalid
 
+# Ids are ASCII digits: "１" (full-width) is not an alias of 1, and anything else is a 404
+# from the router. Numbers too large for the column are unknown ids (404) too.
+ID_PATTERN = "[0-9]+"
+
 
 def _setup_errors(exc: SetupInvalid) -> serializers.ValidationError:
     return serializers.ValidationError({field: [msg] for field, msg in exc.errors.items()})
 
 
+_VIEWS = (
+    "Staff and admins get every field; anonymous users and integration tokens the public "
+    "view: the fields marked staff-only (scoring_plugin_id, scoring_entrypoint, "
+    "scoring_config, scoring_code, score_key, metrics, tenant_id, app_id, workflow_id, "
+    "timeout_ms) are left out."
+)
+
+
+@extend_schema_view(
+    list=extend_schema(responses=ChallengeSerializer(many=True), description=_VIEWS),
+    retrieve=extend_schema(responses=ChallengeSerializer, description=_VIEWS),
+)
 class ChallengeViewSet(viewsets.ModelViewSet):
     """Challenges: public read (active ones; staff see all), admin write."""
 
     serializer_class = ChallengeSerializer
     pagination_class = None
+    lookup_value_regex = ID_PATTERN
     http_method_names = ["get", "post", "patch", "delete", "head", "options"]  # no PUT
+
+    # Who may use each action; an action missing here is denied (DenyAll).
+    permissions_by_action = {
+        "list": AllowAny,
+        "retrieve": AllowAny,
+        "leaderboard": AllowAny,
+        "metrics": AllowAny,
+        "attempts": CanRecordAttempts,
+        "rescore": IsStaffMember,
+        "create": IsScoringAdmin,
+        "partial_update": IsScoringAdmin,
+        "destroy": IsScoringAdmin,
+        "metadata": IsScoringAdmin,  # OPTIONS
+        None: AllowAny,  # a method the route does not have: the answer is 405, nothing runs
+    }
 
     def get_queryset(self) -> Any:
         user = self.request.user
         # Staff and admins see inactive challenges; integrations may record attempts
         # before a challenge is public.
-        include_inactive = self.action == "attempts" or user.is_staff or is_scoring_admin(user)
+        include_inactive = self.action == "attempts" or is_staff_member(user)
         return selectors.challenge_list(include_inactive=include_inactive)
 
     def get_permissions(self) -> list[Any]:
-        if self.action in ("list", "retrieve", "leaderboard", "metrics"):
-            return [AllowAny()]
-        if self.action == "attempts":
-            return [CanRecordAttempts()]
-        if self.action == "rescore":
-            return [IsStaffMember()]
-        return [IsScoringAdmin()]
+        return [self.permissions_by_action.get(self.action, DenyAll)()]
+
+    def get_serializer_class(self) -> Any:
+        # Staff and admins see every field; the public and integration tokens the public
+        # view (DESIGN.md "Who sees what"). Writes are admins' only, with every field.
+        if self.action in ("list", "retrieve") and not is_staff_member(self.request.user):
+            return PublicChallengeSerializer
+        return ChallengeSerializer
 
     def perform_create(self, serializer: ChallengeSerializer) -> None:
         try:
@@ -126,7 +163,12 @@ class ChallengeViewSet(viewsets.ModelViewSet):
         },
         description=(
             "Record one attempt (a JSON object) or many (a JSON list), all or nothing. "
-            "Returns them with their score and details under the active version."
+            "Returns them with their score and details under the active version, and each "
+            "one's score_status: scored, failed (the scorer failed; score null) or pending. "
+            "Scoring inline stops when the request's budget (PODIUM_SCORING_BUDGET_MS) is "
+            "spent: the attempts not reached are stored as pending, scored by the workers "
+            "and shown on the leaderboard once scored. Text must be valid: a lone "
+            "surrogate or a NUL anywhere in the body is a 400 naming the field."
         ),
     )
     @action(detail=True, methods=["post"], throttle_classes=[AttemptsThrottle])
@@ -209,8 +251,17 @@ class RescoreJobViewSet(viewsets.GenericViewSet):
     """Rescore jobs: staff watch and cancel them."""
 
     serializer_class = RescoreJobSerializer
-    permission_classes = [IsStaffMember]
+    permissions_by_action = {
+        "retrieve": IsStaffMember,
+        "cancel": IsStaffMember,
+        "metadata": IsStaffMember,
+        None: AllowAny,  # a method the route does not have: the answer is 405, nothing runs
+    }
+    lookup_value_regex = ID_PATTERN
     queryset = RescoreJob.objects.select_related("version")
+
+    def get_permissions(self) -> list[Any]:
+        return [self.permissions_by_action.get(self.action, DenyAll)()]
 
     def retrieve(self, request: Request, pk: str | None = None) -> Response:
         return Response(RescoreJobSerializer(self.get_object()).data)
@@ -231,6 +282,7 @@ def _attempt_out(recorded: services.RecordedAttempt, show_errors: bool) -> dict[
     details = score.details if score else None
     if details and not show_errors:  # scorer errors are for admins only
         details = {k: v for k, v in details.items() if k != "error"} or None
+    attempt.score_status = recorded.status
     data = AttemptOutSerializer(attempt).data
     data.update(
         version=recorded.version_number,

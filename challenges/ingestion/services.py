@@ -15,6 +15,7 @@ from typing import Any
 from django.db import connection, transaction
 from django.db.models import QuerySet
 
+from challenges.ingestion.budget import PENDING, ScoringBudget, pending_enqueue, score_status
 from challenges.leaderboards import scores
 from challenges.models import (
     Attempt,
@@ -26,7 +27,6 @@ from challenges.models import (
     ScoringSetupFields,
     ScoringVersion,
 )
-from scoring import services as scoring
 from scoring.engine.outcome import Outcome
 
 logger = logging.getLogger(__name__)
@@ -52,8 +52,9 @@ class AttemptInput:
 @dataclass(frozen=True)
 class RecordedAttempt:
     attempt: Attempt
-    score: AttemptScore | None  # under the active version (None: no active version)
+    score: AttemptScore | None  # under the active version (None: pending)
     version_number: int | None
+    status: str = PENDING  # scored | failed | pending (DESIGN.md "Recording attempts")
 
 
 def _players_upsert(inputs: Sequence[AttemptInput]) -> dict[str, Player]:
@@ -147,13 +148,6 @@ def attempts_delete(*, attempts: QuerySet[Attempt]) -> int:
     return deleted
 
 
-def _compute(version: ScoringVersion, challenge: Challenge, attempts: list[Attempt]):
-    items = scoring.items_from_attempts(
-        attempts, challenge=challenge, timeout_ms=version.timeout_ms
-    )
-    return scoring.scores_compute(version=version, items=items)
-
-
 def attempt_build(*, challenge: Challenge, item: AttemptInput, player: Player | None = None):
     """An unsaved Attempt of ``challenge`` from an input (its player set when given)."""
     return Attempt(
@@ -179,10 +173,15 @@ def attempts_record(
     for attempt, item in zip(attempts, inputs, strict=True):
         attempt.player_external_id = item.player
     started = time.perf_counter()
-    # Score before the transaction: a slow plugin must not hold database locks.
-    computed: dict[int, list[Outcome]] = {}
+    # Score before the transaction, while the request's budget lasts: a slow plugin must
+    # not hold database locks, nor the request for 1,000 × its timeout. Attempts the
+    # budget did not reach are stored without a score (pending) and scored by a task.
+    budget = ScoringBudget.from_settings()
+    computed: dict[int, list[Outcome | None]] = {}
     for version in _versions_to_score(challenge.pk)[1]:
-        computed[version.pk] = _compute(version, challenge, attempts)
+        computed[version.pk] = budget.compute(
+            version=version, challenge=challenge, attempts=attempts
+        )
     with transaction.atomic():
         _lock_challenge_shared(challenge.pk)
         players = _players_upsert(inputs)
@@ -193,26 +192,41 @@ def attempts_record(
         active_rows: list[AttemptScore | None] = [None] * len(attempts)
         active_number = None
         for version in versions:
-            outcomes = computed.get(version.pk)
-            if outcomes is None:  # a version created since we scored: rare, score now
-                outcomes = _compute(version, challenge, attempts)
-            rows = scores.scores_write(version=version, attempts=attempts, outcomes=outcomes)
+            # A version created since we scored (rare) leaves its attempts pending: never
+            # score here, inside the transaction.
+            outcomes = computed.get(version.pk) or [None] * len(attempts)
+            done = [(a, o) for a, o in zip(attempts, outcomes, strict=True) if o is not None]
+            done_attempts = [a for a, _ in done]
+            rows = scores.scores_write(
+                version=version, attempts=done_attempts, outcomes=[o for _, o in done]
+            )
             if version.pk == active_id:
                 # Only the active version's leaderboard: a version being rescored gets
                 # its entries at the switch (``rescoring.job_finalize``), so ingestion
                 # never writes the rows the rebuild writes, and neither waits for the other.
-                scores.entries_upsert(version=version, attempts=attempts, rows=rows)
-                active_rows, active_number = list(rows), version.number
+                scores.entries_upsert(version=version, attempts=done_attempts, rows=rows)
+                by_attempt = {a.pk: row for a, row in zip(done_attempts, rows, strict=True)}
+                active_rows = [by_attempt.get(a.pk) for a in attempts]
+                active_number = version.number
+        # Pending under the active version: scored by the workers once this commits.
+        # (Under a version being rescored, its switch scores what is missing.)
+        pending = [a.pk for a, row in zip(attempts, active_rows, strict=True) if row is None]
+        if pending and active_id is not None:
+            transaction.on_commit(
+                lambda: pending_enqueue(challenge_id=challenge.pk, attempt_ids=pending)
+            )
     logger.info(
         "attempts recorded",
         extra={
             "challenge_id": challenge.pk,
             "attempts": len(attempts),
             "failed": sum(1 for row in active_rows if row is not None and row.error),
+            "pending": len(pending),
             "versions": len(versions),
             "duration_ms": round((time.perf_counter() - started) * 1000, 1),
         },
     )
     return [
-        RecordedAttempt(a, s, active_number) for a, s in zip(attempts, active_rows, strict=True)
+        RecordedAttempt(a, s, active_number, score_status(s))
+        for a, s in zip(attempts, active_rows, strict=True)
     ]

@@ -25,6 +25,7 @@ from challenges.models import (
     Player,
     ScoringVersion,
 )
+from challenges.text import BAD_CHAR, outcome_storable
 from scoring import services as scoring
 from scoring.engine.outcome import Outcome
 
@@ -170,6 +171,9 @@ def _copy_lines(
             score_text = repr(score)
             sort_text = repr(-score if negate else score)
         details = "\\N" if o.details is None else _copy_text(_details_json(o.details))
+        if "\\u" in details or (o.error and BAD_CHAR.search(o.error)):  # rare: check
+            o = outcome_storable(o)
+            details = "\\N" if o.details is None else _copy_text(_details_json(o.details))
         error = _copy_text(o.error) if o.error else ""
         lines.append(
             f"{version_id}\t{a[0]}\t{a[1]}\t{a[8]}\t{score_text}\t{sort_text}\t{details}\t{error}\n"
@@ -249,6 +253,7 @@ def score_rows(
 def _score_row(
     version: ScoringVersion, attempt_id: int, player_id: int, created_at: Any, o: Outcome
 ) -> AttemptScore:
+    o = outcome_storable(o)  # a scorer's text may hold what no column can store
     return AttemptScore(
         version=version,
         attempt_id=attempt_id,

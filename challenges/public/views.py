@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
+import unicodedata
 from collections.abc import Callable, Iterator
 from datetime import datetime
 from typing import Any
@@ -237,12 +238,26 @@ def challenge_charts(request: HttpRequest, slug: str) -> HttpResponse:
 
 # --- export ------------------------------------------------------------------------------
 EXPORT_COLUMNS = ("rank", "player", "display_name", "score", "attempt_id", "created_at")
-CSV_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+CSV_FORMULA_START = ("=", "+", "-", "@", "|", "\t", "\r")
+
+
+def _formula_lead(value: str) -> str:
+    """The character a spreadsheet would read first: leading whitespace and invisible
+    format characters (BOM, zero-width, joiners) skipped, look-alikes folded (the
+    full-width and small forms of = + - @ | become their ASCII selves)."""
+    for char in value:
+        if char.isspace() or unicodedata.category(char) == "Cf":
+            continue
+        return unicodedata.normalize("NFKC", char)[:1]
+    return ""
 
 
 def csv_cell(value: Any) -> Any:
-    """A cell a spreadsheet will not run: text starting like a formula gets a quote."""
-    if isinstance(value, str) and value.startswith(CSV_FORMULA_START):
+    """A cell a spreadsheet will not run: text starting like a formula (even behind
+    spaces, invisible characters or a look-alike) gets a quote."""
+    if isinstance(value, str) and (
+        value.startswith(CSV_FORMULA_START) or _formula_lead(value) in CSV_FORMULA_START[:5]
+    ):
         return "'" + value
     return value
 

@@ -13,11 +13,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from challenges.models import Attempt, Challenge, ScoringVersion
 from scoring import services as scoring
 from scoring.engine import strategies as S
 from scoring.engine.snippet import SnippetInvalid, prepare
-
-from ..models import Attempt, Challenge, ScoringVersion
 
 PROBE_ATTEMPTS = 20
 UNKNOWN = (

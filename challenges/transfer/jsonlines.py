@@ -31,6 +31,7 @@ from challenges.ingestion.services import AttemptInput, _players_upsert, attempt
 from challenges.models import Attempt, Challenge, RescoreJob, ScoringSetupFields, ScoringVersion
 from challenges.rescoring import jobs as rescoring
 from challenges.setup.services import INFO_FIELDS
+from challenges.text import path_label, text_problem
 from scoring import services as scoring
 
 FORMAT = "podium-challenge/1"
@@ -125,6 +126,10 @@ def _parse(lines: Iterable[str]) -> Iterator[tuple[int, dict[str, Any]]]:
             raise _fail(line_no, f"not valid JSON ({exc})") from None
         if not isinstance(item, dict) or "type" not in item:
             raise _fail(line_no, 'expected a JSON object with a "type".')
+        problem = text_problem(item)
+        if problem is not None:  # the API's rule: no lone surrogate, no NUL
+            path, what = problem
+            raise _fail(line_no, f"{path_label(path)}: text must be valid Unicode: {what}.")
         yield line_no, item
 
 

@@ -13,7 +13,10 @@ from challenges.rescoring import jobs as rescoring
 from challenges.setup import services as setup_services
 from tests.factories import attempt_input, make_challenge, record
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.django_db(transaction=True, serialized_rollback=True),
+]
 Status = RescoreJob.Status
 
 

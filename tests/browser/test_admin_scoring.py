@@ -18,7 +18,10 @@ from django.contrib.auth.models import Group, Permission
 from challenges.models import Attempt, Challenge, RescoreJob
 from challenges.transfer.demo import seed_demo
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.django_db(transaction=True, serialized_rollback=True),
+]
 ARTIFACTS = Path(os.environ.get("PODIUM_ARTIFACTS_DIR", settings.BASE_DIR / "var" / "artifacts"))
 
 

@@ -17,7 +17,10 @@ from rest_framework.authtoken.models import Token
 
 from tests.factories import WEIGHTED_SEED, attempt_input, make_challenge, record
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.django_db(transaction=True, serialized_rollback=True),
+]
 
 ARTIFACTS = Path(
     os.environ.get("PODIUM_ARTIFACTS", Path(__file__).resolve().parents[2] / "artifacts")

@@ -344,10 +344,10 @@ def test_retrieve_inactive_is_404_to_non_staff(
         assert resp.json()["is_active"] is False
 
 
-def test_retrieve_shows_the_challenge_fields(anon_api):
+def test_retrieve_shows_the_challenge_fields(anon_api, staff_api):
     challenge = make_challenge(**WEIGHTED_SEED)
 
-    resp = anon_api.get(detail_url(challenge.pk))
+    resp = staff_api.get(detail_url(challenge.pk))
 
     assert resp.status_code == 200
     body = resp.json()
@@ -355,6 +355,10 @@ def test_retrieve_shows_the_challenge_fields(anon_api):
     assert body["scoring_plugin_id"] == "builtin.weighted_scorer"
     assert body["scoring_config"] == WEIGHTED_SEED["scoring_config"]
     assert body["active_version"] == 1
+    # The public view (DESIGN.md "Who sees what"): tests/challenges/api/test_public_view.py
+    public = anon_api.get(detail_url(challenge.pk)).json()
+    assert public["id"] == challenge.pk and public["active_version"] == 1
+    assert "scoring_config" not in public
 
 
 def test_scorer_admin_may_patch_an_inactive_challenge(scorer_admin_api):
