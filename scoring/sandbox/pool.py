@@ -10,16 +10,17 @@ challenge always finds a slot while one is busy, however slow its snippet;
 ``scoring.sandbox.pool_size`` adds that spare slot to one worker per core.
 
 Deadlines belong to the parent, on its own monotonic clock; nothing a worker writes can
-move a kill later. A batch sent at ``t`` must be done by ``t + n × (timeout + slack) +
-GRACE_S`` (``n`` attempts): past that the worker is killed and every attempt of the batch
-not yet answered is recorded as timed out. Within that, the worker reports the attempts
-it has finished at least every ``FLUSH_S``, so the attempt under way started less than
-``FLUSH_S`` after the parent last heard from it; ``timeout + GRACE_S`` later it is killed
-(the worker's own SIGALRM ends most overruns first). If the worker reported each attempt
-(a "careful" batch), or one attempt was left, that attempt is the one timed out (or
-"died" for a worker that exits or crashes); otherwise the unanswered attempts go to a
-fresh worker as a careful batch, which finds the culprit. Frames can only settle the
-snippet's own attempts, one each, so forging them gains nothing past the batch deadline.
+move a kill later. A batch of ``n`` attempts sent at ``t`` must be done by ``t + n ×
+(timeout + 5% + 5 ms) + GRACE_S``: past that the worker is killed and every attempt of
+the batch not yet answered is recorded as timed out. Within that, the worker reports the
+attempts it has finished at least every ``FLUSH_S``, so the attempt under way started
+less than ``FLUSH_S`` after the parent last heard from it; ``timeout + GRACE_S`` later
+it is killed (the worker's own SIGALRM ends most overruns first). If the worker reported
+each attempt (a "careful" batch), or one attempt was left, that attempt is the one timed
+out (or "died" for a worker that exits or crashes); otherwise the unanswered attempts go
+to a fresh worker as a careful batch, which finds the culprit. Frames can only settle
+the snippet's own attempts, one each, so forging them gains nothing past the batch
+deadline.
 
 Every byte from a worker is hostile: frames are cut without blocking and size-capped from
 their header; replies are decoded strictly (UTF-8, JSON without NaN or Infinity) and
@@ -54,7 +55,8 @@ from . import launch, policy
 BATCH_SIZE = 1000
 BATCH_BYTES = 4 * 1024 * 1024  # a batch of big samples is cut sooner
 GRACE_S = 0.5  # past the worker's own alarm, before the parent kills it
-SLACK_S = 0.002  # per attempt, in a batch's deadline: the work between attempts
+SLACK = 0.05  # per attempt, in a batch's deadline: 5% of its timeout (a late alarm)...
+SLACK_S = 0.005  # ...and 5 ms (the work between attempts, a busy machine)
 FLUSH_S = 0.05  # the worker reports finished attempts at least this often
 START_TIMEOUT_S = 15.0  # bwrap and the interpreter starting, on a busy machine
 IDLE_S = 300.0  # an idle worker is stopped after this long
@@ -160,9 +162,10 @@ class Worker:
             }
         ).encode("utf-8", "surrogatepass")
 
-    def exit_code(self) -> int | None:
+    def exit_code(self, wait_s: float = 1.0) -> int | None:
+        """Its exit status, if it exits within ``wait_s`` (it closed its end of the pipe)."""
         try:
-            return self.proc.wait(timeout=1)
+            return self.proc.wait(timeout=wait_s)
         except subprocess.TimeoutExpired:
             return None
 
@@ -431,7 +434,7 @@ class _Run:
         flush_ms = 0 if batch.careful else round(FLUSH_S * 1000)
         body = ",".join([self.items[i] for i in batch.indices])
         now = time.monotonic()
-        span = len(batch.indices) * (self.timeout_s + SLACK_S) + GRACE_S
+        span = len(batch.indices) * (self.timeout_s * (1 + SLACK) + SLACK_S) + GRACE_S
         flight = _Flight(
             "batch", sent=now, hard=now + span, mark=now, indices=batch.indices,
             careful=batch.careful,
@@ -605,7 +608,11 @@ class _Run:
     def _on_death(self, worker: Worker, flight: _Flight) -> None:
         self.busy.pop(worker, None)
         self.pool.restarts += 1
-        code = worker.exit_code()
+        # Wait for its exit status (for the reason) no longer than the next deadline of
+        # this run's other workers: a worker that closes its pipe and lives on delays no kill.
+        now = time.monotonic()
+        nearest = min((self._deadline(f) for f in self.busy.values()), default=now + 1.0)
+        code = worker.exit_code(max(0.05, min(1.0, nearest - now)))
         self.pool._discard(worker)
         if flight.phase != "batch":
             self._fail_pending(_died(code) + " while starting")
