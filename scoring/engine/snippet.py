@@ -11,9 +11,11 @@ A snippet author needs only this docstring:
   ``tokens_total``, ``elapsed_ms``, ``rating``, ``created_at``) it does not have already;
   ``solver_output`` has ``.output`` (text) and ``.messages`` (a list).
 - ``<< config.KEY >>`` is replaced by ``scoring_config["KEY"]`` before the code runs:
-  inside a string literal by the value's text (escaped), elsewhere by a Python literal of
-  the value (``<< config.threshold >>`` → ``0.5``). A placeholder without a value is an
-  error when saving.
+  inside a plain string literal by the value's text (escaped), standing alone by a Python
+  literal of the value (``<< config.threshold >>`` → ``0.5``); in a comment it stays as
+  it is. A value is data, never code: in an f-string, a raw or bytes literal, a string
+  used as a ``.format``/``%`` template or across a comment and code, the code is refused
+  with the line, as is a placeholder without a value.
 - Return a flat dict of scores (``{"accuracy": 0.95, "is_correct": True}``) or
   ``{"scores": {...}, "metadata": {...}}``. Scores are numbers or None; booleans count
   as 1.0/0.0. Metadata is any JSON, stored with the attempt, never aggregated.
