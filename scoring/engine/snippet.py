@@ -344,19 +344,55 @@ def render(code: str, config: dict[str, Any]) -> str:
         except (ValueError, RecursionError) as exc:
             raise _refuse(code, site.start, f"<< config.{site.key} >>: {exc}.") from None
     real = _fill_sites(code, sites, text, literal)
-    marked = _fill_sites(code, sites, dict.fromkeys(text, _MARK), literal)
     try:
-        real_tree, marked_tree = ast.parse(real), ast.parse(marked)
+        real_tree = ast.parse(real)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return real  # the code is wrong anyway: prepare reports where
-    for joined in ast.walk(marked_tree):
-        if isinstance(joined, ast.JoinedStr) and any(
-            isinstance(part, ast.Constant) and _MARK in str(part.value) for part in ast.walk(joined)
+        return real  # wrong code, value or not: prepare reports where
+    _check_shape(code, sites, real_tree, text, literal)
+    return real
+
+
+def _check_shape(
+    code: str,
+    sites: list[_Site],
+    real_tree: ast.Module,
+    text: dict[str, str],
+    literal: dict[str, str],
+) -> None:
+    """The rendered code must be the code with a variable for each standing placeholder
+    and a mark for each one in a literal, the variables then replaced by the values'
+    literals: the same program, whatever the values. Raises SnippetInvalid if not."""
+    names = {f"_podium_value_{i}": literal[s.key] for i, s in enumerate(sites) if not s.in_string}
+    marked = _fill_sites(
+        code,
+        sites,
+        dict.fromkeys(text, _MARK),
+        {},
+        [f"_podium_value_{i}" for i in range(len(sites))],
+    )
+    changed = _refuse(
+        code, sites[0].start, f"a placeholder's value would change the code; {_WHERE}"
+    )
+    try:
+        marked_tree = ast.parse(marked)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        raise changed from None
+    for node in ast.walk(marked_tree):
+        line = getattr(node, "lineno", 1)
+        if isinstance(node, ast.JoinedStr) and any(
+            isinstance(part, ast.Constant) and _MARK in str(part.value) for part in ast.walk(node)
         ):
             raise SnippetInvalid(
                 {
-                    "scoring_code": f"Line {joined.lineno}: a placeholder is inside a string "
-                    f"joined to an f-string; {_WHERE}"
+                    "scoring_code": f"Line {line}: a placeholder is inside a string joined to "
+                    f"an f-string; {_WHERE}"
+                }
+            )
+        if isinstance(node, ast.Call) and _runs_code(node) and _marked(node.args):
+            raise SnippetInvalid(
+                {
+                    "scoring_code": f"Line {line}: a placeholder's text is run as code "
+                    f"(eval, exec or compile); {_WHERE}"
                 }
             )
     for node in _format_templates(marked_tree):
@@ -372,22 +408,53 @@ def render(code: str, config: dict[str, Any]) -> str:
         for n in ast.walk(marked_tree)
         if isinstance(n, ast.Constant) and isinstance(n.value, str)
     )
-    if in_strings != sum(site.in_string for site in sites) or _shape(real_tree) != _shape(
-        marked_tree
-    ):
-        raise _refuse(
-            code, sites[0].start, f"a placeholder's value would change the code; {_WHERE}"
-        )
-    return real
+    standing = [n for n in ast.walk(marked_tree) if isinstance(n, ast.Name) and n.id in names]
+    if in_strings != sum(site.in_string for site in sites) or len(standing) != len(names):
+        raise changed
+
+    class _Values(ast.NodeTransformer):
+        def visit_Name(self, node: ast.Name) -> ast.AST:
+            if node.id in names:
+                return ast.parse(names[node.id], mode="eval").body
+            return node
+
+    if _shape(real_tree) != _shape(_Values().visit(marked_tree)):
+        raise changed
+
+
+_CODE_RUNNERS = ("eval", "exec", "compile")
+
+
+def _runs_code(call: ast.Call) -> bool:
+    func = call.func
+    name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
+    return name in _CODE_RUNNERS
+
+
+def _marked(nodes: list[ast.expr]) -> bool:
+    return any(
+        isinstance(n, ast.Constant) and isinstance(n.value, str) and _MARK in n.value
+        for arg in nodes
+        for n in ast.walk(arg)
+    )
 
 
 def _fill_sites(
-    code: str, sites: list[_Site], text: dict[str, str], literal: dict[str, str]
+    code: str,
+    sites: list[_Site],
+    text: dict[str, str],
+    literal: dict[str, str],
+    standing: list[str] | None = None,
 ) -> str:
+    """The code with each site replaced: by ``text[key]`` inside a literal; standing
+    alone, by ``literal[key]`` (or the site's own name from ``standing``)."""
     parts, at = [], 0
-    for site in sites:
+    for i, site in enumerate(sites):
         parts.append(code[at : site.start])
-        parts.append(text[site.key] if site.in_string else literal[site.key])
+        if site.in_string:
+            parts.append(text[site.key])
+        else:
+            parts.append(standing[i] if standing is not None else literal[site.key])
         at = site.end
     parts.append(code[at:])
     return "".join(parts)
