@@ -35,6 +35,8 @@ from __future__ import annotations
 import atexit
 import hashlib
 import json
+import logging
+import math
 import os
 import select
 import struct
@@ -51,6 +53,8 @@ from scoring.engine.framing import FrameBuffer, FrameTooLarge
 from scoring.engine.snippet import Program, Raw
 
 from . import launch, policy
+
+log = logging.getLogger(__name__)
 
 BATCH_SIZE = 1000
 BATCH_BYTES = 4 * 1024 * 1024  # a batch of big samples is cut sooner
@@ -326,12 +330,24 @@ class SandboxPool:
             self._cond.notify_all()
 
     def _discard(self, worker: Worker) -> None:
-        """Stop a busy worker and free its slot."""
+        """Stop a busy worker and free its slot (once: a second call does nothing)."""
+        if worker.state == "dead":
+            return
         worker.kill()
         with self._cond:
             self._alive -= 1
             self._unhold(worker.key)
             self._cond.notify_all()
+
+    def _discard_if_idle(self, worker: Worker) -> None:
+        """Stop a worker that was handed back idle, if it still is."""
+        with self._cond:
+            workers = self._idle.get(worker.key, [])
+            if worker not in workers:
+                return
+            workers.remove(worker)
+            self._alive -= 1
+        worker.kill()
 
     def close(self) -> None:
         """Stop every idle worker (busy ones stop when their run ends)."""
@@ -393,15 +409,19 @@ class _Run:
         return batches
 
     def go(self) -> list[Raw]:
+        unscored = "not scored"
         try:
             while self.pending or self.busy:
                 self._hand_out()
                 if self.busy:
                     self._wait()
+        except Exception as exc:  # a fault here, not the snippet's: its attempts get a reason
+            log.exception("sandbox run of %s failed", self.program.owner)
+            unscored = f"the sandbox failed ({type(exc).__name__})"
         finally:
             for worker in list(self.busy):  # only after an unexpected error
                 self.pool._discard(worker)
-        return [r if r is not None else (False, "not scored", None) for r in self.results]
+        return [r if r is not None else (False, unscored, None) for r in self.results]
 
     # -- handing out work -------------------------------------------------------------------
     def _hand_out(self) -> None:
@@ -464,17 +484,22 @@ class _Run:
     def _wait(self) -> None:
         now = time.monotonic()
         timeout = max(0.0, min(self._deadline(f) for f in self.busy.values()) - now)
-        by_out = {w.out_fd: w for w in self.busy}
-        by_in = {w.in_fd: w for w in self.busy if w.outbox}
-        readable, writable, _ = select.select(list(by_out), list(by_in), [], timeout)
-        for fd in writable:
-            worker = by_in[fd]
-            if worker in self.busy:
+        poller = select.poll()  # not select(): a busy web process may hold fds past 1024
+        by_fd: dict[int, Worker] = {}
+        for worker in self.busy:
+            poller.register(worker.out_fd, select.POLLIN)
+            by_fd[worker.out_fd] = worker
+            if worker.outbox:
+                poller.register(worker.in_fd, select.POLLOUT)
+                by_fd[worker.in_fd] = worker
+        for fd, _ in poller.poll(math.ceil(timeout * 1000)):
+            worker = by_fd[fd]
+            if worker not in self.busy:
+                continue  # settled by an earlier event of this round
+            if fd == worker.in_fd:
                 self._flush(worker, self.busy[worker])
-        for fd in readable:
-            worker = by_out[fd]
-            if worker in self.busy:
-                self._on_readable(worker)
+            else:
+                self._on_readable(worker)  # data, or the end of the stream (POLLHUP)
         now = time.monotonic()
         for worker, flight in list(self.busy.items()):
             if now >= self._deadline(flight):
@@ -495,13 +520,16 @@ class _Run:
                     return
                 self._on_frame(worker, flight, _strict_loads(frame))
                 flight = self.busy.get(worker, flight)
-        except FrameTooLarge:
-            self._on_invalid(worker, flight, "an invalid reply (over the size limit)")
         except Exception as exc:  # every byte from a worker is hostile: any error at all
             what = "an invalid reply (not strict JSON)"
-            if isinstance(exc, BadFrame):
+            if isinstance(exc, FrameTooLarge):
+                what = "an invalid reply (over the size limit)"
+            elif isinstance(exc, BadFrame):
                 what = f"an invalid reply ({exc})"
-            self._on_invalid(worker, flight, what)
+            if worker in self.busy:
+                self._on_invalid(worker, self.busy[worker], what)
+            else:  # already settled and handed back (or out): it cannot be trusted again
+                self.pool._discard_if_idle(worker)
 
     def _limit(self, flight: _Flight) -> int:
         if flight.phase != "batch":
