@@ -34,7 +34,8 @@ def run(code: str) -> subprocess.CompletedProcess[str]:
         "scoring.engine.runner, scoring.scorers.weighted",
         "scoring.engine, scoring.engine.protocol, scoring.engine.strategies, "
         "scoring.engine.registry, scoring.engine.config, scoring.engine.outcome, "
-        "scoring.engine.isolated, scoring.engine.child, scoring.engine.framing",
+        "scoring.engine.isolated, scoring.engine.child, scoring.engine.framing, "
+        "scoring.engine.snippet, scoring.engine.placeholders",
     ],
     ids=["runner-and-weighted", "every-engine-module"],
 )

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scoring.engine import snippet
+from scoring.engine import placeholders
 from scoring.engine.snippet import SnippetInvalid, prepare, render
 
 SIDE_EFFECT = "globals().__setitem__('x', 1)"
@@ -177,12 +177,12 @@ def test_any_json_value_as_a_bare_placeholder_is_that_value(value):
 def test_a_tokenizer_mistake_is_caught_by_the_shape_check(monkeypatch, code, value):
     """Defence in depth: were the tokenizer ever to disagree with the compiler about
     where a placeholder stands, the rendered program would not have the code's shape."""
-    real_sites = snippet._sites
+    real_sites = placeholders._sites
 
     def mistaken(text):
         return [site._replace(in_string=not site.in_string) for site in real_sites(text)]
 
-    monkeypatch.setattr(snippet, "_sites", mistaken)
+    monkeypatch.setattr(placeholders, "_sites", mistaken)
     with pytest.raises(SnippetInvalid):
         prepare(code + ENTRY, {"a": value})
 
