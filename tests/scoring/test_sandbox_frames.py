@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from scoring.engine.framing import FrameBuffer, FrameTooLarge
 from scoring.engine.snippet import Program
 from scoring.sandbox import launch
-from scoring.sandbox import pool as pool_module
+from scoring.sandbox import run as run_module
 from scoring.sandbox.pool import SandboxPool
 
 pytestmark = pytest.mark.slow
@@ -167,7 +167,7 @@ def _piece():
     ending=st.sampled_from(["exit", "read", "silence"]),
 )
 def test_any_reply_settles_every_attempt_and_frees_the_slot(monkeypatch, pieces, ending):
-    monkeypatch.setattr(pool_module, "GRACE_S", 0.1)
+    monkeypatch.setattr(run_module, "GRACE_S", 0.1)
     interp = launch.interpreter()
     if interp is None:
         pytest.skip("no Python beneath /usr for the stand-in")

@@ -25,7 +25,7 @@ from scoring.engine.outcome import Outcome
 from scoring.engine.protocol import AttemptMetrics, ScoringContext
 from scoring.engine.snippet import AttemptPayload, SnippetInvalid, SnippetScorer, SnippetSetup
 from scoring.sandbox import launch
-from scoring.sandbox import pool as pool_module
+from scoring.sandbox import run as run_module
 from scoring.sandbox.pool import SandboxPool
 
 pytestmark = pytest.mark.slow
@@ -656,8 +656,8 @@ def test_forged_progress_frames_gain_nothing_past_the_batch_deadline(own_pool):
     started = time.monotonic()
     outcomes = scorer.score_many([(AttemptMetrics(), ScoringContext())] * 6)
     took = time.monotonic() - started
-    deadline = 6 * (SHORT_MS / 1000 * pool_module.SLACK + SHORT_MS / 1000 + pool_module.SLACK_S)
-    deadline += pool_module.GRACE_S
+    deadline = 6 * (SHORT_MS / 1000 * run_module.SLACK + SHORT_MS / 1000 + run_module.SLACK_S)
+    deadline += run_module.GRACE_S
     assert took < deadline + 1.5, (took, deadline)  # the batch deadline, and a worker start
     late = [o for o in outcomes if o.score is None]
     assert late and all("ran past the deadline" in o.error for o in late), outcomes
