@@ -211,3 +211,24 @@ def test_a_well_formed_reply_is_taken_as_the_answers():
         assert pool.idle_count() == 1 and pool.busy_count() == 0
     finally:
         pool.close()
+
+
+def test_a_fault_in_the_pool_itself_settles_the_run_and_frees_its_slots(monkeypatch):
+    """Never raises, even for a bug of ours: the attempts get the reason, the slot is freed."""
+    interp = launch.interpreter()
+    if interp is None:
+        pytest.skip("no Python beneath /usr for the stand-in")
+    reply = frame(b'["done",[[0,{"s":1.0},2.5]],0.1,false]')
+    pool = SandboxPool(launch.LANDLOCK, interp, size=2, popen=stand_in(reply, "read"))
+    program = Program("fault", "def compute_scores(sample):\n    return {}\n", 1, False, TIMEOUT_MS)
+
+    def broken(self, worker):
+        raise RuntimeError("a bug in the pool")
+
+    monkeypatch.setattr(run_module._Run, "_on_readable", broken)
+    try:
+        raws = pool.run(program, ["[{},[true,null,null,null,null]]"] * 2)
+        assert raws == [(False, "the sandbox failed (RuntimeError)", None)] * 2
+        assert pool.busy_count() == 0 and pool._alive == pool.idle_count()
+    finally:
+        pool.close()
