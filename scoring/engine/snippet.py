@@ -11,9 +11,11 @@ A snippet author needs only this docstring:
   ``tokens_total``, ``elapsed_ms``, ``rating``, ``created_at``) it does not have already;
   ``solver_output`` has ``.output`` (text) and ``.messages`` (a list).
 - ``<< config.KEY >>`` is replaced by ``scoring_config["KEY"]`` before the code runs:
-  inside a string literal by the value's text (escaped), elsewhere by a Python literal of
-  the value (``<< config.threshold >>`` → ``0.5``). A placeholder without a value is an
-  error when saving.
+  inside a plain string literal by the value's text (escaped), standing alone by a Python
+  literal of the value (``<< config.threshold >>`` → ``0.5``); in a comment it stays as
+  it is. A value is data, never code: in an f-string, a raw or bytes literal, a string
+  used as a ``.format``/``%`` template or across a comment and code, the code is refused
+  with the line, as is a placeholder without a value.
 - Return a flat dict of scores (``{"accuracy": 0.95, "is_correct": True}``) or
   ``{"scores": {...}, "metadata": {...}}``. Scores are numbers or None; booleans count
   as 1.0/0.0. Metadata is any JSON, stored with the attempt, never aggregated.
@@ -32,14 +34,14 @@ from __future__ import annotations
 import ast
 import json
 import math
-import re
-import tokenize
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
 
+from . import placeholders
 from .outcome import MAX_DETAILS_BYTES as MAX_DETAILS
 from .outcome import Outcome
+from .placeholders import PLACEHOLDER
 from .protocol import AttemptMetrics, ScoringContext
 from .strategies import PYTHON, get_strategy
 
@@ -49,7 +51,6 @@ MAX_KEYS = 64
 MAX_KEY_CHARS = 64
 MAX_DEPTH = 16
 _MAX_SAFE_INT = 2**53
-PLACEHOLDER = re.compile(r"<<\s*config\.([A-Za-z_][A-Za-z0-9_]*)\s*>>")
 
 
 class SnippetInvalid(ValueError):
@@ -195,253 +196,13 @@ def _entry_point(tree: ast.Module) -> tuple[int, bool]:
     return arity, isinstance(found, ast.AsyncFunctionDef)
 
 
-# --- placeholders ---------------------------------------------------------------------------
-# A placeholder's value is data. Where it may stand: inside a plain string literal ("..."
-# or '...', optionally u-prefixed, any quote style) it becomes that literal's text,
-# escaped; standing alone as a value (``t = << config.threshold >>``) it becomes a Python
-# literal of a plain JSON value; in a comment it is left alone. Anywhere else (f-strings,
-# raw or bytes literals, a literal used as a str.format or % template, straddling a
-# comment and code) the code is refused with the line. Positions come from the
-# tokenizer, fed the very lines the offsets are computed from; the result is then
-# parsed and must have the shape the code has with an inert value in every literal.
-_FSTRING_START = getattr(tokenize, "FSTRING_START", None)  # Python 3.12+
-_FSTRING_END = getattr(tokenize, "FSTRING_END", None)
-_BARE = ("<<", "config", ".", None, ">>")  # the tokens of a placeholder outside literals
-_MARK = "\ue000podium-placeholder\ue001"  # stands for a value in the shape check
-_FORMAT_METHODS = ("format", "format_map")
-_MAX_LITERAL_DEPTH = 32
-
-
-class _Site(NamedTuple):
-    start: int
-    end: int
-    key: str
-    in_string: bool
-
-
-def _refuse(code: str, offset: int, why: str) -> SnippetInvalid:
-    line = code.count("\n", 0, offset) + 1
-    return SnippetInvalid({"scoring_code": f"Line {line}: {why}"})
-
-
-def _sites(code: str) -> list[_Site]:
-    """Where each placeholder stands, by the tokenizer's own offsets. Raises SnippetInvalid
-    for one that may not stand there."""
-    lines = _split_lines(code)
-    starts = [0]
-    for line in lines:
-        starts.append(starts[-1] + len(line))
-    tokens = []  # (start, end, type, text, inside an f-string)
-    depth = 0
-    try:
-        for token in tokenize.generate_tokens(iter(lines).__next__):
-            (r1, c1), (r2, c2) = token.start, token.end
-            if token.type == _FSTRING_START:
-                depth += 1
-            tokens.append(
-                (starts[r1 - 1] + c1, starts[r2 - 1] + c2, token.type, token.string, depth)
-            )
-            if token.type == _FSTRING_END:
-                depth -= 1
-    except (tokenize.TokenError, SyntaxError) as exc:
-        at = exc.args[1][0] if isinstance(exc, tokenize.TokenError) else exc.lineno or 1
-        raise SnippetInvalid(
-            {"scoring_code": f"Line {at}: the code cannot be read as Python ({exc.args[0]})."}
-        ) from None
-    sites = []
-    for match in PLACEHOLDER.finditer(code):
-        start, end, key = match.start(), match.end(), match.group(1)
-        shown = f"<< config.{key} >>"
-        covering = [t for t in tokens if t[0] < end and start < t[1] and t[0] != t[1]]
-        if len(covering) == 1 and covering[0][0] <= start and end <= covering[0][1]:
-            kind, text, in_fstring = covering[0][2], covering[0][3], covering[0][4]
-            if kind == tokenize.COMMENT:
-                continue
-            if kind == tokenize.STRING and not in_fstring:
-                prefix = text[: len(text) - len(text.lstrip("rRbBuUfF"))].lower()
-                if "f" in prefix:
-                    raise _refuse(code, start, f"{shown} is inside an f-string; {_WHERE}")
-                if prefix not in ("", "u"):
-                    raise _refuse(
-                        code, start, f"{shown} is inside a raw or bytes literal; {_WHERE}"
-                    )
-                sites.append(_Site(start, end, key, True))
-                continue
-            raise _refuse(code, start, f"{shown} is inside an f-string; {_WHERE}")
-        texts = tuple(t[3] for t in covering)
-        bare = (
-            len(covering) == 5
-            and covering[0][0] == start
-            and covering[-1][1] == end
-            and all(want is None or want == got for want, got in zip(_BARE, texts, strict=True))
-            and not any(t[4] for t in covering)
-        )
-        if not bare:
-            raise _refuse(code, start, f"{shown} straddles a comment and code; {_WHERE}")
-        sites.append(_Site(start, end, key, False))
-    return sites
-
-
-_WHERE = (
-    "a placeholder may only stand inside a plain string literal or alone as a value "
-    '(e.g. field = "<< config.field >>", then use field).'
-)
-
-
-def _split_lines(code: str) -> list[str]:
-    """Lines as the compiler sees them: split at "\\n" only (not at form feeds, \\x1c or
-    U+2028, which ``str.splitlines`` would also split at)."""
-    lines = code.split("\n")
-    result = [line + "\n" for line in lines[:-1]]
-    if lines[-1]:
-        result.append(lines[-1])
-    return result
-
-
-def _in_string(value: Any) -> str:
-    """The value's text, escaped for any plain (non-raw) literal and any quote: a
-    backslash, both quotes and every unprintable character (line breaks, surrogates,
-    format characters) as an escape."""
-    try:
-        text = value if isinstance(value, str) else json.dumps(value)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"its value is not plain JSON ({exc})") from None
-    out = []
-    for ch in text:
-        if ch == "\\" or ch == '"' or ch == "'":
-            out.append("\\" + ch)
-        elif ch.isprintable():
-            out.append(ch)
-        else:
-            code = ord(ch)
-            out.append(
-                f"\\x{code:02x}"
-                if code < 0x100
-                else f"\\u{code:04x}"
-                if code < 0x10000
-                else f"\\U{code:08x}"
-            )
-    return "".join(out)
-
-
-def _literal(value: Any) -> str:
-    """A Python literal of a plain JSON value (str, finite number, bool, None, list,
-    dict with str keys); raises ValueError for anything else."""
-    stack = [(value, 0)]
-    while stack:
-        item, depth = stack.pop()
-        kind = type(item)
-        if kind is float and not math.isfinite(item):
-            raise ValueError(f"its value {item} is not a finite number")
-        if kind is list or kind is dict:
-            if depth >= _MAX_LITERAL_DEPTH:
-                raise ValueError(f"its value is nested over {_MAX_LITERAL_DEPTH} levels deep")
-            if kind is dict:
-                if any(type(k) is not str for k in item):
-                    raise ValueError("its value has a key that is not text")
-                stack.extend((sub, depth + 1) for sub in item.values())
-            else:
-                stack.extend((sub, depth + 1) for sub in item)
-        elif kind not in (str, int, float, bool) and item is not None:
-            raise ValueError(f"its value is a {kind.__name__}, not plain JSON")
-    return repr(value)
-
-
-def _shape(tree: ast.AST) -> str:
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Constant):
-            node.value, node.kind = None, None
-    return ast.dump(tree)
-
-
-def _format_templates(tree: ast.AST) -> list[ast.Constant]:
-    """String constants used as a str.format / format_map / % template."""
-    found = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute) and node.attr in _FORMAT_METHODS:
-            found.append(node.value)
-        elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
-            found.append(node.left)
-        elif (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Attribute)
-            and node.func.attr in _FORMAT_METHODS
-            and isinstance(node.func.value, ast.Name)
-            and node.func.value.id == "str"
-            and node.args
-        ):
-            found.append(node.args[0])
-    return [n for n in found if isinstance(n, ast.Constant) and isinstance(n.value, str)]
-
-
 def render(code: str, config: dict[str, Any]) -> str:
-    """The code with every placeholder replaced (see the module docstring). Raises
+    """The code with every placeholder filled (``scoring.engine.placeholders``). Raises
     SnippetInvalid where a placeholder may not stand or its value cannot be data."""
-    if not PLACEHOLDER.search(code):
-        return code
-    code = code.replace("\r\n", "\n").replace("\r", "\n")  # as the compiler reads it
-    sites = _sites(code)
-    if not sites:
-        return code
-    text: dict[str, str] = {}
-    literal: dict[str, str] = {}
-    for site in sites:
-        value = config.get(site.key)
-        try:
-            if site.in_string:
-                text.setdefault(site.key, _in_string(value))
-            else:
-                literal.setdefault(site.key, _literal(value))
-        except (ValueError, RecursionError) as exc:
-            raise _refuse(code, site.start, f"<< config.{site.key} >>: {exc}.") from None
-    real = _fill_sites(code, sites, text, literal)
-    marked = _fill_sites(code, sites, dict.fromkeys(text, _MARK), literal)
     try:
-        real_tree, marked_tree = ast.parse(real), ast.parse(marked)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return real  # the code is wrong anyway: prepare reports where
-    for joined in ast.walk(marked_tree):
-        if isinstance(joined, ast.JoinedStr) and any(
-            isinstance(part, ast.Constant) and _MARK in str(part.value) for part in ast.walk(joined)
-        ):
-            raise SnippetInvalid(
-                {
-                    "scoring_code": f"Line {joined.lineno}: a placeholder is inside a string "
-                    f"joined to an f-string; {_WHERE}"
-                }
-            )
-    for node in _format_templates(marked_tree):
-        if _MARK in node.value:
-            raise SnippetInvalid(
-                {
-                    "scoring_code": f"Line {node.lineno}: a placeholder is inside a string used "
-                    f"as a format template (.format, .format_map or %); {_WHERE}"
-                }
-            )
-    in_strings = sum(
-        n.value.count(_MARK)
-        for n in ast.walk(marked_tree)
-        if isinstance(n, ast.Constant) and isinstance(n.value, str)
-    )
-    if in_strings != sum(site.in_string for site in sites) or _shape(real_tree) != _shape(
-        marked_tree
-    ):
-        raise _refuse(
-            code, sites[0].start, f"a placeholder's value would change the code; {_WHERE}"
-        )
-    return real
-
-
-def _fill_sites(
-    code: str, sites: list[_Site], text: dict[str, str], literal: dict[str, str]
-) -> str:
-    parts, at = [], 0
-    for site in sites:
-        parts.append(code[at : site.start])
-        parts.append(text[site.key] if site.in_string else literal[site.key])
-        at = site.end
-    parts.append(code[at:])
-    return "".join(parts)
+        return placeholders.render(code, config)
+    except placeholders.PlaceholderInvalid as exc:
+        raise SnippetInvalid({"scoring_code": str(exc)}) from None
 
 
 # --- the sandbox's input and answers ----------------------------------------------------------

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from scoring.engine.framing import FrameBuffer, FrameTooLarge
 from scoring.engine.snippet import Program
 from scoring.sandbox import launch
-from scoring.sandbox import pool as pool_module
+from scoring.sandbox import run as run_module
 from scoring.sandbox.pool import SandboxPool
 
 pytestmark = pytest.mark.slow
@@ -167,7 +167,7 @@ def _piece():
     ending=st.sampled_from(["exit", "read", "silence"]),
 )
 def test_any_reply_settles_every_attempt_and_frees_the_slot(monkeypatch, pieces, ending):
-    monkeypatch.setattr(pool_module, "GRACE_S", 0.1)
+    monkeypatch.setattr(run_module, "GRACE_S", 0.1)
     interp = launch.interpreter()
     if interp is None:
         pytest.skip("no Python beneath /usr for the stand-in")
@@ -209,5 +209,26 @@ def test_a_well_formed_reply_is_taken_as_the_answers():
         raws = pool.run(program, ["[{},[true,null,null,null,null]]"] * 3)
         assert raws == [(True, {"s": 1.0}, 2.5), (False, "boom", 1.0), (True, {"s": 0.5}, 3.0)]
         assert pool.idle_count() == 1 and pool.busy_count() == 0
+    finally:
+        pool.close()
+
+
+def test_a_fault_in_the_pool_itself_settles_the_run_and_frees_its_slots(monkeypatch):
+    """Never raises, even for a bug of ours: the attempts get the reason, the slot is freed."""
+    interp = launch.interpreter()
+    if interp is None:
+        pytest.skip("no Python beneath /usr for the stand-in")
+    reply = frame(b'["done",[[0,{"s":1.0},2.5]],0.1,false]')
+    pool = SandboxPool(launch.LANDLOCK, interp, size=2, popen=stand_in(reply, "read"))
+    program = Program("fault", "def compute_scores(sample):\n    return {}\n", 1, False, TIMEOUT_MS)
+
+    def broken(self, worker):
+        raise RuntimeError("a bug in the pool")
+
+    monkeypatch.setattr(run_module._Run, "_on_readable", broken)
+    try:
+        raws = pool.run(program, ["[{},[true,null,null,null,null]]"] * 2)
+        assert raws == [(False, "the sandbox failed (RuntimeError)", None)] * 2
+        assert pool.busy_count() == 0 and pool._alive == pool.idle_count()
     finally:
         pool.close()

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from scoring.engine import placeholders
 from scoring.engine.snippet import SnippetInvalid, prepare, render
 
 SIDE_EFFECT = "globals().__setitem__('x', 1)"
@@ -53,6 +54,8 @@ def test_the_issue_shape_an_f_string_is_refused_with_the_line():
         'v = "%s << config.v >>" % 1',
         'v = str.format("<< config.v >>", 1)',
         'v = r"<< config.v >>"',
+        'v = eval("<< config.v >>")',
+        'v = exec("x = " + "<< config.v >>")',
         'v = b"<< config.v >>"',
         "v = (1 # <<\n config.v >> 2)",  # straddling a comment and code
     ],
@@ -69,6 +72,8 @@ def test_the_issue_shape_an_f_string_is_refused_with_the_line():
         "percent",
         "str.format",
         "raw",
+        "eval",
+        "exec",
         "bytes",
         "straddling",
     ],
@@ -159,3 +164,35 @@ def test_any_text_in_any_plain_literal_stays_data(value, quote, comment):
 def test_any_json_value_as_a_bare_placeholder_is_that_value(value):
     namespace = _run(render("v = << config.a >>\n", {"a": value}))
     assert namespace == {"v": value}
+
+
+@pytest.mark.parametrize(
+    ("code", "value"),
+    [
+        ('v = "<< config.a >>"\n', '" + str(globals().__setitem__(chr(120), 1)) + "'),
+        ("v = << config.a >>\n", "globals().__setitem__(chr(120), 1)"),
+    ],
+    ids=["literal-taken-for-standing", "standing-taken-for-literal"],
+)
+def test_a_tokenizer_mistake_is_caught_by_the_shape_check(monkeypatch, code, value):
+    """Defence in depth: were the tokenizer ever to disagree with the compiler about
+    where a placeholder stands, the rendered program would not have the code's shape."""
+    real_sites = placeholders._sites
+
+    def mistaken(text):
+        return [site._replace(in_string=not site.in_string) for site in real_sites(text)]
+
+    monkeypatch.setattr(placeholders, "_sites", mistaken)
+    with pytest.raises(SnippetInvalid):
+        prepare(code + ENTRY, {"a": value})
+
+
+def test_a_standing_placeholder_may_be_any_expression_position():
+    code = (
+        "limits = {'low': << config.low >>, 'all': [<< config.low >>, << config.high >>]}\n"
+        "def f(x=<< config.high >>):\n    return x * << config.low >>\n"
+        "y = f() if << config.flag >> else -<< config.low >>\n"
+    )
+    namespace = _run(render(code, {"low": 2, "high": 0.5, "flag": True}))
+    assert namespace["limits"] == {"low": 2, "all": [2, 0.5]}
+    assert namespace["y"] == 1.0
