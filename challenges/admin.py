@@ -571,7 +571,7 @@ class RescoreJobAdmin(admin.ModelAdmin):
         cancelled = []
         for job in queryset.select_related("challenge", "version"):
             try:
-                cancelled.append(rescoring.job_cancel(job=job))
+                cancelled.append(rescoring.job_cancel(job=job, by=request.user))
             except rescoring.JobStateError as exc:
                 self.message_user(request, f"Job #{job.pk}: {exc}", messages.ERROR)
         if cancelled:
@@ -606,7 +606,7 @@ class RescoreJobAdmin(admin.ModelAdmin):
         if job is None:
             return self._get_obj_does_not_exist_redirect(request, self.opts, object_id)
         try:
-            rescoring.job_cancel(job=job)
+            rescoring.job_cancel(job=job, by=request.user)
         except rescoring.JobStateError as exc:
             self.message_user(request, str(exc), messages.ERROR)
         else:

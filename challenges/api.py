@@ -23,6 +23,8 @@ from scoring.engine import metrics as M
 from scoring.services import SetupInvalid
 
 from . import rescoring, selectors, services
+from .api_competition import refusal_response
+from .ingestion import rules
 from .metrics import challenge_metrics
 from .models import RescoreJob
 from .permissions import CanRecordAttempts, IsScoringAdmin, IsStaffMember, is_scoring_admin
@@ -117,7 +119,10 @@ class ChallengeViewSet(viewsets.ModelViewSet):
     def attempts(self, request: Request, pk: str | None = None) -> Response:
         challenge = self.get_object()
         inputs, many = attempts_parse(request.data)
-        recorded = services.attempts_record(challenge=challenge, inputs=inputs)
+        try:
+            recorded = services.attempts_record(challenge=challenge, inputs=inputs)
+        except (rules.ScheduleClosed, rules.LimitExceeded) as exc:
+            return refusal_response(exc)
         show_errors = is_scoring_admin(request.user)
         out = [_attempt_out(r, show_errors) for r in recorded]
         return Response(out if many else out[0], status=status.HTTP_201_CREATED)
@@ -200,7 +205,7 @@ class RescoreJobViewSet(viewsets.GenericViewSet):
     def cancel(self, request: Request, pk: str | None = None) -> Response:
         """Stop the job; the active version does not change. 409 if it has finished."""
         try:
-            job = rescoring.job_cancel(job=self.get_object())
+            job = rescoring.job_cancel(job=self.get_object(), by=request.user)
         except rescoring.JobStateError as exc:
             return Response({"status": [str(exc)]}, status=status.HTTP_409_CONFLICT)
         return Response(RescoreJobSerializer(job).data)

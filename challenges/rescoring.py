@@ -35,6 +35,7 @@ from scoring import services as scoring
 
 from . import scores
 from .models import AttemptScore, Challenge, RescoreChunk, RescoreJob, ScoringVersion
+from .setup import audit
 
 logger = logging.getLogger(__name__)
 Status = RescoreJob.Status
@@ -78,6 +79,12 @@ def rescore_start(
         RescoreChunk.objects.bulk_create(
             RescoreChunk(job=job, number=n, first_attempt_id=first, last_attempt_id=last)
             for n, (first, last) in enumerate(plan.ranges, start=1)
+        )
+        audit.audit_record(
+            kind=audit.Kind.RESCORE_START,
+            by=by,
+            challenge=challenge,
+            after={"job": job.pk, "version": version.number, "attempts": plan.total},
         )
         transaction.on_commit(lambda: _send(job))
     logger.info(
@@ -325,7 +332,8 @@ def _switch(job_id: int) -> RescoreJob | None:
     return job
 
 
-def job_cancel(*, job: RescoreJob) -> RescoreJob:
+@transaction.atomic
+def job_cancel(*, job: RescoreJob, by: Any = None) -> RescoreJob:
     """Stop a queued or running job; the active version does not change."""
     cancelled = RescoreJob.objects.filter(pk=job.pk, status__in=RescoreJob.ACTIVE_STATUSES).update(
         status=Status.CANCELLED, finished_at=timezone.now(), error="Cancelled."
@@ -335,6 +343,13 @@ def job_cancel(*, job: RescoreJob) -> RescoreJob:
         raise JobStateError(
             f"The job is {job.status}; only queued or running jobs can be cancelled."
         )
+    audit.audit_record(
+        kind=audit.Kind.RESCORE_CANCEL,
+        by=by,
+        challenge=job.challenge,
+        before={"job": job.pk, "status": "active"},
+        after={"job": job.pk, "status": job.status},
+    )
     logger.info("rescore cancelled", extra=_job_fields(job))
     return job
 

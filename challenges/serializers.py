@@ -19,6 +19,7 @@ from .fields import (
     StrictCharField,
     StrictIntegerField,
 )
+from .ingestion.rules import schedule_phase
 from .models import MAX_METRIC, Challenge
 from .services import AttemptInput
 
@@ -71,9 +72,40 @@ class ChallengeSerializer(StrictSerializer):
     app_id = StrictCharField(max_length=200, required=False, allow_blank=True, default="")
     workflow_id = StrictCharField(max_length=200, required=False, allow_blank=True, default="")
     timeout_ms = StrictIntegerField(min_value=1, max_value=60_000, required=False, default=5000)
+    # Running a competition (DESIGN.md): the window, late attempts, caps per player.
+    opens_at = serializers.DateTimeField(required=False, allow_null=True, default=None)
+    closes_at = serializers.DateTimeField(required=False, allow_null=True, default=None)
+    late_attempts = serializers.ChoiceField(
+        choices=["refuse", "practice"],
+        required=False,
+        default="refuse",
+        help_text="Outside the window: refuse (409) or record as practice (never ranked).",
+    )
+    attempts_per_day = StrictIntegerField(
+        min_value=1,
+        max_value=1_000_000,
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="Per player, in any rolling 24 hours; over it: 429 with Retry-After.",
+    )
+    attempts_total = StrictIntegerField(
+        min_value=1,
+        max_value=1_000_000_000,
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="Per player; over it: 429.",
+    )
+    schedule_status = serializers.SerializerMethodField(
+        help_text="upcoming, open or ended (now, by the server's clock)."
+    )
     active_version = serializers.SerializerMethodField()
     created_at = serializers.DateTimeField(read_only=True)
     updated_at = serializers.DateTimeField(read_only=True)
+
+    def get_schedule_status(self, obj: Challenge) -> str:
+        return schedule_phase(challenge=obj, now=timezone.now())
 
     def get_active_version(self, obj: Challenge) -> int | None:
         return obj.active_version.number if obj.active_version_id else None

@@ -23,6 +23,7 @@ from scoring.engine import strategies as S
 from scoring.engine.outcome import Outcome
 
 from . import rescoring, scores
+from .ingestion import rules
 from .models import (
     Attempt,
     AttemptScore,
@@ -33,11 +34,21 @@ from .models import (
     ScoringSetupFields,
     ScoringVersion,
 )
+from .setup import audit
 
 logger = logging.getLogger(__name__)
 SETUP_FIELDS = ScoringSetupFields.SETUP_FIELDS
 DISPLAY_NAME_MAX = Player._meta.get_field("display_name").max_length
-INFO_FIELDS = ("name", "slug", "description", "is_active", "tenant_id", "app_id", "workflow_id")
+INFO_FIELDS = (
+    "name",
+    "slug",
+    "description",
+    "is_active",
+    "tenant_id",
+    "app_id",
+    "workflow_id",
+    *rules.COMPETITION_FIELDS,
+)
 EMPTY_SETUP = {  # a setup's fields but the strategy and timeout, empty
     "scoring_plugin_id": "",
     "scoring_entrypoint": "",
@@ -70,6 +81,7 @@ def challenge_create(*, data: dict[str, Any], by: Any = None) -> Challenge:
     setup.setdefault("scoring_strategy", S.FIRST)
     setup = scoring.setup_validate(setup=setup)
     challenge = Challenge(**{k: v for k, v in data.items() if k in INFO_FIELDS}, **setup)
+    rules.competition_validate(challenge=challenge)
     if not challenge.slug:
         challenge.slug = _unique_slug(challenge.name)
     challenge.save()
@@ -78,6 +90,7 @@ def challenge_create(*, data: dict[str, Any], by: Any = None) -> Challenge:
     version.save(update_fields=["scored_at"])
     challenge.active_version = version
     challenge.save(update_fields=["active_version"])
+    audit.audit_challenge_saved(challenge=challenge, before=None, by=by)
     return challenge
 
 
@@ -105,9 +118,11 @@ def challenge_update(
     """Update a challenge. A change of the scoring setup makes a new version and queues
     its rescore; the active version stays until that rescore is done."""
     challenge = Challenge.objects.select_for_update().get(pk=challenge.pk)
+    before = audit.challenge_values(challenge)
     for name in INFO_FIELDS:
         if name in data:
             setattr(challenge, name, data[name])
+    rules.competition_validate(challenge=challenge)
     if not challenge.slug:
         challenge.slug = _unique_slug(challenge.name, exclude_pk=challenge.pk)
     new_version = None
@@ -118,6 +133,12 @@ def challenge_update(
                 setattr(challenge, name, value)
             new_version = version_create(challenge=challenge, by=by, reason="setup change")
     challenge.save()
+    audit.audit_challenge_saved(
+        challenge=challenge,
+        before=before,
+        by=by,
+        new_version_number=new_version.number if new_version else None,
+    )
     job = None
     if new_version is not None:
         job = rescoring.rescore_start(challenge=challenge, version=new_version, by=by)
@@ -266,10 +287,15 @@ def attempts_record(
     *, challenge: Challenge, inputs: Sequence[AttemptInput]
 ) -> list[RecordedAttempt]:
     """Record attempts, all or nothing, scored under the active version (and any version
-    being rescored), and update the leaderboard at once."""
+    being rescored), and update the leaderboard at once. The challenge's schedule and
+    caps apply (``ingestion.rules``: raises ``ScheduleClosed``, ``LimitExceeded``)."""
+    external_ids = [item.player for item in inputs]
+    practice = rules.schedule_check(challenge=challenge, now=timezone.now())
+    rules.limits_precheck(challenge=challenge, external_ids=external_ids, now=timezone.now())
     attempts = [attempt_build(challenge=challenge, item=item) for item in inputs]
     for attempt, item in zip(attempts, inputs, strict=True):
         attempt.player_external_id = item.player
+        attempt.practice = practice
     started = time.perf_counter()
     # Score before the transaction: a slow plugin must not hold database locks.
     computed: dict[int, list[Outcome]] = {}
@@ -278,6 +304,9 @@ def attempts_record(
     with transaction.atomic():
         _lock_challenge_shared(challenge.pk)
         players = _players_upsert(inputs)
+        rules.limits_enforce(
+            challenge=challenge, players=players, external_ids=external_ids, now=timezone.now()
+        )
         for attempt, item in zip(attempts, inputs, strict=True):
             attempt.player = players[item.player]
         Attempt.objects.bulk_create(attempts)

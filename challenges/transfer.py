@@ -32,6 +32,7 @@ from . import rescoring
 from .models import Attempt, Challenge, RescoreJob, ScoringSetupFields, ScoringVersion
 from .serializers import AttemptInSerializer, ChallengeSerializer
 from .services import INFO_FIELDS, AttemptInput, _players_upsert, attempt_build
+from .setup import audit
 
 FORMAT = "podium-challenge/1"
 SETUP_FIELDS = ScoringSetupFields.SETUP_FIELDS
@@ -258,5 +259,11 @@ def challenge_import(
             job = rescoring.rescore_start(
                 challenge=challenge, version=versions[active_number], by=by
             )
+        audit.audit_record(
+            kind=audit.Kind.IMPORT,
+            by=by,
+            challenge=challenge,
+            after={"slug": challenge.slug, "versions": len(versions), "attempts": attempts},
+        )
     challenge.refresh_from_db()
     return ImportResult(challenge, len(versions), attempts, job)

@@ -26,6 +26,7 @@ from scoring.engine import strategies as S
 
 from . import rescoring, scores
 from .models import Attempt, AttemptScore, Challenge, RescoreJob, ScoringVersion
+from .setup import audit
 
 # More missing scores than this are left to a background job (a web request should not
 # score for minutes); fewer are scored inline, which takes well under a second.
@@ -206,10 +207,24 @@ def _cancel_running_jobs(challenge: Challenge, *, reason: str) -> None:
     )
 
 
+def _audit_activation(
+    challenge: Challenge, previous_id: int | None, version: ScoringVersion, by: Any
+) -> None:
+    previous = ScoringVersion.objects.filter(pk=previous_id).values_list("number", flat=True)
+    audit.audit_record(
+        kind=audit.Kind.VERSION_ACTIVATE,
+        by=by,
+        challenge=challenge,
+        before={"active_version": previous.first()},
+        after={"active_version": version.number},
+    )
+
+
 def version_activate(*, version: ScoringVersion, by: Any = None) -> Activation:
     """Make ``version`` its challenge's active version again (see the module docstring).
     Raises ``ActivationRefused``."""
     challenge = version.challenge
+    previous = challenge.active_version_id
     if challenge.active_version_id == version.pk:
         raise ActivationRefused(f"Version {version.number} is already active.")
     try:
@@ -223,6 +238,7 @@ def version_activate(*, version: ScoringVersion, by: Any = None) -> Activation:
             _adopt_setup(challenge, version)
             challenge.save()
             job = rescoring.rescore_start(challenge=challenge, version=version, by=by)
+            _audit_activation(challenge, previous, version, by)
         return Activation(version, 0, 0, job)
 
     # A moment under the lock: every attempt recorded so far has committed (ingestion
@@ -249,6 +265,8 @@ def version_activate(*, version: ScoringVersion, by: Any = None) -> Activation:
             challenge, reason=f"Superseded: version {version.number} was made active again."
         )
         _adopt_setup(challenge, version)
+        previous = challenge.active_version_id
         challenge.active_version = version
         challenge.save()
+        _audit_activation(challenge, previous, version, by)
     return Activation(version, scored + late, failed + late_failed, None)
