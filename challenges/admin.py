@@ -105,6 +105,20 @@ class ChallengeAdmin(admin.ModelAdmin):
                 "description": "Passed to scorer plugins in their context.",
             },
         ),
+        (
+            "Competition",
+            {
+                "fields": [
+                    ("opens_at", "closes_at"),
+                    "late_attempts",
+                    ("attempts_per_day", "attempts_total"),
+                ],
+                "description": "Optional. Outside the window attempts are refused (409) or "
+                "recorded as practice (scored, never ranked); the caps count each player's "
+                "attempts (per rolling 24 hours, in total) and refuse more with 429. Times "
+                "are UTC.",
+            },
+        ),
     ]
 
     def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> list:

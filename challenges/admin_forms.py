@@ -34,6 +34,7 @@ from scoring.registry import registry
 from scoring.services import SetupInvalid, setup_validate
 
 from . import services
+from .ingestion.rules import competition_errors
 from .models import Attempt, Challenge, ScoringStrategy
 
 # A setup change on a challenge with more attempts than this asks for confirmation.
@@ -446,6 +447,9 @@ class ChallengeAdminForm(forms.ModelForm):
     # --- validation -----------------------------------------------------------------------
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean()
+        for field, message in competition_errors(cleaned).items():
+            if field in self.fields:
+                self.add_error(field, message)
         if not self.can_edit_scoring:
             self.setup = self.instance.setup_dict() if self.instance.pk else None
             return cleaned

@@ -25,6 +25,7 @@ from . import charts, display, selectors
 from .markdown import render_markdown, summary
 from .metrics import challenge_metrics
 from .models import Challenge
+from .public import schedule
 
 SEARCH_MAX = 100  # characters of a name search: display names are at most 200
 FRAGMENT_TTL = 300  # seconds; the key holds the content, so this only bounds memory
@@ -55,6 +56,7 @@ def challenge_list(request: HttpRequest) -> HttpResponse:
         )
         c.activity = display.relative_time(c.last_activity, now) if c.last_activity else ""
         c.activity_exact = display.exact_time(c.last_activity) if c.last_activity else ""
+        c.schedule = schedule.banner(challenge=c, now=now)
     return render(request, "challenges/list.html", {"challenges": cards})
 
 
@@ -208,6 +210,8 @@ def challenge_detail(request: HttpRequest, slug: str) -> HttpResponse:
             "charts_url": f"{view.detail_url}charts.json",
             # Computed on a cache miss only: at most a minute old (the key has the minute).
             "metrics": challenge_metrics(challenge=challenge),
+            # The key has the minute and the challenge's updated_at: never a stale banner.
+            "schedule": schedule.banner(challenge=challenge, now=view.now),
         }
 
     return HttpResponse(view.html(page=extra))
