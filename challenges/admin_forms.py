@@ -35,7 +35,7 @@ from scoring.services import SetupInvalid, setup_validate
 
 from . import services
 from .ingestion.rules import competition_errors
-from .models import Attempt, Challenge, ScoringStrategy
+from .models import Attempt, Challenge, LateAttempts, ScoringStrategy
 
 # A setup change on a challenge with more attempts than this asks for confirmation.
 CONFIRM_OVER = 1000
@@ -288,6 +288,8 @@ class ChallengeAdminForm(forms.ModelForm):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        if "late_attempts" in self.fields:
+            self.fields["late_attempts"].required = False
         self.setup: dict[str, Any] | None = None
         self.setup_changed = False
         self._weights_used = False
@@ -447,6 +449,8 @@ class ChallengeAdminForm(forms.ModelForm):
     # --- validation -----------------------------------------------------------------------
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean()
+        if "late_attempts" in self.fields and not cleaned.get("late_attempts"):
+            cleaned["late_attempts"] = LateAttempts.REFUSE  # left out of a form: the default
         for field, message in competition_errors(cleaned).items():
             if field in self.fields:
                 self.add_error(field, message)
