@@ -18,6 +18,7 @@ from django.db.models.functions import Floor
 from scoring.engine.strategies import get_strategy
 
 from . import ranking as R
+from .leaderboards import exclusions
 from .models import Attempt, AttemptScore, Challenge, LeaderboardEntry
 
 BINS = 20
@@ -82,8 +83,9 @@ def _top_history(challenge: Challenge, version_id: int, descending: bool, scale:
     if not top:
         return []
     score = AttemptScore.objects.filter(version_id=version_id, attempt_id=OuterRef("pk"))
+    mine = Attempt.objects.filter(challenge_id=challenge.pk, player_id__in=[p for p, _ in top])
     attempts = (
-        Attempt.objects.filter(challenge_id=challenge.pk, player_id__in=[p for p, _ in top])
+        exclusions.public_attempts(mine, challenge_id=challenge.pk)  # no hidden or practice
         .annotate(score=Subquery(score.values("score")[:1]))
         .filter(score__isnull=False)
         .order_by("created_at", "pk")

@@ -17,6 +17,7 @@ from django.db.models.functions import Cast
 from scoring.engine import metrics as M
 from scoring.engine import strategies as S
 
+from .leaderboards import exclusions
 from .models import AttemptScore, Challenge
 
 
@@ -36,6 +37,8 @@ def challenge_metrics(*, challenge: Challenge) -> list[dict[str, Any]]:
     except M.MetricsInvalid:
         return []  # saved before validation existed: nothing trustworthy to show
     scored = AttemptScore.objects.filter(version=version).order_by()
+    # Hidden and practice attempts, and hidden players, are in no public aggregate.
+    scored = exclusions.public_scores(scored, challenge_id=challenge.pk)
     out = []
     for metric in metrics:
         if M.is_paired(metric):

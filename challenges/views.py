@@ -149,6 +149,9 @@ class BoardView:
                     ],
                     self.refresh_url,
                     self.now,
+                    # A new ranking (after moderation, say) may change what the page
+                    # around the rows shows (metrics) with the same rows.
+                    board.ranked_at,
                 )
             ).encode()
         ).hexdigest()
