@@ -33,6 +33,7 @@ from django.utils.html import format_html
 from django.utils.text import Truncator
 
 from . import admin_views, rescoring, services, versions
+from .admin_competition import AttemptModerationMixin
 from .admin_forms import ChallengeAdminForm
 from .dashboard import failures_count
 from .metrics import challenge_metrics
@@ -343,7 +344,8 @@ class PlayerAdmin(admin.ModelAdmin):
 
 
 @admin.register(Attempt)
-class AttemptAdmin(admin.ModelAdmin):
+class AttemptAdmin(AttemptModerationMixin, admin.ModelAdmin):
+    actions = ["hide_attempts", "unhide_attempts"]
     list_display = [
         "id",
         "challenge",
@@ -353,11 +355,14 @@ class AttemptAdmin(admin.ModelAdmin):
         "elapsed_ms",
         "rating",
         "created_at",
+        "practice",
+        "hidden",
     ]
-    list_filter = ["challenge", "succeeded"]
+    list_filter = ["challenge", "succeeded", "practice", "hidden"]
     list_select_related = ["challenge", "player"]
     raw_id_fields = ["player"]
     search_fields = ["player__external_id", "player__display_name"]
+    readonly_fields = ["practice", "hidden"]  # hidden: through the actions (and the audit)
 
     # Leaderboard entries are a cache without foreign-key constraints: deleting attempts
     # goes through the service that recomputes the entries that pointed at them.

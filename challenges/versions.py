@@ -208,15 +208,20 @@ def _cancel_running_jobs(challenge: Challenge, *, reason: str) -> None:
 
 
 def _audit_activation(
-    challenge: Challenge, previous_id: int | None, version: ScoringVersion, by: Any
+    challenge: Challenge,
+    previous_id: int | None,
+    version: ScoringVersion,
+    by: Any,
+    job: RescoreJob | None = None,
 ) -> None:
+    """Record a "make active again": at once, or (``job``) when that rescore is done."""
     previous = ScoringVersion.objects.filter(pk=previous_id).values_list("number", flat=True)
     audit.audit_record(
         kind=audit.Kind.VERSION_ACTIVATE,
         by=by,
         challenge=challenge,
         before={"active_version": previous.first()},
-        after={"active_version": version.number},
+        after={"active_version": version.number, **({"rescore_job": job.pk} if job else {})},
     )
 
 
@@ -238,7 +243,7 @@ def version_activate(*, version: ScoringVersion, by: Any = None) -> Activation:
             _adopt_setup(challenge, version)
             challenge.save()
             job = rescoring.rescore_start(challenge=challenge, version=version, by=by)
-            _audit_activation(challenge, previous, version, by)
+            _audit_activation(challenge, previous, version, by, job)
         return Activation(version, 0, 0, job)
 
     # A moment under the lock: every attempt recorded so far has committed (ingestion
