@@ -82,7 +82,10 @@ class Challenge(ScoringSetupFields):
     opens_at = models.DateTimeField(null=True, blank=True)
     closes_at = models.DateTimeField(null=True, blank=True)
     late_attempts = models.CharField(
-        max_length=16, choices=LateAttempts.choices, default=LateAttempts.REFUSE
+        max_length=16,
+        choices=LateAttempts.choices,
+        default=LateAttempts.REFUSE,
+        db_default=LateAttempts.REFUSE,  # rows written by raw SQL (COPY) get it too
     )
     attempts_per_day = models.PositiveIntegerField(
         null=True, blank=True, help_text="Per player, in any rolling 24 hours."
@@ -152,9 +155,9 @@ class Attempt(models.Model):
     messages = models.JSONField(null=True, blank=True)
     recorded_at = models.DateTimeField(auto_now_add=True)
     # Recorded outside the challenge's window: stored and scored, never ranked.
-    practice = models.BooleanField(default=False)
+    practice = models.BooleanField(default=False, db_default=False)
     # Hidden by a moderator (challenges/ingestion/moderation.py): never in a public output.
-    hidden = models.BooleanField(default=False)
+    hidden = models.BooleanField(default=False, db_default=False)
 
     class Meta:
         ordering = ["-created_at", "-id"]

@@ -70,12 +70,12 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='attempt',
             name='hidden',
-            field=models.BooleanField(default=False),
+            field=models.BooleanField(db_default=False, default=False),
         ),
         migrations.AddField(
             model_name='attempt',
             name='practice',
-            field=models.BooleanField(default=False),
+            field=models.BooleanField(db_default=False, default=False),
         ),
         migrations.AddField(
             model_name='challenge',
@@ -95,7 +95,7 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='challenge',
             name='late_attempts',
-            field=models.CharField(choices=[('refuse', 'Refuse them (409)'), ('practice', 'Record them as practice (scored, never ranked)')], default='refuse', max_length=16),
+            field=models.CharField(choices=[('refuse', 'Refuse them (409)'), ('practice', 'Record them as practice (scored, never ranked)')], db_default='refuse', default='refuse', max_length=16),
         ),
         migrations.AddField(
             model_name='challenge',
