@@ -25,6 +25,7 @@ from scoring.services import SetupInvalid
 from . import rescoring, selectors, services
 from .api_competition import refusal_response
 from .ingestion import rules
+from .leaderboards import freeze
 from .metrics import challenge_metrics
 from .models import RescoreJob
 from .permissions import CanRecordAttempts, IsScoringAdmin, IsStaffMember, is_scoring_admin
@@ -151,11 +152,17 @@ class ChallengeViewSet(viewsets.ModelViewSet):
         query = LeaderboardQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
         params = query.validated_data
+        board_id = freeze.board_id(challenge=challenge, user=request.user)  # frozen: as of then
         if "player" in params:
-            page = selectors.leaderboard_player(challenge=challenge, external_id=params["player"])
+            page = selectors.leaderboard_player(
+                challenge=challenge, external_id=params["player"], board_id=board_id
+            )
         else:
             page = selectors.leaderboard_page(
-                challenge=challenge, limit=params["limit"], offset=params["offset"]
+                challenge=challenge,
+                limit=params["limit"],
+                offset=params["offset"],
+                board_id=board_id,
             )
         body = {
             "version": page.version.number if page.version else None,
@@ -187,7 +194,21 @@ class ChallengeViewSet(viewsets.ModelViewSet):
     )
     @action(detail=True, methods=["get"])
     def metrics(self, request: Request, pk: str | None = None) -> Response:
-        return Response(challenge_metrics(challenge=self.get_object()))
+        challenge = self.get_object()
+        frozen = freeze.frozen_for(challenge, request.user)
+        before = challenge.freeze_at if frozen else None
+        return Response(challenge_metrics(challenge=challenge, before=before))
+
+    @extend_schema(request=None, responses={200: ChallengeSerializer})
+    @action(detail=True, methods=["post"])
+    def reveal(self, request: Request, pk: str | None = None) -> Response:
+        """End the board freeze (admins): the public sees the live board again. 409 when
+        there is nothing to reveal."""
+        try:
+            challenge = freeze.board_reveal(challenge=self.get_object(), by=request.user)
+        except freeze.RevealRefused as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
+        return Response(ChallengeSerializer(challenge).data)
 
 
 class RescoreJobViewSet(viewsets.GenericViewSet):

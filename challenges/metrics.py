@@ -8,6 +8,7 @@ per metric, not a million rows in Python.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from django.db.models import Count, FloatField
@@ -26,7 +27,9 @@ def _score(name: str) -> Cast:
     return Cast(KeyTextTransform(name, KeyTransform("scores", "details")), FloatField())
 
 
-def challenge_metrics(*, challenge: Challenge) -> list[dict[str, Any]]:
+def challenge_metrics(
+    *, challenge: Challenge, before: datetime | None = None
+) -> list[dict[str, Any]]:
     """``[{"name", "type", "value"}]`` in the order of the active version's ``metrics``;
     ``value`` is a number, a dict (frequency, classification) or None (no data)."""
     version = challenge.active_version
@@ -39,6 +42,8 @@ def challenge_metrics(*, challenge: Challenge) -> list[dict[str, Any]]:
     scored = AttemptScore.objects.filter(version=version).order_by()
     # Hidden and practice attempts, and hidden players, are in no public aggregate.
     scored = exclusions.public_scores(scored, challenge_id=challenge.pk)
+    if before is not None:  # a frozen board: only the attempts recorded before the freeze
+        scored = scored.filter(attempt__recorded_at__lt=before)
     out = []
     for metric in metrics:
         if M.is_paired(metric):

@@ -91,6 +91,10 @@ class Challenge(ScoringSetupFields):
         null=True, blank=True, help_text="Per player, in any rolling 24 hours."
     )
     attempts_total = models.PositiveIntegerField(null=True, blank=True, help_text="Per player.")
+    # The board freeze (challenges/leaderboards/freeze.py): from freeze_at until revealed_at
+    # the public sees the standings of the attempts recorded before freeze_at.
+    freeze_at = models.DateTimeField(null=True, blank=True)
+    revealed_at = models.DateTimeField(null=True, blank=True, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -323,8 +327,14 @@ class LeaderboardRanking(models.Model):
     entries changed (challenges/ranking.py); ``stale`` marks deletions, which leave no
     changed row behind."""
 
+    # No constraint: a frozen board's ranking is keyed by the negated version id (see
+    # challenges/leaderboards/freeze.py), which names no version row.
     version = models.OneToOneField(
-        ScoringVersion, on_delete=models.CASCADE, primary_key=True, related_name="ranking"
+        ScoringVersion,
+        on_delete=models.CASCADE,
+        primary_key=True,
+        related_name="ranking",
+        db_constraint=False,
     )
     token = models.CharField(max_length=32, help_text="Changes with every recomputation.")
     stale = models.BooleanField(default=False)

@@ -71,7 +71,7 @@ def error_responses(result: dict[str, Any], generator: Any, request: Any, public
             if path.endswith("/attempts/"):
                 codes.add("429")
             # A finished job; already hidden / not hidden; outside the challenge's window.
-            if path.endswith(("/cancel/", "/hide/", "/unhide/", "/attempts/")):
+            if path.endswith(("/cancel/", "/hide/", "/unhide/", "/attempts/", "/reveal/")):
                 codes.add("409")
             responses = operation.setdefault("responses", {})
             for code in sorted(codes):

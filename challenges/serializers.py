@@ -97,6 +97,15 @@ class ChallengeSerializer(StrictSerializer):
         default=None,
         help_text="Per player; over it: 429.",
     )
+    freeze_at = serializers.DateTimeField(
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="From then until the reveal the public sees the standings as of it.",
+    )
+    revealed_at = serializers.DateTimeField(
+        read_only=True, help_text="Set by POST /api/challenges/{id}/reveal/; null while frozen."
+    )
     schedule_status = serializers.SerializerMethodField(
         help_text="upcoming, open or ended (now, by the server's clock)."
     )

@@ -24,6 +24,7 @@ from scoring.engine.outcome import Outcome
 
 from . import rescoring, scores
 from .ingestion import rules
+from .leaderboards import freeze
 from .models import (
     Attempt,
     AttemptScore,
@@ -123,6 +124,9 @@ def challenge_update(
         if name in data:
             setattr(challenge, name, data[name])
     rules.competition_validate(challenge=challenge)
+    refreeze = challenge.freeze_at != before["freeze_at"]
+    if refreeze:  # a new freeze: revealed again only by a new reveal
+        challenge.revealed_at = None
     if not challenge.slug:
         challenge.slug = _unique_slug(challenge.name, exclude_pk=challenge.pk)
     new_version = None
@@ -133,6 +137,8 @@ def challenge_update(
                 setattr(challenge, name, value)
             new_version = version_create(challenge=challenge, by=by, reason="setup change")
     challenge.save()
+    if refreeze:
+        freeze.frozen_drop(challenge_ids=[challenge.pk])
     audit.audit_challenge_saved(
         challenge=challenge,
         before=before,

@@ -18,7 +18,7 @@ from typing import Any
 from django.db import transaction
 
 from .. import scores
-from ..leaderboards import exclusions
+from ..leaderboards import exclusions, freeze
 from ..models import Attempt, Challenge, Player, PlayerHide, ScoringVersion
 from ..setup.audit import Kind, audit_record
 
@@ -52,6 +52,7 @@ def _refresh(*, player_ids: list[int], challenge_ids: list[int] | None) -> None:
         scores.entries_repair(version_id=version_id, player_ids=player_ids)
         touched.add(challenge_id)
     exclusions.rankings_invalidate(challenge_ids=touched)
+    freeze.frozen_drop(challenge_ids=touched)  # rebuilt without (or with) them
 
 
 def _where(challenge: Challenge | None) -> dict[str, Any]:

@@ -34,7 +34,8 @@ from ..models import Attempt, Challenge, LateAttempts, Player
 DAY = timedelta(hours=24)
 SCHEDULE_FIELDS = ("opens_at", "closes_at", "late_attempts")
 LIMIT_FIELDS = ("attempts_per_day", "attempts_total")
-COMPETITION_FIELDS = SCHEDULE_FIELDS + LIMIT_FIELDS
+FREEZE_FIELDS = ("freeze_at",)  # revealed_at is set by the reveal alone
+COMPETITION_FIELDS = SCHEDULE_FIELDS + LIMIT_FIELDS + FREEZE_FIELDS
 
 
 def competition_errors(values: dict) -> dict[str, str]:

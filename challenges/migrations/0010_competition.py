@@ -167,5 +167,20 @@ class Migration(migrations.Migration):
             model_name='playerhide',
             constraint=models.UniqueConstraint(condition=models.Q(('challenge__isnull', True)), fields=('player',), name='hide_player_all'),
         ),
+        migrations.AddField(
+            model_name='challenge',
+            name='freeze_at',
+            field=models.DateTimeField(blank=True, null=True),
+        ),
+        migrations.AddField(
+            model_name='challenge',
+            name='revealed_at',
+            field=models.DateTimeField(blank=True, editable=False, null=True),
+        ),
+        migrations.AlterField(
+            model_name='leaderboardranking',
+            name='version',
+            field=models.OneToOneField(db_constraint=False, on_delete=django.db.models.deletion.CASCADE, primary_key=True, related_name='ranking', serialize=False, to='challenges.scoringversion'),
+        ),
         migrations.RunPython(_append_only, _drop_append_only),
     ]

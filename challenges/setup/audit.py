@@ -18,7 +18,7 @@ from typing import Any
 from django.core.serializers.json import DjangoJSONEncoder
 from django.http import HttpRequest, HttpResponse
 
-from ..ingestion.rules import LIMIT_FIELDS, SCHEDULE_FIELDS
+from ..ingestion.rules import FREEZE_FIELDS, LIMIT_FIELDS, SCHEDULE_FIELDS
 from ..models import AuditEvent, Challenge
 
 
@@ -32,6 +32,8 @@ class Kind:
     RESCORE_CANCEL = "rescore_cancel"
     VERSION_ACTIVATE = "version_activate"  # "make active again"
     SCHEDULE = "schedule"  # opens_at, closes_at, late_attempts
+    FREEZE = "freeze"  # freeze_at
+    REVEAL = "reveal"
     LIMITS = "limits"  # attempts_per_day, attempts_total
     PLAYER_HIDE = "player_hide"
     PLAYER_UNHIDE = "player_unhide"
@@ -47,6 +49,8 @@ class Kind:
         RESCORE_CANCEL,
         VERSION_ACTIVATE,
         SCHEDULE,
+        FREEZE,
+        REVEAL,
         LIMITS,
         PLAYER_HIDE,
         PLAYER_UNHIDE,
@@ -57,7 +61,11 @@ class Kind:
 
 
 # Which challenge fields each kind of edit covers (the scoring setup is a version).
-INFO_KINDS = {Kind.SCHEDULE: SCHEDULE_FIELDS, Kind.LIMITS: LIMIT_FIELDS}
+INFO_KINDS = {
+    Kind.SCHEDULE: SCHEDULE_FIELDS,
+    Kind.LIMITS: LIMIT_FIELDS,
+    Kind.FREEZE: FREEZE_FIELDS,
+}
 
 _via: contextvars.ContextVar[str] = contextvars.ContextVar("podium_audit_via", default="command")
 
