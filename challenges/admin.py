@@ -36,6 +36,7 @@ from . import admin_views, rescoring, services, versions
 from .admin_competition import AttemptModerationMixin
 from .admin_forms import ChallengeAdminForm
 from .dashboard import failures_count
+from .leaderboards import freeze
 from .metrics import challenge_metrics
 from .models import Attempt, AttemptScore, Challenge, Player, RescoreJob, ScoringVersion
 from .permissions import is_scoring_admin, is_staff_member
@@ -94,8 +95,8 @@ class ChallengeAdmin(admin.ModelAdmin):
     list_select_related = ["active_version__challenge"]
     search_fields = ["name", "slug"]
     prepopulated_fields = {"slug": ["name"]}
-    readonly_fields = ["active_version", "created_at", "updated_at"]
-    actions = ["rescore_selected"]
+    readonly_fields = ["active_version", "created_at", "updated_at", "revealed_at"]
+    actions = ["rescore_selected", "reveal_selected"]
     fieldsets = [
         (None, {"fields": ["name", "slug", "description", "is_active"]}),
         (
@@ -113,11 +114,14 @@ class ChallengeAdmin(admin.ModelAdmin):
                     ("opens_at", "closes_at"),
                     "late_attempts",
                     ("attempts_per_day", "attempts_total"),
+                    ("freeze_at", "revealed_at"),
                 ],
                 "description": "Optional. Outside the window attempts are refused (409) or "
                 "recorded as practice (scored, never ranked); the caps count each player's "
                 "attempts (per rolling 24 hours, in total) and refuse more with 429. Times "
-                "are UTC.",
+                "are UTC. From freeze_at the public sees the standings as of then "
+                "(staff see the live board) until an admin reveals (the challenge list's "
+                "action); a new freeze_at starts a new freeze.",
             },
         ),
     ]
@@ -221,6 +225,22 @@ class ChallengeAdmin(admin.ModelAdmin):
         return HttpResponseRedirect(
             reverse("admin:challenges_challenge_versions", args=[challenge.pk])
         )
+
+    # --- the board freeze ------------------------------------------------------------
+    def has_reveal_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return is_scoring_admin(request.user)
+
+    @admin.action(
+        description="Reveal the frozen board of selected challenges", permissions=["reveal"]
+    )
+    def reveal_selected(self, request: HttpRequest, queryset: QuerySet[Challenge]) -> None:
+        for challenge in queryset:
+            try:
+                freeze.board_reveal(challenge=challenge, by=request.user)
+            except freeze.RevealRefused as exc:
+                self.message_user(request, f"{challenge}: {exc}", messages.WARNING)
+            else:
+                self.message_user(request, f"{challenge}: the board is revealed.", messages.SUCCESS)
 
     # --- rescoring ------------------------------------------------------------------
     def has_rescore_permission(self, request: HttpRequest, obj: Any = None) -> bool:

@@ -111,3 +111,36 @@ def test_admin_hides_an_attempt_and_a_player_the_board_follows(page, live_server
     page.goto(public)
     assert names(page)[:4] == ["Runner 1", "Runner 2", "Runner 3", "Runner 4"]
     assert page.errors == []
+
+
+def test_frozen_board_for_the_public_live_for_staff_then_revealed(
+    browser, page, live_server, race, admin
+):
+    import time
+
+    services.challenge_update(challenge=race, data={"freeze_at": timezone.now()})
+    time.sleep(0.01)
+    record(race, attempt_input("late", player_name="Late Sprinter", elapsed_ms=1, created_at=0))
+    public = f"{live_server.url}/challenges/race/"
+    page.goto(public)
+    notice = page.locator("[data-frozen='1']")
+    assert notice.is_visible() and "frozen" in notice.inner_text()
+    assert names(page) == ["Runner 1", "Runner 2", "Runner 3", "Runner 4"]
+    page.goto(f"{live_server.url}/challenges/")
+    assert "Late Sprinter" not in page.locator("li.card", has_text="Race").inner_text()
+
+    staff_view = browser.new_context().new_page()
+    log_in(staff_view, live_server, username="admin", password="pw")
+    staff_view.goto(public)
+    assert staff_view.locator("[data-frozen-live='1']").is_visible()
+    assert staff_view.locator("table.leaderboard tbody th").all_inner_texts()[0] == "Late Sprinter"
+
+    staff_view.goto(f"{live_server.url}/admin/challenges/challenge/")
+    staff_view.check(f"input[name=_selected_action][value='{race.pk}']")
+    staff_view.select_option("select[name=action]", "reveal_selected")
+    staff_view.click("button[name=index]")
+    assert "the board is revealed" in staff_view.locator("ul.messagelist").inner_text()
+    page.goto(public)
+    assert page.locator("[data-frozen='1']").count() == 0
+    assert names(page)[0] == "Late Sprinter"
+    assert page.errors == []

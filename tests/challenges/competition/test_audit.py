@@ -118,11 +118,20 @@ def test_admin_changes_are_recorded_once_each(admin_client, challenge, integrati
     url = change_url(challenge)
     data = page_data(admin_client, url, name="Renamed", closes_at_0="2030-01-01")
     data.update({"closes_at_0": "2030-01-01", "closes_at_1": "00:00:00", "attempts_total": "9"})
+    data.update({"freeze_at_0": "2020-01-01", "freeze_at_1": "00:00:00"})
     response = admin_client.post(url, data)
     assert response.status_code == 302, response.content.decode()[:3000]
     assert check("challenge_edit", "admin", "admin").after == {"name": "Renamed"}
     check("schedule", "admin", "admin")
     assert check("limits", "admin", "admin").after == {"attempts_total": 9}
+    assert check("freeze", "admin", "admin").after["freeze_at"].startswith("2020-01-01")
+    response = admin_client.post(
+        "/admin/challenges/challenge/",
+        {"action": "reveal_selected", "_selected_action": [challenge.pk]},
+    )
+    assert response.status_code == 302
+    check("reveal", "admin", "admin")
+    _clear()
 
     response = admin_client.post(
         "/admin/challenges/challenge/",
