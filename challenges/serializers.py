@@ -104,7 +104,9 @@ class ChallengeSerializer(StrictSerializer):
         help_text="From then until the reveal the public sees the standings as of it.",
     )
     revealed_at = serializers.DateTimeField(
-        read_only=True, help_text="Set by POST /api/challenges/{id}/reveal/; null while frozen."
+        read_only=True,
+        allow_null=True,
+        help_text="Set by POST /api/challenges/{id}/reveal/; null while frozen.",
     )
     schedule_status = serializers.SerializerMethodField(
         help_text="upcoming, open or ended (now, by the server's clock)."
