@@ -8,6 +8,8 @@ attempt per version, so a leaderboard page never scans all attempts.
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 from django.db import models
 from django.db.models import F, Q
@@ -63,6 +65,11 @@ class ScoringSetupFields(models.Model):
         return {name: getattr(self, name) for name in self.SETUP_FIELDS}
 
 
+class LateAttempts(models.TextChoices):
+    REFUSE = "refuse", "Refuse them (409)"
+    PRACTICE = "practice", "Record them as practice (scored, never ranked)"
+
+
 class Challenge(ScoringSetupFields):
     name = models.CharField(max_length=200)
     slug = models.SlugField(max_length=200, unique=True)
@@ -75,6 +82,23 @@ class Challenge(ScoringSetupFields):
     active_version = models.ForeignKey(
         "ScoringVersion", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
+    # Running a competition (DESIGN.md): the window attempts are ranked in, and caps.
+    opens_at = models.DateTimeField(null=True, blank=True)
+    closes_at = models.DateTimeField(null=True, blank=True)
+    late_attempts = models.CharField(
+        max_length=16,
+        choices=LateAttempts.choices,
+        default=LateAttempts.REFUSE,
+        db_default=LateAttempts.REFUSE,  # rows written by raw SQL (COPY) get it too
+    )
+    attempts_per_day = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Per player, in any rolling 24 hours."
+    )
+    attempts_total = models.PositiveIntegerField(null=True, blank=True, help_text="Per player.")
+    # The board freeze (challenges/leaderboards/freeze.py): from freeze_at until revealed_at
+    # the public sees the standings of the attempts recorded before freeze_at.
+    freeze_at = models.DateTimeField(null=True, blank=True)
+    revealed_at = models.DateTimeField(null=True, blank=True, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -82,6 +106,24 @@ class Challenge(ScoringSetupFields):
         ordering = ["name", "id"]
         permissions = [("change_scoring", "Can change how a challenge is scored")]
         constraints = [
+            models.CheckConstraint(
+                condition=Q(opens_at__isnull=True)
+                | Q(closes_at__isnull=True)
+                | Q(closes_at__gt=F("opens_at")),
+                name="challenge_window_ordered",
+            ),
+            models.CheckConstraint(
+                condition=Q(late_attempts__in=LateAttempts.values),
+                name="challenge_late_attempts_known",
+            ),
+            models.CheckConstraint(
+                condition=Q(attempts_per_day__isnull=True) | Q(attempts_per_day__gte=1),
+                name="challenge_attempts_per_day_positive",
+            ),
+            models.CheckConstraint(
+                condition=Q(attempts_total__isnull=True) | Q(attempts_total__gte=1),
+                name="challenge_attempts_total_positive",
+            ),
             models.CheckConstraint(
                 condition=Q(scoring_strategy__in=ScoringStrategy.values),
                 name="challenge_strategy_known",
@@ -120,10 +162,22 @@ class Attempt(models.Model):
     output = models.TextField(blank=True)
     messages = models.JSONField(null=True, blank=True, decoder=TextSafeJSONDecoder)
     recorded_at = models.DateTimeField(auto_now_add=True)
+    # Recorded outside the challenge's window: stored and scored, never ranked.
+    practice = models.BooleanField(default=False, db_default=False)
+    # Hidden by a moderator (challenges/ingestion/moderation.py): never in a public output.
+    hidden = models.BooleanField(default=False, db_default=False)
 
     class Meta:
         ordering = ["-created_at", "-id"]
         indexes = [
+            # Small: only the attempts a leaderboard must leave out (the rebuild anti-joins it).
+            models.Index(
+                fields=["id"], name="attempt_unranked", condition=Q(practice=True) | Q(hidden=True)
+            ),
+            # The submission caps count a player's recent attempts on a challenge.
+            models.Index(
+                fields=["player", "challenge", "recorded_at"], name="attempt_player_recorded"
+            ),
             models.Index(fields=["challenge", "created_at"], name="attempt_challenge_created"),
             # A rescore plans and reads a challenge's attempts by id ranges.
             models.Index(fields=["challenge", "id"], name="attempt_challenge_id"),
@@ -277,8 +331,14 @@ class LeaderboardRanking(models.Model):
     entries changed (challenges/ranking.py); ``stale`` marks deletions, which leave no
     changed row behind."""
 
+    # No constraint: a frozen board's ranking is keyed by the negated version id (see
+    # challenges/leaderboards/freeze.py), which names no version row.
     version = models.OneToOneField(
-        ScoringVersion, on_delete=models.CASCADE, primary_key=True, related_name="ranking"
+        ScoringVersion,
+        on_delete=models.CASCADE,
+        primary_key=True,
+        related_name="ranking",
+        db_constraint=False,
     )
     token = models.CharField(max_length=32, help_text="Changes with every recomputation.")
     stale = models.BooleanField(default=False)
@@ -367,3 +427,94 @@ class RescoreChunk(models.Model):
 
     def __str__(self) -> str:
         return f"Chunk {self.number} of job {self.job_id}"
+
+
+class PlayerHide(models.Model):
+    """A player hidden by a moderator from one challenge, or from all (``challenge``
+    null). Their attempts stay (and are scored); no public output shows them."""
+
+    player = models.ForeignKey(Player, on_delete=models.CASCADE, related_name="hides")
+    challenge = models.ForeignKey(
+        Challenge, null=True, blank=True, on_delete=models.CASCADE, related_name="player_hides"
+    )
+    reason = models.CharField(max_length=500)
+    hidden_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    hidden_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-hidden_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["player", "challenge"],
+                condition=Q(challenge__isnull=False),
+                name="hide_player_challenge",
+            ),
+            models.UniqueConstraint(
+                fields=["player"], condition=Q(challenge__isnull=True), name="hide_player_all"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        where = self.challenge or "all challenges"
+        return f"{self.player} hidden from {where}"
+
+
+class AuditEvent(models.Model):
+    """One change of what players see: who, when, from where, what (before/after), why.
+
+    Append-only: the admin and the API offer no change or delete, ``save`` refuses to
+    update a stored event, and on PostgreSQL a trigger refuses UPDATE and DELETE
+    (migration 0010). The challenge and the actor are kept by id without a constraint,
+    so deleting either never rewrites the history."""
+
+    class Via(models.TextChoices):
+        ADMIN = "admin"
+        API = "api"
+        COMMAND = "command"
+
+    at = models.DateTimeField(auto_now_add=True, db_index=True)
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        related_name="+",
+    )
+    actor_name = models.CharField(max_length=150, blank=True)
+    via = models.CharField(max_length=16, choices=Via.choices)
+    kind = models.CharField(max_length=32, db_index=True)
+    challenge = models.ForeignKey(
+        Challenge,
+        null=True,
+        blank=True,
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        related_name="+",
+    )
+    challenge_name = models.CharField(max_length=200, blank=True)
+    before = models.JSONField(null=True, blank=True)
+    after = models.JSONField(null=True, blank=True)
+    reason = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-at", "-id"]
+        indexes = [models.Index(fields=["challenge", "at"], name="audit_challenge_at")]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(via__in=["admin", "api", "command"]), name="audit_via_known"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} by {self.actor_name or 'system'} via {self.via}"
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        if self.pk is not None and not self._state.adding:
+            raise ValueError("Audit events are append-only.")
+        super().save(*args, **kwargs)
+
+    def delete(self, *args: Any, **kwargs: Any) -> Any:
+        raise ValueError("Audit events are append-only.")

@@ -1,6 +1,7 @@
-from django.urls import include, path
+from django.urls import include, path, re_path
 from rest_framework.routers import DefaultRouter
 
+from challenges.api import competition as api_competition
 from challenges.api import views as api
 from challenges.public import views
 
@@ -18,4 +19,28 @@ urlpatterns = [
     path("challenges/<slug:slug>/leaderboard.csv", views.export_csv, name="export-csv"),
     path("challenges/<slug:slug>/leaderboard.json", views.export_json, name="export-json"),
 ]
-api_urlpatterns = [path("", include(router.urls))]
+api_urlpatterns = [
+    # Moderation and the audit trail (challenges/api/competition.py).
+    re_path(
+        r"^challenges/(?P<pk>[0-9]+)/players/(?P<external_id>.+)/hide/$",
+        api_competition.PlayerModeration.as_view(hidden=True),
+        name="player-hide",
+    ),
+    re_path(
+        r"^challenges/(?P<pk>[0-9]+)/players/(?P<external_id>.+)/unhide/$",
+        api_competition.PlayerModeration.as_view(hidden=False),
+        name="player-unhide",
+    ),
+    path(
+        "attempts/<int:pk>/hide/",
+        api_competition.AttemptModeration.as_view(hidden=True),
+        name="attempt-hide",
+    ),
+    path(
+        "attempts/<int:pk>/unhide/",
+        api_competition.AttemptModeration.as_view(hidden=False),
+        name="attempt-unhide",
+    ),
+    path("audit/", api_competition.AuditList.as_view(), name="audit"),
+    path("", include(router.urls)),
+]

@@ -27,6 +27,35 @@ def _exact_rankings(settings):
 
 
 @pytest.fixture(autouse=True)
+def _data_migration_groups(request):
+    # A transactional test ends with a flush that empties every table, the groups that
+    # data migrations made included: make them again, as those migrations do, for the
+    # tests that run after it on the same database.
+    marker = request.node.get_closest_marker("django_db")
+    if marker is None:
+        return
+    request.getfixturevalue("transactional_db" if marker.kwargs.get("transaction") else "db")
+    from django.contrib.auth.models import Group
+
+    if Group.objects.filter(name__in=DATA_MIGRATION_GROUPS).count() == len(DATA_MIGRATION_GROUPS):
+        return
+    from importlib import import_module
+
+    from django.db import connection
+    from django.db.migrations.loader import MigrationLoader
+
+    state_apps = MigrationLoader(connection).project_state().apps
+    for name in DATA_MIGRATION_GROUPS.values():
+        import_module(f"challenges.migrations.{name}").create_group(state_apps, None)
+
+
+DATA_MIGRATION_GROUPS = {
+    "Integrations": "0002_integrations_group",
+    "Scoring staff": "0004_scoring_staff_group",
+}
+
+
+@pytest.fixture(autouse=True)
 def _unhurried_ingestion(settings):
     # A loaded test machine must not turn inline scoring into "pending": the scoring
     # budget has its own tests (tests/challenges/ingestion/test_scoring_budget.py), which

@@ -25,6 +25,8 @@ LAYERS = {
     "ingestion": 2,
     "rescoring": 2,
     "leaderboards": 1,
+    "audit": 0.7,  # every capability records what it changed
+    "fieldsets": 0.5,
     "permissions": 0,
     "text": -1,  # text checks models use: below them
     "models": 0,

@@ -27,7 +27,8 @@ from typing import Any
 from django import forms
 from django.utils.functional import cached_property
 
-from challenges.models import Attempt, Challenge, ScoringStrategy
+from challenges.ingestion.rules import competition_errors
+from challenges.models import Attempt, Challenge, LateAttempts, ScoringStrategy
 from challenges.setup import services as setup_services
 from challenges.text import SURROGATE, path_label, text_problem
 from scoring.engine import strategies as S
@@ -298,6 +299,8 @@ class ChallengeAdminForm(forms.ModelForm):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        if "late_attempts" in self.fields:
+            self.fields["late_attempts"].required = False
         self.setup: dict[str, Any] | None = None
         self.setup_changed = False
         self._weights_used = False
@@ -465,6 +468,11 @@ class ChallengeAdminForm(forms.ModelForm):
                 where = f" at {path_label(path)}" if path else ""
                 self.add_error(name, f"Text must be valid Unicode: {what}{where}.")
                 bad_text = True
+        if "late_attempts" in self.fields and not cleaned.get("late_attempts"):
+            cleaned["late_attempts"] = LateAttempts.REFUSE  # left out of a form: the default
+        for field, message in competition_errors(cleaned).items():
+            if field in self.fields:
+                self.add_error(field, message)
         if bad_text:
             return cleaned
         if not self.can_edit_scoring:

@@ -33,9 +33,11 @@ from django.utils.html import format_html
 from django.utils.text import Truncator
 
 from challenges.admin import views as admin_views
+from challenges.admin.competition import AttemptModerationMixin
 from challenges.admin.dashboard import failures_count
 from challenges.admin.forms import ChallengeAdminForm
 from challenges.ingestion import services
+from challenges.leaderboards import freeze
 from challenges.leaderboards.metrics import challenge_metrics
 from challenges.models import Attempt, AttemptScore, Challenge, Player, RescoreJob, ScoringVersion
 from challenges.permissions import is_scoring_admin, is_staff_member
@@ -108,8 +110,8 @@ class ChallengeAdmin(admin.ModelAdmin):
     list_select_related = ["active_version__challenge"]
     search_fields = ["name", "slug"]
     prepopulated_fields = {"slug": ["name"]}
-    readonly_fields = ["active_version", "created_at", "updated_at"]
-    actions = ["rescore_selected"]
+    readonly_fields = ["active_version", "created_at", "updated_at", "revealed_at"]
+    actions = ["rescore_selected", "reveal_selected"]
     fieldsets = [
         (None, {"fields": ["name", "slug", "description", "is_active"]}),
         (
@@ -118,6 +120,23 @@ class ChallengeAdmin(admin.ModelAdmin):
                 "classes": ["collapse"],
                 "fields": ["tenant_id", "app_id", "workflow_id"],
                 "description": "Passed to scorer plugins in their context.",
+            },
+        ),
+        (
+            "Competition",
+            {
+                "fields": [
+                    ("opens_at", "closes_at"),
+                    "late_attempts",
+                    ("attempts_per_day", "attempts_total"),
+                    ("freeze_at", "revealed_at"),
+                ],
+                "description": "Optional. Outside the window attempts are refused (409) or "
+                "recorded as practice (scored, never ranked); the caps count each player's "
+                "attempts (per rolling 24 hours, in total) and refuse more with 429. Times "
+                "are UTC. From freeze_at the public sees the standings as of then "
+                "(staff see the live board) until an admin reveals (the challenge list's "
+                "action); a new freeze_at starts a new freeze.",
             },
         ),
     ]
@@ -221,6 +240,22 @@ class ChallengeAdmin(admin.ModelAdmin):
         return HttpResponseRedirect(
             reverse("admin:challenges_challenge_versions", args=[challenge.pk])
         )
+
+    # --- the board freeze ------------------------------------------------------------
+    def has_reveal_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return is_scoring_admin(request.user)
+
+    @admin.action(
+        description="Reveal the frozen board of selected challenges", permissions=["reveal"]
+    )
+    def reveal_selected(self, request: HttpRequest, queryset: QuerySet[Challenge]) -> None:
+        for challenge in queryset:
+            try:
+                freeze.board_reveal(challenge=challenge, by=request.user)
+            except freeze.RevealRefused as exc:
+                self.message_user(request, f"{challenge}: {exc}", messages.WARNING)
+            else:
+                self.message_user(request, f"{challenge}: the board is revealed.", messages.SUCCESS)
 
     # --- rescoring ------------------------------------------------------------------
     def has_rescore_permission(self, request: HttpRequest, obj: Any = None) -> bool:
@@ -344,7 +379,8 @@ class PlayerAdmin(admin.ModelAdmin):
 
 
 @admin.register(Attempt)
-class AttemptAdmin(admin.ModelAdmin):
+class AttemptAdmin(AttemptModerationMixin, admin.ModelAdmin):
+    actions = ["hide_attempts", "unhide_attempts"]
     list_display = [
         "id",
         "challenge",
@@ -354,11 +390,14 @@ class AttemptAdmin(admin.ModelAdmin):
         "elapsed_ms",
         "rating",
         "created_at",
+        "practice",
+        "hidden",
     ]
-    list_filter = ["challenge", "succeeded"]
+    list_filter = ["challenge", "succeeded", "practice", "hidden"]
     list_select_related = ["challenge", "player"]
     raw_id_fields = ["player"]
     search_fields = ["player__external_id", "player__display_name"]
+    readonly_fields = ["practice", "hidden"]  # hidden: through the actions (and the audit)
 
     # Leaderboard entries are a cache without foreign-key constraints: deleting attempts
     # goes through the service that recomputes the entries that pointed at them.
@@ -586,7 +625,7 @@ class RescoreJobAdmin(admin.ModelAdmin):
         cancelled = []
         for job in queryset.select_related("challenge", "version"):
             try:
-                cancelled.append(rescoring.job_cancel(job=job))
+                cancelled.append(rescoring.job_cancel(job=job, by=request.user))
             except rescoring.JobStateError as exc:
                 self.message_user(request, str(exc), messages.ERROR)  # it names the job
         if cancelled:
@@ -621,7 +660,7 @@ class RescoreJobAdmin(admin.ModelAdmin):
         if job is None:
             return self._get_obj_does_not_exist_redirect(request, self.opts, object_id)
         try:
-            rescoring.job_cancel(job=job)
+            rescoring.job_cancel(job=job, by=request.user)
         except rescoring.JobStateError as exc:
             self.message_user(request, str(exc), messages.ERROR)
         else:

@@ -27,10 +27,13 @@ MESSAGES = {
     "401": "Missing or invalid token.",
     "403": "Not allowed for this user.",
     "404": "No such object (or not visible to this user).",
-    "409": "The object's state does not allow it.",
+    "409": "The object's state does not allow it (for attempts: outside the challenge's "
+    "window, which the message names).",
     "413": "The request body is over the size limit.",
     "415": "The body is not JSON.",
-    "429": "Too many requests from this token; see the Retry-After header.",
+    "429": "Too many requests from this token, or (attempts) a player over the challenge's "
+    "attempts_per_day or attempts_total cap, named in the message; see the Retry-After "
+    "header (absent when waiting never helps, as for the total cap).",
 }
 RETRY_AFTER = {
     "Retry-After": {
@@ -67,7 +70,8 @@ def error_responses(result: dict[str, Any], generator: Any, request: Any, public
                 codes |= {"400", "413", "415"}
             if path.endswith("/attempts/"):
                 codes.add("429")
-            if path.endswith("/cancel/"):
+            # A finished job; already hidden / not hidden; outside the challenge's window.
+            if path.endswith(("/cancel/", "/hide/", "/unhide/", "/attempts/", "/reveal/")):
                 codes.add("409")
             responses = operation.setdefault("responses", {})
             for code in sorted(codes):

@@ -18,6 +18,7 @@ from challenges.api.fields import (
     StrictIntegerField,
 )
 from challenges.ingestion.budget import SCORE_STATUSES
+from challenges.ingestion.rules import schedule_phase
 from challenges.ingestion.services import AttemptInput
 from challenges.leaderboards import precision
 from challenges.models import MAX_METRIC, Challenge
@@ -76,12 +77,54 @@ class ChallengeSerializer(StrictSerializer):
     timeout_ms = StrictIntegerField(
         min_value=1, max_value=MAX_TIMEOUT_MS, required=False, default=5000
     )
+    # Running a competition (DESIGN.md): the window, late attempts, caps per player.
+    opens_at = serializers.DateTimeField(required=False, allow_null=True, default=None)
+    closes_at = serializers.DateTimeField(required=False, allow_null=True, default=None)
+    late_attempts = serializers.ChoiceField(
+        choices=["refuse", "practice"],
+        required=False,
+        default="refuse",
+        help_text="Outside the window: refuse (409) or record as practice (never ranked).",
+    )
+    attempts_per_day = StrictIntegerField(
+        min_value=1,
+        max_value=1_000_000,
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="Per player, in any rolling 24 hours; over it: 429 with Retry-After.",
+    )
+    attempts_total = StrictIntegerField(
+        min_value=1,
+        max_value=1_000_000_000,
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="Per player; over it: 429.",
+    )
+    freeze_at = serializers.DateTimeField(
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="From then until the reveal the public sees the standings as of it.",
+    )
+    revealed_at = serializers.DateTimeField(
+        read_only=True,
+        allow_null=True,
+        help_text="Set by POST /api/challenges/{id}/reveal/; null while frozen.",
+    )
+    schedule_status = serializers.SerializerMethodField(
+        help_text="upcoming, open or ended (now, by the server's clock)."
+    )
     active_version = serializers.SerializerMethodField()
     scoring_summary = serializers.SerializerMethodField(
         help_text="How scoring works, in words, as on the challenge's public page."
     )
     created_at = serializers.DateTimeField(read_only=True)
     updated_at = serializers.DateTimeField(read_only=True)
+
+    def get_schedule_status(self, obj: Challenge) -> str:
+        return schedule_phase(challenge=obj, now=timezone.now())
 
     def get_active_version(self, obj: Challenge) -> int | None:
         return obj.active_version.number if obj.active_version_id else None

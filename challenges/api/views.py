@@ -20,6 +20,7 @@ from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from challenges.api.competition import refusal_response
 from challenges.api.serializers import (
     AttemptInSerializer,
     AttemptOutSerializer,
@@ -32,8 +33,8 @@ from challenges.api.serializers import (
     attempts_parse,
 )
 from challenges.api.throttles import AttemptsThrottle
-from challenges.ingestion import services
-from challenges.leaderboards import precision, selectors
+from challenges.ingestion import rules, services
+from challenges.leaderboards import freeze, precision, selectors
 from challenges.leaderboards.metrics import challenge_metrics
 from challenges.leaderboards.rules import TIE_RULE
 from challenges.models import RescoreJob
@@ -88,6 +89,7 @@ class ChallengeViewSet(viewsets.ModelViewSet):
         "metrics": AllowAny,
         "attempts": CanRecordAttempts,
         "rescore": IsStaffMember,
+        "reveal": IsScoringAdmin,
         "create": IsScoringAdmin,
         "partial_update": IsScoringAdmin,
         "destroy": IsScoringAdmin,
@@ -175,7 +177,10 @@ class ChallengeViewSet(viewsets.ModelViewSet):
     def attempts(self, request: Request, pk: str | None = None) -> Response:
         challenge = self.get_object()
         inputs, many = attempts_parse(request.data)
-        recorded = services.attempts_record(challenge=challenge, inputs=inputs)
+        try:
+            recorded = services.attempts_record(challenge=challenge, inputs=inputs)
+        except (rules.ScheduleClosed, rules.LimitExceeded) as exc:
+            return refusal_response(exc)
         show_errors = is_scoring_admin(request.user)
         out = [_attempt_out(r, show_errors) for r in recorded]
         return Response(out if many else out[0], status=status.HTTP_201_CREATED)
@@ -208,11 +213,17 @@ class ChallengeViewSet(viewsets.ModelViewSet):
         query = LeaderboardQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
         params = query.validated_data
+        board_id = freeze.board_id(challenge=challenge, user=request.user)  # frozen: as of then
         if "player" in params:
-            page = selectors.leaderboard_player(challenge=challenge, external_id=params["player"])
+            page = selectors.leaderboard_player(
+                challenge=challenge, external_id=params["player"], board_id=board_id
+            )
         else:
             page = selectors.leaderboard_page(
-                challenge=challenge, limit=params["limit"], offset=params["offset"]
+                challenge=challenge,
+                limit=params["limit"],
+                offset=params["offset"],
+                board_id=board_id,
             )
         body = {
             "version": page.version.number if page.version else None,
@@ -244,7 +255,21 @@ class ChallengeViewSet(viewsets.ModelViewSet):
     )
     @action(detail=True, methods=["get"])
     def metrics(self, request: Request, pk: str | None = None) -> Response:
-        return Response(challenge_metrics(challenge=self.get_object()))
+        challenge = self.get_object()
+        frozen = freeze.frozen_for(challenge, request.user)
+        before = challenge.freeze_at if frozen else None
+        return Response(challenge_metrics(challenge=challenge, before=before))
+
+    @extend_schema(request=None, responses={200: ChallengeSerializer})
+    @action(detail=True, methods=["post"])
+    def reveal(self, request: Request, pk: str | None = None) -> Response:
+        """End the board freeze (admins): the public sees the live board again. 409 when
+        there is nothing to reveal."""
+        try:
+            challenge = freeze.board_reveal(challenge=self.get_object(), by=request.user)
+        except freeze.RevealRefused as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
+        return Response(ChallengeSerializer(challenge).data)
 
 
 class RescoreJobViewSet(viewsets.GenericViewSet):
@@ -271,7 +296,7 @@ class RescoreJobViewSet(viewsets.GenericViewSet):
     def cancel(self, request: Request, pk: str | None = None) -> Response:
         """Stop the job; the active version does not change. 409 if it has finished."""
         try:
-            job = rescoring.job_cancel(job=self.get_object())
+            job = rescoring.job_cancel(job=self.get_object(), by=request.user)
         except rescoring.JobStateError as exc:
             return Response({"status": [str(exc)]}, status=status.HTTP_409_CONFLICT)
         return Response(RescoreJobSerializer(job).data)

@@ -14,7 +14,9 @@ from typing import Any
 
 from django.db import connection, transaction
 from django.db.models import QuerySet
+from django.utils import timezone
 
+from challenges.ingestion import rules
 from challenges.ingestion.budget import PENDING, ScoringBudget, pending_enqueue, score_status
 from challenges.leaderboards import scores
 from challenges.models import (
@@ -168,10 +170,15 @@ def attempts_record(
     *, challenge: Challenge, inputs: Sequence[AttemptInput]
 ) -> list[RecordedAttempt]:
     """Record attempts, all or nothing, scored under the active version (and any version
-    being rescored), and update the leaderboard at once."""
+    being rescored), and update the leaderboard at once. The challenge's schedule and
+    caps apply (``ingestion.rules``: raises ``ScheduleClosed``, ``LimitExceeded``)."""
+    external_ids = [item.player for item in inputs]
+    practice = rules.schedule_check(challenge=challenge, now=timezone.now())
+    rules.limits_precheck(challenge=challenge, external_ids=external_ids, now=timezone.now())
     attempts = [attempt_build(challenge=challenge, item=item) for item in inputs]
     for attempt, item in zip(attempts, inputs, strict=True):
         attempt.player_external_id = item.player
+        attempt.practice = practice
     started = time.perf_counter()
     # Score before the transaction, while the request's budget lasts: a slow plugin must
     # not hold database locks, nor the request for 1,000 × its timeout. Attempts the
@@ -185,6 +192,9 @@ def attempts_record(
     with transaction.atomic():
         _lock_challenge_shared(challenge.pk)
         players = _players_upsert(inputs)
+        rules.limits_enforce(
+            challenge=challenge, players=players, external_ids=external_ids, now=timezone.now()
+        )
         for attempt, item in zip(attempts, inputs, strict=True):
             attempt.player = players[item.player]
         Attempt.objects.bulk_create(attempts)

@@ -15,6 +15,7 @@ from django.core.cache import cache
 from django.db.models import Count, F, OuterRef, Subquery
 from django.db.models.functions import Floor
 
+from challenges.leaderboards import exclusions
 from challenges.leaderboards import ranking as R
 from challenges.models import Attempt, AttemptScore, Challenge, LeaderboardEntry
 from scoring.engine.strategies import get_strategy
@@ -72,17 +73,27 @@ def _distribution(version_id: int, unit: str) -> dict[str, Any]:
     return {"labels": [_label(lo + i * width, unit) for i in range(bins)], "counts": counts}
 
 
-def _top_history(challenge: Challenge, version_id: int, descending: bool, scale: float):
+def _top_history(
+    challenge: Challenge,
+    version_id: int,
+    descending: bool,
+    scale: float,
+    board_id: int,
+    before: datetime | None,
+):
     top = list(
-        LeaderboardEntry.objects.filter(version_id=version_id)
+        LeaderboardEntry.objects.filter(version_id=board_id)
         .order_by(*RANK_ORDER)
         .values_list("player_id", "player__display_name")[:TOP]
     )
     if not top:
         return []
     score = AttemptScore.objects.filter(version_id=version_id, attempt_id=OuterRef("pk"))
+    mine = Attempt.objects.filter(challenge_id=challenge.pk, player_id__in=[p for p, _ in top])
+    if before is not None:  # a frozen board: no point after the freeze
+        mine = mine.filter(recorded_at__lt=before)
     attempts = (
-        Attempt.objects.filter(challenge_id=challenge.pk, player_id__in=[p for p, _ in top])
+        exclusions.public_attempts(mine, challenge_id=challenge.pk)  # no hidden or practice
         .annotate(score=Subquery(score.values("score")[:1]))
         .filter(score__isnull=False)
         .order_by("created_at", "pk")
@@ -99,12 +110,17 @@ def _top_history(challenge: Challenge, version_id: int, descending: bool, scale:
     return [{"label": name, "points": points[p]} for p, name in top]
 
 
-def charts_data(*, challenge: Challenge) -> dict[str, Any]:
-    """Both charts' data for the active version (empty when nobody is ranked)."""
+def charts_data(
+    *, challenge: Challenge, board_id: int | None = None, before: datetime | None = None
+) -> dict[str, Any]:
+    """Both charts' data for the active version (empty when nobody is ranked).
+    ``board_id``/``before``: a frozen board, and only the attempts recorded before the
+    freeze in the top 10's history."""
     version = challenge.active_version
     if version is None:
         return {"axis": "", "distribution": {"labels": [], "counts": []}, "top": []}
-    ranking = R.ranking_current(version_id=version.pk)
+    board = board_id or version.pk
+    ranking = R.ranking_current(version_id=board)
     key = f"podium:charts:{ranking.token}"
     data = cache.get(key)
     if data is None:
@@ -113,8 +129,8 @@ def charts_data(*, challenge: Challenge) -> dict[str, Any]:
         data = {
             "axis": axis,
             "time_axis": strategy.unit == "epoch_ms",
-            "distribution": _distribution(version.pk, strategy.unit),
-            "top": _top_history(challenge, version.pk, strategy.descending, scale),
+            "distribution": _distribution(board, strategy.unit),
+            "top": _top_history(challenge, version.pk, strategy.descending, scale, board, before),
         }
         cache.set(key, data, CACHE_SECONDS)
     return data

@@ -8,13 +8,14 @@ per metric, not a million rows in Python.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from django.db.models import Count, FloatField
 from django.db.models.fields.json import KeyTextTransform, KeyTransform
 from django.db.models.functions import Cast
 
-from challenges.leaderboards import precision
+from challenges.leaderboards import exclusions, precision
 from challenges.models import AttemptScore, Challenge
 from scoring.engine import metrics as M
 from scoring.engine import strategies as S
@@ -25,7 +26,9 @@ def _score(name: str) -> Cast:
     return Cast(KeyTextTransform(name, KeyTransform("scores", "details")), FloatField())
 
 
-def challenge_metrics(*, challenge: Challenge) -> list[dict[str, Any]]:
+def challenge_metrics(
+    *, challenge: Challenge, before: datetime | None = None
+) -> list[dict[str, Any]]:
     """``[{"name", "type", "value"}]`` in the order of the active version's ``metrics``;
     ``value`` is a number, a dict (frequency, classification) or None (no data)."""
     version = challenge.active_version
@@ -36,6 +39,10 @@ def challenge_metrics(*, challenge: Challenge) -> list[dict[str, Any]]:
     except M.MetricsInvalid:
         return []  # saved before validation existed: nothing trustworthy to show
     scored = AttemptScore.objects.filter(version=version).order_by()
+    # Hidden and practice attempts, and hidden players, are in no public aggregate.
+    scored = exclusions.public_scores(scored, challenge_id=challenge.pk)
+    if before is not None:  # a frozen board: only the attempts recorded before the freeze
+        scored = scored.filter(attempt__recorded_at__lt=before)
     out = []
     for metric in metrics:
         if M.is_paired(metric):

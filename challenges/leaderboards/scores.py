@@ -16,6 +16,7 @@ from typing import Any
 from django.db import connection
 from django.db.models import Exists, F, OuterRef, QuerySet
 
+from challenges.leaderboards import exclusions
 from challenges.models import (
     Attempt,
     AttemptScore,
@@ -37,6 +38,8 @@ SCORING_FIELDS = (
     "elapsed_ms",
     "rating",
     "created_at",
+    "practice",
+    "hidden",
 )
 
 
@@ -315,7 +318,7 @@ _REBUILD_SQL = {
     "postgresql": """
 INSERT INTO {entry} ({columns}{marked})
 SELECT DISTINCT ON (player_id) {columns}{marks} FROM {score}
-WHERE version_id = %s AND sort_key IS NOT NULL{players}
+WHERE version_id = %s AND sort_key IS NOT NULL{players}{excluded}
 ORDER BY player_id, sort_key, created_at, attempt_id
 """,
     "default": """
@@ -324,7 +327,7 @@ SELECT {columns}{marks} FROM (
     SELECT {columns}, ROW_NUMBER() OVER (
         PARTITION BY player_id ORDER BY sort_key, created_at, attempt_id
     ) AS place
-    FROM {score} WHERE version_id = %s AND sort_key IS NOT NULL{players}
+    FROM {score} WHERE version_id = %s AND sort_key IS NOT NULL{players}{excluded}
 ) best
 WHERE place = 1
 """,
@@ -370,9 +373,11 @@ def _entries_insert_best(
         marked=", ranked_attempt_id" if ranked else "",
         marks=", attempt_id" if ranked else "",
         players=players,
+        # Practice, hidden attempts and hidden players are never ranked.
+        excluded=exclusions.entry_exclusions_sql(AttemptScore._meta.db_table),
     ) + _KEEP_BETTER.format(t=table)  # ingestion may upsert the same players meanwhile
     with connection.cursor() as cursor:
-        cursor.execute(sql, [version_id, *(player_ids or ())])
+        cursor.execute(sql, [version_id, *(player_ids or ()), version_id])
 
 
 # Our own table and column names; every value is a parameter.
@@ -384,9 +389,12 @@ def entries_upsert(
 ) -> None:
     """Keep each player's best attempt under ``version`` after new attempts."""
     best: dict[int, tuple[tuple[float, datetime, int], Attempt, AttemptScore]] = {}
+    hidden = exclusions.hidden_player_ids(
+        challenge_id=version.challenge_id, player_ids={a.player_id for a in attempts}
+    )
     for a, row in zip(attempts, rows, strict=True):
-        if row.sort_key is None:
-            continue
+        if row.sort_key is None or a.practice or a.hidden or a.player_id in hidden:
+            continue  # not counted, or never ranked (challenges/leaderboards/exclusions.py)
         key = (row.sort_key, a.created_at, a.pk)
         if a.player_id not in best or key < best[a.player_id][0]:
             best[a.player_id] = (key, a, row)

@@ -353,23 +353,28 @@ def _place_of(ranking: R.Ranking, key: R.Key) -> int:
 
 
 # --- the API's reads ------------------------------------------------------------------
-def leaderboard_page(*, challenge: Challenge, limit: int, offset: int) -> LeaderboardPage:
+def leaderboard_page(
+    *, challenge: Challenge, limit: int, offset: int, board_id: int | None = None
+) -> LeaderboardPage:
     """One page of the active leaderboard, with competition ranks (1, 2, 2, 4): equal
-    on the ranking value and on ``created_at`` share a rank."""
+    on the ranking value and on ``created_at`` share a rank. ``board_id``: another board
+    of the active version to read (its frozen board, ``leaderboards.freeze``)."""
     version = challenge.active_version
     if version is None:
         return LeaderboardPage(None, 0, [])
-    ranking = R.ranking_current(version_id=version.pk)
+    ranking = R.ranking_current(version_id=board_id or version.pk)
     return LeaderboardPage(version, ranking.entries, _slice(ranking, offset=offset, limit=limit))
 
 
-def leaderboard_player(*, challenge: Challenge, external_id: str) -> LeaderboardPage:
+def leaderboard_player(
+    *, challenge: Challenge, external_id: str, board_id: int | None = None
+) -> LeaderboardPage:
     """The one row of a player (empty when the player has no counted attempt)."""
     version = challenge.active_version
     if version is None:
         return LeaderboardPage(None, 0, [])
-    ranking = R.ranking_current(version_id=version.pk)
-    entry = _entries(version.pk).filter(player__external_id=external_id).values(*ROW_FIELDS)
+    ranking = R.ranking_current(version_id=board_id or version.pk)
+    entry = _entries(ranking.version_id).filter(player__external_id=external_id).values(*ROW_FIELDS)
     found = entry.first()
     if found is None:
         return LeaderboardPage(version, ranking.entries, [])
@@ -395,17 +400,29 @@ class Board:
     ranked_at: datetime | None = None
 
 
-def board_page(*, challenge: Challenge, page: int = 1, query: str = "", player: str = "") -> Board:
+def board_page(
+    *,
+    challenge: Challenge,
+    page: int = 1,
+    query: str = "",
+    player: str = "",
+    board_id: int | None = None,
+) -> Board:
     """A page of the leaderboard (50 rows), a name search (the best-ranked 50 matches),
-    or the page holding ``player`` (an external id)."""
+    or the page holding ``player`` (an external id). ``board_id``: another board of the
+    active version (its frozen board)."""
     version = challenge.active_version
     if version is None:
         return Board(None, 0, [], 1, 1, query=query, player=player)
-    ranking = _ranking(challenge, version.pk)
+    if board_id is not None and board_id != version.pk:
+        ranking = R.ranking_current(version_id=board_id)
+    else:
+        ranking = _ranking(challenge, version.pk)
+    board = ranking.version_id
     pages = max(1, -(-ranking.entries // PAGE))
     common = {"query": query, "player": player, "ranked_at": ranking.computed_at}
     if query:
-        values = _rows_named(version.pk, query, PAGE + 1)
+        values = _rows_named(board, query, PAGE + 1)
         more, values = len(values) > PAGE, values[:PAGE]
         keys = [(v["sort_key"], R.to_us(v["created_at"]), v["attempt_id"]) for v in values]
         ranks = _ranks_of(ranking, keys)
@@ -413,7 +430,7 @@ def board_page(*, challenge: Challenge, page: int = 1, query: str = "", player: 
         return Board(version, ranking.entries, rows, 0, pages, more_matches=more, **common)
     found = False
     if player:
-        entry = _rows_where(version.pk, "player", [player], 1)
+        entry = _rows_where(board, "player", [player], 1)
         if entry:
             found = True
             key = (entry[0]["sort_key"], R.to_us(entry[0]["created_at"]), entry[0]["attempt_id"])

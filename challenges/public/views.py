@@ -22,11 +22,11 @@ from django.template.loader import render_to_string
 from django.utils import timezone
 from django.views.decorators.http import require_safe
 
-from challenges.leaderboards import charts, precision, selectors
+from challenges.leaderboards import charts, freeze, precision, selectors
 from challenges.leaderboards.metrics import challenge_metrics
 from challenges.leaderboards.rules import TIE_RULE
 from challenges.models import Challenge
-from challenges.public import display
+from challenges.public import display, schedule
 from challenges.public.markdown import render_markdown, summary
 
 SEARCH_MAX = 100  # characters of a name search: display names are at most 200
@@ -48,6 +48,8 @@ def challenge_list(request: HttpRequest) -> HttpResponse:
     cards = selectors.challenge_cards()
     now = timezone.now()
     for c in cards:
+        if freeze.frozen_for(c, request.user):
+            freeze.card_frozen(card=c)  # leader, players, activity as of the freeze
         c.summary = summary(c.description)
         setup = c.active_version or c
         c.strategy_words = display.strategy_words(setup)
@@ -58,6 +60,7 @@ def challenge_list(request: HttpRequest) -> HttpResponse:
         )
         c.activity = display.relative_time(c.last_activity, now) if c.last_activity else ""
         c.activity_exact = display.exact_time(c.last_activity) if c.last_activity else ""
+        c.schedule = schedule.banner(challenge=c, now=now)
     return render(request, "challenges/list.html", {"challenges": cards})
 
 
@@ -121,7 +124,16 @@ class BoardView:
     def __init__(self, request: HttpRequest, challenge: Challenge):
         self.request = request
         self.challenge = challenge
-        self.board = selectors.board_page(challenge=challenge, **_board_request(request))
+        # During a freeze the public reads the frozen board (leaderboards/freeze.py) and
+        # learns of no activity after it; staff read the live one.
+        self.board_id = freeze.board_id(challenge=challenge, user=request.user)
+        self.frozen = self.board_id is not None and self.board_id != challenge.active_version_id
+        self.frozen_live = not self.frozen and freeze.is_frozen(challenge)
+        if self.frozen:
+            challenge.last_activity = freeze.last_activity(challenge, challenge.last_activity)
+        self.board = selectors.board_page(
+            challenge=challenge, board_id=self.board_id, **_board_request(request)
+        )
         # Relative times are worded against the minute, so a minute shares one render.
         self.now = timezone.now().replace(second=0, microsecond=0)
         query_string = request.GET.urlencode()
@@ -150,6 +162,11 @@ class BoardView:
                     ],
                     self.refresh_url,
                     self.now,
+                    # A new ranking (after moderation, say) may change what the page
+                    # around the rows shows (metrics) with the same rows.
+                    board.ranked_at,
+                    self.board_id,
+                    self.frozen_live,
                 )
             ).encode()
         ).hexdigest()
@@ -165,6 +182,8 @@ class BoardView:
             else {}
         )
         updated = challenge.last_activity or (board.version.scored_at if board.version else None)
+        if self.frozen and updated:
+            updated = freeze.last_activity(challenge, updated)
         return {
             "challenge": challenge,
             "board": board,
@@ -175,6 +194,10 @@ class BoardView:
             "updated": display.relative_time(updated, self.now) if updated else "",
             "updated_exact": display.exact_time(updated) if updated else "",
             "updated_iso": updated.isoformat() if updated else "",
+            "frozen": self.frozen,
+            "frozen_live": self.frozen_live,
+            "frozen_exact": display.exact_time(challenge.freeze_at) if challenge.freeze_at else "",
+            "frozen_iso": challenge.freeze_at.isoformat() if challenge.freeze_at else "",
         }
 
     def html(self, page: Callable[[], dict[str, Any]] | None = None) -> str:
@@ -211,7 +234,11 @@ def challenge_detail(request: HttpRequest, slug: str) -> HttpResponse:
             "charts_url": f"{view.detail_url}charts.json",
             "tie_rule": TIE_RULE,
             # Computed on a cache miss only: at most a minute old (the key has the minute).
-            "metrics": challenge_metrics(challenge=challenge),
+            "metrics": challenge_metrics(
+                challenge=challenge, before=challenge.freeze_at if view.frozen else None
+            ),
+            # The key has the minute and the challenge's updated_at: never a stale banner.
+            "schedule": schedule.banner(challenge=challenge, now=view.now),
         }
 
     return HttpResponse(view.html(page=extra))
@@ -233,7 +260,15 @@ def challenge_charts(request: HttpRequest, slug: str) -> HttpResponse:
     challenge = selectors.challenge_public(slug=slug)
     if challenge is None:
         return JsonResponse({"detail": "No such challenge."}, status=404)
-    return JsonResponse(charts.charts_data(challenge=challenge))
+    board_id = freeze.board_id(challenge=challenge, user=request.user)
+    frozen = board_id != challenge.active_version_id
+    return JsonResponse(
+        charts.charts_data(
+            challenge=challenge,
+            board_id=board_id,
+            before=challenge.freeze_at if frozen else None,
+        )
+    )
 
 
 # --- export ------------------------------------------------------------------------------
@@ -267,10 +302,10 @@ class _Echo:
         return value
 
 
-def _export_rows(challenge: Challenge) -> Iterator[tuple[Any, ...]]:
-    if challenge.active_version_id is None:
+def _export_rows(challenge: Challenge, board_id: int | None) -> Iterator[tuple[Any, ...]]:
+    if board_id is None:
         return
-    for row in selectors.leaderboard_stream(version_id=challenge.active_version_id):
+    for row in selectors.leaderboard_stream(version_id=board_id):
         yield (
             row.rank,
             row.player_external_id,
@@ -294,10 +329,11 @@ def export_csv(request: HttpRequest, slug: str) -> HttpResponse:
     if challenge is None:
         return _not_found(request, slug)
     writer = csv.writer(_Echo())
+    board_id = freeze.board_id(challenge=challenge, user=request.user)
 
     def lines() -> Iterator[str]:
         yield writer.writerow(EXPORT_COLUMNS)
-        for row in _export_rows(challenge):
+        for row in _export_rows(challenge, board_id):
             yield writer.writerow([csv_cell(v) for v in row])
 
     response = StreamingHttpResponse(lines(), content_type="text/csv; charset=utf-8")
@@ -310,12 +346,13 @@ def export_json(request: HttpRequest, slug: str) -> HttpResponse:
     if challenge is None:
         return _not_found(request, slug)
     version = challenge.active_version
+    board_id = freeze.board_id(challenge=challenge, user=request.user)
 
     def chunks() -> Iterator[str]:
         head = {"challenge": challenge.slug, "version": version.number if version else None}
         yield json.dumps(head)[:-1] + ', "results": ['
         first = True
-        for row in _export_rows(challenge):
+        for row in _export_rows(challenge, board_id):
             item = json.dumps(dict(zip(EXPORT_COLUMNS, row, strict=True)))
             yield item if first else ", " + item
             first = False

@@ -33,6 +33,7 @@ from django.db.models import Count, F, Max
 from django.dispatch import Signal
 from django.utils import timezone
 
+from challenges import audit
 from challenges.leaderboards import scores
 from challenges.models import AttemptScore, Challenge, RescoreChunk, RescoreJob, ScoringVersion
 from config.transient import retry_transient
@@ -75,6 +76,12 @@ def rescore_start(*, challenge: Challenge, version: ScoringVersion, by: Any = No
         RescoreChunk.objects.bulk_create(
             RescoreChunk(job=job, number=n, first_attempt_id=first, last_attempt_id=last)
             for n, (first, last) in enumerate(plan.ranges, start=1)
+        )
+        audit.audit_record(
+            kind=audit.Kind.RESCORE_START,
+            by=by,
+            challenge=challenge,
+            after={"job": job.pk, "version": version.number, "attempts": plan.total},
         )
         transaction.on_commit(lambda: _send(job))
     logger.info(
@@ -478,7 +485,8 @@ def _switch(job_id: int) -> RescoreJob | None:
     return job
 
 
-def job_cancel(*, job: RescoreJob) -> RescoreJob:
+@transaction.atomic
+def job_cancel(*, job: RescoreJob, by: Any = None) -> RescoreJob:
     """Stop a queued or running job; the active version does not change."""
     cancelled = RescoreJob.objects.filter(pk=job.pk, status__in=RescoreJob.ACTIVE_STATUSES).update(
         status=Status.CANCELLED, finished_at=timezone.now(), error="Cancelled."
@@ -490,6 +498,13 @@ def job_cancel(*, job: RescoreJob) -> RescoreJob:
             f"Rescore job {job.pk} has already {ended}; only a queued or running job can be "
             "cancelled."
         )
+    audit.audit_record(
+        kind=audit.Kind.RESCORE_CANCEL,
+        by=by,
+        challenge=job.challenge,
+        before={"job": job.pk, "status": "active"},
+        after={"job": job.pk, "status": job.status},
+    )
     logger.info("rescore cancelled", extra=_job_fields(job))
     return job
 

@@ -15,22 +15,15 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.text import slugify
 
-from challenges.models import Challenge, RescoreJob, ScoringSetupFields, ScoringVersion
+from challenges import audit
+from challenges.fieldsets import EMPTY_SETUP, INFO_FIELDS, SETUP_FIELDS
+from challenges.ingestion import rules
+from challenges.leaderboards import freeze
+from challenges.models import Challenge, RescoreJob, ScoringVersion
 from challenges.rescoring import jobs as rescoring
 from challenges.setup.versions import version_create
 from scoring import services as scoring
 from scoring.engine import strategies as S
-
-SETUP_FIELDS = ScoringSetupFields.SETUP_FIELDS
-INFO_FIELDS = ("name", "slug", "description", "is_active", "tenant_id", "app_id", "workflow_id")
-EMPTY_SETUP = {  # a setup's fields but the strategy and timeout, empty
-    "scoring_plugin_id": "",
-    "scoring_entrypoint": "",
-    "scoring_config": {},
-    "scoring_code": "",
-    "score_key": "",
-    "metrics": [],
-}
 
 
 def _unique_slug(name: str, exclude_pk: int | None = None) -> str:
@@ -54,6 +47,7 @@ def challenge_create(*, data: dict[str, Any], by: Any = None) -> Challenge:
     setup.setdefault("scoring_strategy", S.FIRST)
     setup = scoring.setup_validate(setup=setup)
     challenge = Challenge(**{k: v for k, v in data.items() if k in INFO_FIELDS}, **setup)
+    rules.competition_validate(challenge=challenge)
     if not challenge.slug:
         challenge.slug = _unique_slug(challenge.name)
     challenge.save()
@@ -62,6 +56,7 @@ def challenge_create(*, data: dict[str, Any], by: Any = None) -> Challenge:
     version.save(update_fields=["scored_at"])
     challenge.active_version = version
     challenge.save(update_fields=["active_version"])
+    audit.audit_challenge_saved(challenge=challenge, before=None, by=by)
     return challenge
 
 
@@ -89,9 +84,14 @@ def challenge_update(
     """Update a challenge. A change of the scoring setup makes a new version and queues
     its rescore; the active version stays until that rescore is done."""
     challenge = Challenge.objects.select_for_update().get(pk=challenge.pk)
+    before = audit.challenge_values(challenge)
     for name in INFO_FIELDS:
         if name in data:
             setattr(challenge, name, data[name])
+    rules.competition_validate(challenge=challenge)
+    refreeze = challenge.freeze_at != before["freeze_at"]
+    if refreeze:  # a new freeze: revealed again only by a new reveal
+        challenge.revealed_at = None
     if not challenge.slug:
         challenge.slug = _unique_slug(challenge.name, exclude_pk=challenge.pk)
     new_version = None
@@ -102,6 +102,14 @@ def challenge_update(
                 setattr(challenge, name, value)
             new_version = version_create(challenge=challenge, by=by, reason="setup change")
     challenge.save()
+    if refreeze:
+        freeze.frozen_drop(challenge_ids=[challenge.pk])
+    audit.audit_challenge_saved(
+        challenge=challenge,
+        before=before,
+        by=by,
+        new_version_number=new_version.number if new_version else None,
+    )
     job = None
     if new_version is not None:
         job = rescoring.rescore_start(challenge=challenge, version=new_version, by=by)

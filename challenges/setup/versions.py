@@ -21,6 +21,7 @@ from django.db import transaction
 from django.db.models import Exists, Max, OuterRef
 from django.utils import timezone
 
+from challenges import audit
 from challenges.leaderboards import scores
 from challenges.models import Attempt, AttemptScore, Challenge, RescoreJob, ScoringVersion
 from challenges.rescoring import jobs as rescoring
@@ -215,10 +216,29 @@ def _cancel_running_jobs(challenge: Challenge, *, reason: str) -> None:
     )
 
 
+def _audit_activation(
+    challenge: Challenge,
+    previous_id: int | None,
+    version: ScoringVersion,
+    by: Any,
+    job: RescoreJob | None = None,
+) -> None:
+    """Record a "make active again": at once, or (``job``) when that rescore is done."""
+    previous = ScoringVersion.objects.filter(pk=previous_id).values_list("number", flat=True)
+    audit.audit_record(
+        kind=audit.Kind.VERSION_ACTIVATE,
+        by=by,
+        challenge=challenge,
+        before={"active_version": previous.first()},
+        after={"active_version": version.number, **({"rescore_job": job.pk} if job else {})},
+    )
+
+
 def version_activate(*, version: ScoringVersion, by: Any = None) -> Activation:
     """Make ``version`` its challenge's active version again (see the module docstring).
     Raises ``ActivationRefused``."""
     challenge = version.challenge
+    previous = challenge.active_version_id
     if challenge.active_version_id == version.pk:
         raise ActivationRefused(f"Version {version.number} is already active.")
     try:
@@ -232,6 +252,7 @@ def version_activate(*, version: ScoringVersion, by: Any = None) -> Activation:
             _adopt_setup(challenge, version)
             challenge.save()
             job = rescoring.rescore_start(challenge=challenge, version=version, by=by)
+            _audit_activation(challenge, previous, version, by, job)
         return Activation(version, 0, 0, job)
 
     # A moment under the lock: every attempt recorded so far has committed (ingestion
@@ -258,6 +279,8 @@ def version_activate(*, version: ScoringVersion, by: Any = None) -> Activation:
             challenge, reason=f"Superseded: version {version.number} was made active again."
         )
         _adopt_setup(challenge, version)
+        previous = challenge.active_version_id
         challenge.active_version = version
         challenge.save()
+        _audit_activation(challenge, previous, version, by)
     return Activation(version, scored + late, failed + late_failed, None)

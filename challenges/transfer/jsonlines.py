@@ -26,6 +26,7 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils.dateparse import parse_datetime
 
+from challenges import audit
 from challenges.api.serializers import AttemptInSerializer, ChallengeSerializer
 from challenges.ingestion.services import AttemptInput, _players_upsert, attempt_build
 from challenges.models import Attempt, Challenge, RescoreJob, ScoringSetupFields, ScoringVersion
@@ -58,7 +59,7 @@ def challenge_export(*, challenge: Challenge) -> Iterator[dict[str, Any]]:
     yield {
         "type": "challenge",
         "format": FORMAT,
-        **{name: getattr(challenge, name) for name in INFO_FIELDS},
+        **{name: _plain(getattr(challenge, name)) for name in INFO_FIELDS},
         **challenge.setup_dict(),
         "active_version": active,
         "created_at": _iso(challenge.created_at),
@@ -87,7 +88,16 @@ def challenge_export(*, challenge: Challenge) -> Iterator[dict[str, Any]]:
             "sample": a.sample,
             "output": a.output,
             "messages": a.messages,
+            # Only when set: files without them (older exports) import as before.
+            **{flag: True for flag in MODERATION_FLAGS if getattr(a, flag)},
         }
+
+
+MODERATION_FLAGS = ("practice", "hidden")  # never ranked: kept so across an import
+
+
+def _plain(value: Any) -> Any:
+    return _iso(value) if isinstance(value, datetime) else value
 
 
 def export_lines(*, challenge: Challenge) -> Iterator[str]:
@@ -197,21 +207,28 @@ def _version_from(
     return version, made
 
 
-def _attempt_from(line_no: int, item: dict[str, Any]) -> AttemptInput:
-    data = {k: v for k, v in item.items() if k != "type"}
+def _attempt_from(line_no: int, item: dict[str, Any]) -> tuple[AttemptInput, dict[str, bool]]:
+    data = {k: v for k, v in item.items() if k != "type" and k not in MODERATION_FLAGS}
+    flags = {flag: item[flag] for flag in MODERATION_FLAGS if flag in item}
+    if any(type(value) is not bool for value in flags.values()):
+        raise _fail(line_no, "practice, hidden: true or false.")
     checked = AttemptInSerializer(data=data)
     if not checked.is_valid():
         raise _fail(line_no, _field_errors(checked.errors))
     if data.get("created_at") is None:
         raise _fail(line_no, "created_at: required in an import.")
-    return checked.to_input(checked.validated_data)
+    return checked.to_input(checked.validated_data), flags
 
 
-def _attempts_write(challenge: Challenge, batch: list[AttemptInput]) -> None:
-    players = _players_upsert(batch)
-    Attempt.objects.bulk_create(
-        attempt_build(challenge=challenge, item=item, player=players[item.player]) for item in batch
-    )
+def _attempts_write(challenge: Challenge, batch: list[tuple[AttemptInput, dict]]) -> None:
+    players = _players_upsert([item for item, _ in batch])
+    attempts = []
+    for item, flags in batch:
+        attempt = attempt_build(challenge=challenge, item=item, player=players[item.player])
+        for flag, value in flags.items():
+            setattr(attempt, flag, value)
+        attempts.append(attempt)
+    Attempt.objects.bulk_create(attempts)
 
 
 def challenge_import(
@@ -228,7 +245,7 @@ def challenge_import(
         challenge, (active_number, created_at) = _challenge_from(*first, slug)
         challenge.save()
         versions: dict[int, ScoringVersion] = {}
-        batch: list[AttemptInput] = []
+        batch: list[tuple[AttemptInput, dict]] = []
         attempts = 0
         for line_no, item in parsed:
             kind = item["type"]
@@ -263,5 +280,11 @@ def challenge_import(
             job = rescoring.rescore_start(
                 challenge=challenge, version=versions[active_number], by=by
             )
+        audit.audit_record(
+            kind=audit.Kind.IMPORT,
+            by=by,
+            challenge=challenge,
+            after={"slug": challenge.slug, "versions": len(versions), "attempts": attempts},
+        )
     challenge.refresh_from_db()
     return ImportResult(challenge, len(versions), attempts, job)

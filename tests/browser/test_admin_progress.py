@@ -15,7 +15,7 @@ from tests.factories import attempt_input, make_challenge, record
 
 pytestmark = [
     pytest.mark.browser,
-    pytest.mark.django_db(transaction=True, serialized_rollback=True),
+    pytest.mark.django_db(transaction=True),
 ]
 Status = RescoreJob.Status
 

@@ -20,7 +20,7 @@ from challenges.transfer.demo import seed_demo
 
 pytestmark = [
     pytest.mark.browser,
-    pytest.mark.django_db(transaction=True, serialized_rollback=True),
+    pytest.mark.django_db(transaction=True),
 ]
 ARTIFACTS = Path(os.environ.get("PODIUM_ARTIFACTS_DIR", settings.BASE_DIR / "var" / "artifacts"))
 

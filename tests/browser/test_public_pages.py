@@ -19,7 +19,7 @@ from tests.factories import WEIGHTED_SEED, attempt_input, make_challenge, record
 
 pytestmark = [
     pytest.mark.browser,
-    pytest.mark.django_db(transaction=True, serialized_rollback=True),
+    pytest.mark.django_db(transaction=True),
 ]
 
 ARTIFACTS = Path(

@@ -81,7 +81,7 @@ def test_a_page_meeting_a_lost_connection_gets_503(client, monkeypatch):
     assert response["Retry-After"] == "1"
 
 
-@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+@pytest.mark.django_db(transaction=True)
 def test_a_request_after_the_database_dropped_the_kept_connection_reconnects():
     """What a web worker does at each request (Django's test client skips it): the
     connection kept since the last request (CONN_MAX_AGE) was closed by the server (a
@@ -104,7 +104,7 @@ def _dsn() -> str:
     return f"host={host} port={port} user={db['USER']} dbname={db['NAME']}"
 
 
-@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+@pytest.mark.django_db(transaction=True)
 def test_a_chunk_meeting_lost_connections_is_retried_not_failed(monkeypatch, settings):
     """A raw psycopg error from the COPY path, more times than the batch's own retries:
     the task retries (eagerly here) and the job succeeds. Before: the job failed."""

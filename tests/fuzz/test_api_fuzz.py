@@ -22,7 +22,7 @@ from schemathesis.specs.openapi.checks import (  # noqa: E402
 from challenges.setup import services as setup_services  # noqa: E402
 from tests.factories import WEIGHTED_SEED, attempt_input, make_challenge, record  # noqa: E402
 
-pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 CHECKS = [
     not_a_server_error,

@@ -36,7 +36,7 @@ from .conftest import CHUNK, SKIP_REASON
 
 pytestmark = [
     pytest.mark.skipif(SKIP_REASON is not None, reason=SKIP_REASON or ""),
-    pytest.mark.django_db(transaction=True, serialized_rollback=True),
+    pytest.mark.django_db(transaction=True),
     pytest.mark.slow,
 ]
 Status = RescoreJob.Status

@@ -12,7 +12,7 @@ from challenges.models import Attempt, Player
 from tests.challenges.rescoring._threads import Session
 from tests.factories import attempt_input, make_challenge, record
 
-pytestmark = [pytest.mark.django_db(transaction=True, serialized_rollback=True), pytest.mark.slow]
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 ROUNDS = 12
 PLAYERS = 400
 

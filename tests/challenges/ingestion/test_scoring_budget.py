@@ -118,7 +118,7 @@ def test_the_pending_task_is_idempotent(
     assert LeaderboardEntry.objects.filter(version=sleeper.active_version).count() == 1
 
 
-@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+@pytest.mark.django_db(transaction=True)
 def test_no_scorer_runs_inside_a_transaction(settings, integration_api):
     """Inline scoring, and the task's: the probe plugin runs in this process and sees
     the connection's state (a transactional test: nothing wraps it in a transaction)."""

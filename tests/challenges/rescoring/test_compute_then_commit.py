@@ -48,7 +48,7 @@ def test_posts_stay_fast_during_a_slow_rescore_on_sqlite(tmp_path):
     _check(json.loads(done.stdout.strip().splitlines()[-1]))
 
 
-@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+@pytest.mark.django_db(transaction=True)
 def test_posts_stay_fast_during_a_slow_rescore_on_postgresql(monkeypatch, settings):
     if connection.vendor != "postgresql":
         pytest.skip("this one runs on PostgreSQL (the SQLite one runs everywhere)")

@@ -85,7 +85,7 @@ def _postgres_only():
         pytest.skip("concurrent sessions: PostgreSQL")
 
 
-@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+@pytest.mark.django_db(transaction=True)
 def test_two_finalizers_at_once_rebuild_and_switch_once(monkeypatch):
     _postgres_only()
     challenge = make_challenge(scoring_strategy="fewest_tokens")
@@ -116,7 +116,7 @@ def test_two_finalizers_at_once_rebuild_and_switch_once(monkeypatch):
     assert job.status == Status.SUCCEEDED
 
 
-@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+@pytest.mark.django_db(transaction=True)
 def test_ingestion_during_the_rebuild_never_deadlocks(monkeypatch):
     """The rebuild has deleted the version's entries; an ingestion comes in (a player
     scored by a chunk, then one recorded during the job); then the rebuild inserts.

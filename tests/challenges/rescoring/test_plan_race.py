@@ -16,7 +16,7 @@ from tests.factories import attempt_input, make_challenge, record
 
 from ._threads import Session, wait_until_someone_waits
 
-pytestmark = [pytest.mark.django_db(transaction=True, serialized_rollback=True), pytest.mark.slow]
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 TRIALS = 8
 
 
