@@ -20,7 +20,13 @@ from scoring.engine import strategies as S
 from scoring.engine.config import validate_config
 from scoring.engine.metrics import MetricsInvalid, validate_metrics
 from scoring.engine.outcome import Outcome
-from scoring.engine.protocol import AttemptMetrics, ConfigError, RegistryError, ScoringContext
+from scoring.engine.protocol import (
+    METRIC_KEYS,
+    AttemptMetrics,
+    ConfigError,
+    RegistryError,
+    ScoringContext,
+)
 from scoring.engine.runner import Scorer, ScoringSetup, build_scorer
 from scoring.engine.snippet import (
     AttemptPayload,
@@ -184,7 +190,7 @@ class _Contexts:
 
     def __init__(self, challenge: Any, timeout_ms: int):
         self._base = ScoringContext(
-            challenge_id=challenge.pk,
+            challenge_id=None if challenge.pk is None else str(challenge.pk),
             tenant_id=challenge.tenant_id,
             app_id=challenge.app_id,
             workflow_id=challenge.workflow_id,
@@ -353,7 +359,7 @@ def snippet_try(
     try:
         for example in attempts:
             metrics = AttemptMetrics(
-                **{k: example[k] for k in AttemptMetrics._fields if example.get(k) is not None}
+                **{k: example[k] for k in METRIC_KEYS if example.get(k) is not None}
             )
             items.append((metrics, ScoringContext(timeout_ms=valid.get("timeout_ms", 5000))))
             payloads.append(

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from typing import Any
 
+from . import legacy
 from .protocol import RegistryError
 
 ENTRY_POINT_GROUP = "podium.scorers"
@@ -55,6 +56,7 @@ def _parse_entrypoint(entrypoint: str) -> tuple[str, str]:
 
 def import_entrypoint(entrypoint: str) -> type:
     module_name, attr = _parse_entrypoint(entrypoint)
+    legacy.install()  # plugins ported unchanged import `services.challenge_scorer_protocol`
     try:
         obj: Any = importlib.import_module(module_name)
         for part in attr.split("."):
@@ -153,7 +155,11 @@ class ScorerRegistry:
         except KeyError:
             known = ", ".join(self.ids()) or "none"
             raise RegistryError(
-                f"Unknown scorer plugin {plugin_id!r}; registered plugins: {known}."
+                f"Unknown scorer plugin {plugin_id!r}; registered plugins: {known}. "
+                f"Plugins are registered explicitly: add {{{plugin_id!r}: "
+                "'package.module:Class'} to the SCORING_PLUGINS setting (environment "
+                "variable SCORING_PLUGINS, JSON), or declare it in the 'podium.scorers' "
+                "entry-point group of an installed package; then restart Podium."
             ) from None
 
     def verify(self, plugin_id: str, entrypoint: str | None) -> str:

@@ -108,6 +108,8 @@ class _ImportSpy:
 
 
 def test_verify_never_imports_the_given_string(registry, monkeypatch):
+    for name in [n for n in sys.modules if n == "services" or n.startswith("services.")]:
+        monkeypatch.delitem(sys.modules, name)  # a ported plugin loaded earlier imported it
     spy = _ImportSpy({"podium_spy_mod", "nope"})
     monkeypatch.setattr(sys, "meta_path", [spy, *sys.meta_path])
     calls: list[str] = []
