@@ -27,10 +27,10 @@ from typing import Any
 from django import forms
 from django.utils.functional import cached_property
 
+from scoring.catalogue import OK, plugins_catalogue
 from scoring.engine import strategies as S
 from scoring.engine.config import validate_config
-from scoring.engine.protocol import ConfigError, RegistryError
-from scoring.registry import registry
+from scoring.engine.protocol import ConfigError
 from scoring.services import SetupInvalid, setup_validate
 
 from . import services
@@ -165,26 +165,20 @@ class PluginChoice:
 
 
 def plugin_catalogue() -> dict[str, PluginChoice]:
-    """Every registered plugin, by id, with what the form needs to show it."""
-    reg = registry()
-    found = {}
-    for plugin_id in reg.ids():
-        try:
-            info = reg.info(plugin_id)
-        except RegistryError as exc:
-            found[plugin_id] = PluginChoice(
-                plugin_id, plugin_id, "", reg.entrypoint_for(plugin_id), None, (), str(exc)
-            )
-            continue
-        found[plugin_id] = PluginChoice(
-            plugin_id,
-            info.name,
-            info.description,
-            info.entrypoint,
-            info.config_schema,
-            tuple(weight_specs(info.config_schema)),
+    """Every registered plugin, by id, with what the form needs to show it: the same
+    source as ``GET /api/scorers/`` (broken plugins included, with their error)."""
+    return {
+        entry.id: PluginChoice(
+            entry.id,
+            entry.name,
+            entry.description,
+            entry.entrypoint,
+            entry.config_schema,
+            tuple(weight_specs(entry.config_schema)) if entry.status == OK else (),
+            entry.error,
         )
-    return found
+        for entry in plugins_catalogue()
+    }
 
 
 def placeholders(code: str) -> list[str]:

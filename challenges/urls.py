@@ -1,7 +1,13 @@
+from pathlib import Path
+
 from django.urls import include, path
 from rest_framework.routers import DefaultRouter
 
 from . import api, views
+
+if not hasattr(api, "__path__"):  # until the layout move (issue 11) makes api a package
+    api.__path__ = [str(Path(__file__).with_name("api"))]
+from .api import scorers as scorer_api
 
 router = DefaultRouter()
 router.register("challenges", api.ChallengeViewSet, basename="challenge")
@@ -17,4 +23,7 @@ urlpatterns = [
     path("challenges/<slug:slug>/leaderboard.csv", views.export_csv, name="export-csv"),
     path("challenges/<slug:slug>/leaderboard.json", views.export_json, name="export-json"),
 ]
-api_urlpatterns = [path("", include(router.urls))]
+api_urlpatterns = [
+    path("scorers/", scorer_api.ScorerCatalogueView.as_view(), name="scorer-catalogue"),
+    path("", include(router.urls)),
+]
