@@ -18,6 +18,7 @@ from django.db.models import Exists, F, OuterRef, QuerySet
 
 from scoring import services as scoring
 from scoring.engine.outcome import Outcome
+from scoring.failures import failures_log, failures_tick
 
 from .models import (
     Attempt,
@@ -125,7 +126,12 @@ def scores_replace(
             for a, o in zip(attempts, outcomes, strict=True)
         ]
         AttemptScore.objects.bulk_create(rows, batch_size=2000)
-        return sum(1 for o in outcomes if o.error)
+        failed = sum(1 for o in outcomes if o.error)
+        if failed:
+            failures_log(version=version, attempt_ids=[a[0] for a in attempts], outcomes=outcomes)
+        else:
+            failures_tick()
+        return failed
     table = AttemptScore._meta.db_table
     columns = "version_id, attempt_id, player_id, created_at, score, sort_key, details, error"
     failed = 0
@@ -135,7 +141,13 @@ def scores_replace(
             for start in range(0, len(attempts), STREAM_BATCH):
                 batch = attempts[start : start + STREAM_BATCH]
                 outcomes = compute(batch)
-                failed += sum(1 for o in outcomes if o.error)
+                batch_failed = sum(1 for o in outcomes if o.error)
+                if batch_failed:
+                    failed += batch_failed
+                    ids = [a[0] for a in batch]
+                    failures_log(version=version, attempt_ids=ids, outcomes=outcomes)
+                else:
+                    failures_tick()
                 copy.write(_copy_lines(version, batch, outcomes))
     return failed
 
@@ -271,6 +283,10 @@ def scores_write(
     the ones a rescore catches up while it holds the challenge lock)."""
     rows = score_rows(version=version, attempts=attempts, outcomes=outcomes)
     AttemptScore.objects.bulk_create(rows)
+    if any(o.error for o in outcomes):
+        failures_log(version=version, attempt_ids=[a.pk for a in attempts], outcomes=outcomes)
+    else:
+        failures_tick()
     return rows
 
 
