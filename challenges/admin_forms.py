@@ -264,6 +264,11 @@ class ChallengeAdminForm(forms.ModelForm):
         label="Score key",
         help_text="The score that ranks the leaderboard (required with several scores).",
     )
+    lower_is_better = forms.BooleanField(
+        required=False,
+        label="Lower scores rank first",
+        help_text="For a score that is a loss or an error; by default higher ranks first.",
+    )
     # Errors about the metrics list as a whole land here; its rows are generated.
     metrics = forms.JSONField(required=False, widget=forms.HiddenInput, label="Metrics")
     timeout_ms = forms.IntegerField(
@@ -395,6 +400,7 @@ class ChallengeAdminForm(forms.ModelForm):
             "scoring_config",
             "scoring_code",
             "score_key",
+            "lower_is_better",
             "metrics",
             "timeout_ms",
             "confirm_rescore",
@@ -465,7 +471,7 @@ class ChallengeAdminForm(forms.ModelForm):
                 used |= {s.field_name(plugin.plugin_id) for s in plugin.weights}
             return used | {"scoring_strategy", "timeout_ms"}
         if strategy == S.PYTHON:
-            used = {"scoring_code", "score_key", "metrics", "scoring_config"}
+            used = {"scoring_code", "score_key", "lower_is_better", "metrics", "scoring_config"}
             used |= {n for n in self.fields if n.startswith((TEMPLATE_PREFIX, METRIC_PREFIX))}
             return used | {"scoring_strategy", "timeout_ms"}
         return {"scoring_strategy"}
@@ -573,6 +579,13 @@ class ChallengeAdminForm(forms.ModelForm):
         code = cleaned.get("scoring_code") or ""
         setup["scoring_code"] = code
         setup["score_key"] = (cleaned.get("score_key") or "").strip()
+        setup["lower_is_better"] = bool(cleaned.get("lower_is_better"))
+        # Kept as it is: only python challenges saved before issue 20 have it (API only).
+        setup["sample_with_metrics"] = bool(
+            self.instance.pk
+            and self.instance.scoring_strategy == S.PYTHON
+            and self.instance.sample_with_metrics
+        )
         config = {}
         for field in self.template_fields():
             text = cleaned.get(field.name) or ""

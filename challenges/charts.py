@@ -115,7 +115,9 @@ def charts_data(*, challenge: Challenge) -> dict[str, Any]:
             "axis": axis,
             "time_axis": strategy.unit == "epoch_ms",
             "distribution": _distribution(version.pk, strategy.unit),
-            "top": _top_history(challenge, version.pk, strategy.descending, scale),
+            "top": _top_history(
+                challenge, version.pk, strategy.descending and not version.lower_is_better, scale
+            ),
         }
         cache.set(key, data, CACHE_SECONDS)
     return data

@@ -40,6 +40,11 @@ class ScoringSetupFields(models.Model):
     score_key = models.CharField(max_length=64, blank=True)
     metrics = models.JSONField(default=list, blank=True)
     timeout_ms = models.PositiveIntegerField(default=5000)
+    # Python snippets: the ranking score orders ascending (a loss, an error) when set.
+    lower_is_better = models.BooleanField(default=False)
+    # Python snippets saved before issue 20 saw the five metrics merged into ``sample``;
+    # those challenges keep it (set by migration), new ones get exactly their row.
+    sample_with_metrics = models.BooleanField(default=False)
 
     SETUP_FIELDS = (
         "scoring_strategy",
@@ -50,6 +55,8 @@ class ScoringSetupFields(models.Model):
         "score_key",
         "metrics",
         "timeout_ms",
+        "lower_is_better",
+        "sample_with_metrics",
     )
 
     class Meta:

@@ -66,7 +66,19 @@ class ChallengeSerializer(StrictSerializer):
         required=False, allow_blank=True, default="", trim_whitespace=False
     )
     score_key = StrictCharField(max_length=64, required=False, allow_blank=True, default="")
-    metrics = JSONListField(required=False, default=list)
+    metrics = JSONListField(required=False, default=list, allow_null=True)
+    lower_is_better = StrictBooleanField(
+        required=False,
+        default=False,
+        help_text="Python snippets: the ranking score orders ascending (a loss, an error).",
+    )
+    sample_with_metrics = StrictBooleanField(
+        required=False,
+        default=False,
+        help_text="Python snippets saved before the sample became exactly the attempt's "
+        "row: the five metrics are merged into `sample` (legacy; new code reads them from "
+        "`solver_output.metrics` or `attempt_metrics`).",
+    )
     tenant_id = StrictCharField(max_length=200, required=False, allow_blank=True, default="")
     app_id = StrictCharField(max_length=200, required=False, allow_blank=True, default="")
     workflow_id = StrictCharField(max_length=200, required=False, allow_blank=True, default="")
@@ -77,6 +89,9 @@ class ChallengeSerializer(StrictSerializer):
 
     def get_active_version(self, obj: Challenge) -> int | None:
         return obj.active_version.number if obj.active_version_id else None
+
+    def validate_metrics(self, value: list[Any] | None) -> list[Any]:
+        return [] if value is None else value  # the reference's default is None
 
     def validate_slug(self, value: str) -> str:
         taken = Challenge.objects.filter(slug=value)

@@ -74,6 +74,14 @@ def setup_validate(*, setup: dict[str, Any]) -> dict[str, Any]:
         if setup.get(field, empty) not in (empty, None):
             errors[field] = f"Not used by the {strategy!r} strategy; leave it empty."
 
+    for flag in ("lower_is_better", "sample_with_metrics"):
+        value = setup.get(flag, False)
+        if not isinstance(value, bool):
+            errors[flag] = "Must be true or false."
+        out[flag] = value is True
+        if strategy != S.PYTHON and value is True:
+            errors[flag] = f"Only for the 'python' strategy; not used by {strategy!r}."
+
     if strategy == S.PYTHON:
         for name in ("scoring_plugin_id", "scoring_entrypoint"):
             unused(name, "")
@@ -157,6 +165,8 @@ def setup_of(version: Any) -> ScoringSetup:
         code=version.scoring_code,
         score_key=version.score_key,
         owner=_owner(version),
+        lower_is_better=bool(getattr(version, "lower_is_better", False)),
+        sample_with_metrics=bool(getattr(version, "sample_with_metrics", False)),
     )
 
 
@@ -327,6 +337,8 @@ def scores_compute(*, version: Any, items: Sequence[Item]) -> list[Outcome]:
 def sort_key_of(version: Any, score: float | None) -> float | None:
     if score is None:
         return None
+    if version.scoring_strategy == S.PYTHON:  # the setup says which way it ranks
+        return score if getattr(version, "lower_is_better", False) else -score
     return S.get_strategy(version.scoring_strategy).sort_key(score)
 
 
@@ -339,7 +351,7 @@ class TryResult:
     """One example attempt run through the sandbox: what the admin's editor shows."""
 
     score: float | None  # the ranking score, or None (then ``error`` says why)
-    scores: dict[str, float | None]
+    scores: dict[str, float | str | None]
     metadata: dict[str, Any]
     error: str
     ms: float | None  # as the worker measured it
@@ -382,6 +394,7 @@ def snippet_try(
             score_key=valid.get("score_key") or "",
             timeout_ms=valid.get("timeout_ms", 5000),
             owner=owner,
+            sample_with_metrics=bool(valid.get("sample_with_metrics")),
         ),
         pool,
     )

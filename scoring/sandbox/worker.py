@@ -36,6 +36,8 @@ import signal
 import struct
 import sys
 import time
+from collections.abc import Mapping as _Mapping
+from typing import Any as _Any
 
 # --- references kept before any snippet runs --------------------------------------------
 _read, _write, _close, _dup, _dup2, _open = os.read, os.write, os.close, os.dup, os.dup2, os.open
@@ -43,7 +45,7 @@ _monotonic_ns, _perf = time.monotonic_ns, time.perf_counter
 _setitimer, _ITIMER_REAL = signal.setitimer, signal.ITIMER_REAL
 _pack_header, _unpack_header = struct.Struct("!I").pack, struct.Struct("!I").unpack
 _progress = struct.Struct("<qqq")
-_type, _len, _str, _isfinite = type, len, str, math.isfinite
+_type, _len, _str, _isfinite, _isinstance = type, len, str, math.isfinite, isinstance
 _zip, _enumerate, _min, _memoryview, _hasattr, _any = zip, enumerate, min, memoryview, hasattr, any
 _OSError = OSError
 _dict, _list, _int, _float, _bool, _none = dict, list, int, float, bool, type(None)
@@ -254,12 +256,13 @@ def check_plain(value, budget):
 
 # --- running ----------------------------------------------------------------------------
 class SolverOutput:
-    """What the solver produced: ``.output`` (text) and ``.messages`` (a list)."""
+    """What the solver produced: ``.output`` (text) and ``.messages`` (a list); and the
+    attempt's five metrics as ``.metrics`` (a dict)."""
 
-    __slots__ = ("messages", "output")
+    __slots__ = ("messages", "metrics", "output")
 
-    def __init__(self, output, messages):
-        self.output, self.messages = output, messages
+    def __init__(self, output, messages, metrics=None):
+        self.output, self.messages, self.metrics = output, messages, metrics
 
     def __repr__(self):
         return f"SolverOutput(output={self.output!r}, messages={self.messages!r})"
@@ -283,7 +286,16 @@ class Runner:
 
     def load(self, code):
         """Run the module's top level; return None or the fatal error's text."""
-        namespace = {"__name__": "snippet", "__builtins__": builtins}
+        # The reference's annotations (`sample: dict[str, Any]`, `solver_output:
+        # SolverOutput`) are evaluated at `def` time without `from __future__ import
+        # annotations`: both names are defined, so the signatures run as written.
+        namespace = {
+            "__name__": "snippet",
+            "__builtins__": builtins,
+            "SolverOutput": SolverOutput,
+            "Any": _Any,
+        }
+        self.namespace = namespace
         self.note(-1, 0)
         try:
             try:
@@ -327,12 +339,14 @@ class Runner:
 
     def run_one(self, item):
         """One attempt's answer, as JSON text: [0, result, ms] or [1, error, ms]."""
-        sample = item[0]
-        sample = _dict(sample) if _type(sample) is _dict else {}
-        for key, value in _zip(METRIC_KEYS, item[1], strict=False):
-            if key not in sample:
-                sample[key] = value
-        args = (sample,) if self.arity == 1 else (sample, SolverOutput(item[2], item[3]))
+        sample = item[0]  # exactly the attempt's row (legacy setups get it merged upstream)
+        sample = sample if _type(sample) is _dict else {}
+        metrics = _dict(_zip(METRIC_KEYS, item[1], strict=False))
+        self.namespace["attempt_metrics"] = metrics
+        if self.arity == 1:
+            args = (sample,)
+        else:
+            args = (sample, SolverOutput(item[2], item[3], metrics))
         sink = self.sink
         sink.used = 0
         started = _perf()
@@ -349,6 +363,8 @@ class Runner:
                 raise _Timeout
             if sink.used > sink.cap:
                 raise Refused(f"the snippet printed more than {sink.cap} characters")
+            if _type(result) is not _dict and _isinstance(result, _Mapping):
+                result = _plain_mapping(result)  # any Mapping result is accepted
             if _type(result) is not _dict:
                 kind = "a coroutine" if _hasattr(result, "__await__") else _type(result).__name__
                 hint = " (declare compute_scores with async def)" if "coroutine" in kind else ""
@@ -369,6 +385,17 @@ class Runner:
             return _error("MemoryError: over the sandbox's memory limit", started)
         except _BaseException as exc:
             return _error(_describe(exc), started)
+
+
+def _plain_mapping(result):
+    """A Mapping result (an OrderedDict, a MappingProxy…) as a dict, and its "scores"
+    and "metadata" too when they are Mappings."""
+    out = _dict(result.items())
+    for key in ("scores", "metadata"):
+        inner = out.get(key)
+        if _type(inner) is not _dict and _isinstance(inner, _Mapping):
+            out[key] = _dict(inner.items())
+    return out
 
 
 def _error(text, started):
