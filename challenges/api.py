@@ -117,7 +117,10 @@ class ChallengeViewSet(viewsets.ModelViewSet):
     def attempts(self, request: Request, pk: str | None = None) -> Response:
         challenge = self.get_object()
         inputs, many = attempts_parse(request.data)
-        recorded = services.attempts_record(challenge=challenge, inputs=inputs)
+        try:
+            recorded = services.attempts_record(challenge=challenge, inputs=inputs)
+        except SetupInvalid as exc:  # a challenge made without the service, unusable
+            raise _setup_errors(exc) from exc
         show_errors = is_scoring_admin(request.user)
         out = [_attempt_out(r, show_errors) for r in recorded]
         return Response(out if many else out[0], status=status.HTTP_201_CREATED)

@@ -66,6 +66,13 @@ class ScoringSetupFields(models.Model):
         return {name: getattr(self, name) for name in self.SETUP_FIELDS}
 
 
+class ScoringSetupUnversioned(ValueError):
+    """A challenge's scoring setup was changed and saved without a scoring version."""
+
+
+VERSIONING_SERVICE = "challenges.services.challenge_update(challenge=..., data={...})"
+
+
 class Challenge(ScoringSetupFields):
     name = models.CharField(max_length=200)
     slug = models.SlugField(max_length=200, unique=True)
@@ -97,6 +104,38 @@ class Challenge(ScoringSetupFields):
 
     def __str__(self) -> str:
         return self.name
+
+    def save(self, *args: object, **kwargs: object) -> None:
+        """Refuse a scoring setup that no version holds: scores belong to versions, and
+        a setup saved beside them would score attempts under no version, silently."""
+        update_fields = kwargs.get("update_fields")
+        touches_setup = update_fields is None or bool(
+            set(update_fields) & set(self.SETUP_FIELDS)  # type: ignore[arg-type]
+        )
+        if not self._state.adding and touches_setup:
+            self._check_setup_versioned()
+        super().save(*args, **kwargs)  # type: ignore[arg-type]
+
+    def _check_setup_versioned(self) -> None:
+        setup = self.setup_dict()
+        versions = ScoringVersion.objects.filter(challenge_id=self.pk)
+        if not versions.exists():
+            return  # made without the service (fixtures, the ORM): attempts make version 1
+        same = versions.filter(
+            scoring_strategy=setup["scoring_strategy"],
+            scoring_plugin_id=setup["scoring_plugin_id"],
+            scoring_entrypoint=setup["scoring_entrypoint"],
+            score_key=setup["score_key"],
+            timeout_ms=setup["timeout_ms"],
+        )
+        if any(version.setup_dict() == setup for version in same):
+            return
+        raise ScoringSetupUnversioned(
+            f"The scoring setup of challenge {self.pk} changed but no scoring version holds "
+            f"it. Change a setup with {VERSIONING_SERVICE}: it validates the setup, makes a "
+            "new version and rescores the attempts (the admin and PATCH /api/challenges/{id}/ "
+            "use it)."
+        )
 
 
 class Player(models.Model):

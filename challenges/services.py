@@ -126,6 +126,30 @@ def challenge_update(
     return ChallengeUpdate(challenge, new_version, job)
 
 
+def version_ensure(*, challenge: Challenge) -> None:
+    """Give a challenge made without the service (the ORM, a shell, a fixture) its first
+    version, so no attempt is recorded with a null score and no reason. Its setup is
+    validated first: raises ``scoring.SetupInvalid`` (nothing written) when it cannot run.
+    Active at once when it has no attempts yet; else its rescore makes it active."""
+    with transaction.atomic():
+        locked = Challenge.objects.select_for_update().get(pk=challenge.pk)
+        if locked.active_version_id is not None or locked.versions.exists():
+            return
+        setup = scoring.setup_validate(setup=locked.setup_dict())
+        for name, value in setup.items():
+            setattr(locked, name, value)
+        locked.save(update_fields=[*setup, "updated_at"])
+        version = version_create(challenge=locked, by=None, reason="first attempt")
+        if locked.attempts.exists():
+            job = rescoring.rescore_start(challenge=locked, version=version, by=None)
+            logger.info("first version made", extra={"challenge_id": locked.pk, "job": job.pk})
+            return
+        version.scored_at = timezone.now()
+        version.save(update_fields=["scored_at"])
+        locked.active_version = version
+        locked.save(update_fields=["active_version"])
+
+
 def version_create(*, challenge: Challenge, by: Any, reason: str) -> ScoringVersion:
     """A new version holding the challenge's current setup (call with the challenge row
     locked, or in its creating transaction, so numbers never collide)."""
@@ -269,6 +293,8 @@ def attempts_record(
 ) -> list[RecordedAttempt]:
     """Record attempts, all or nothing, scored under the active version (and any version
     being rescored), and update the leaderboard at once."""
+    if challenge_active_id(challenge.pk) is None:
+        version_ensure(challenge=challenge)
     attempts = [attempt_build(challenge=challenge, item=item) for item in inputs]
     for attempt, item in zip(attempts, inputs, strict=True):
         attempt.player_external_id = item.player
