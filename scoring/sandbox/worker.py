@@ -25,6 +25,7 @@ snippet that patches ``builtins`` or ``json`` does not break the next attempt.
 
 import builtins
 import ctypes
+import importlib.util
 import json
 import json.decoder
 import json.encoder
@@ -169,7 +170,8 @@ def load_seccomp(program):
 
 # Landlock access rights (linux/landlock.h), by the ABI version that added them.
 _FS_RIGHTS = {1: (1 << 13) - 1, 2: 1 << 13, 3: 1 << 14, 5: 1 << 15}
-_READ = (1 << 2) | (1 << 3)  # READ_FILE | READ_DIR
+_READ_FILE = 1 << 2
+_READ = _READ_FILE | (1 << 3)  # READ_FILE | READ_DIR
 _NET_RIGHTS = (1 << 0) | (1 << 1)  # BIND_TCP | CONNECT_TCP (ABI 4)
 _SCOPES = (1 << 0) | (1 << 1)  # ABSTRACT_UNIX_SOCKET | SIGNAL (ABI 6)
 
@@ -192,7 +194,8 @@ def load_landlock(read_paths):
             fd = _open(path, os.O_PATH | os.O_CLOEXEC)
         except OSError:
             continue  # not on this machine
-        rule = struct.pack("<Qi", _READ, fd)  # struct landlock_path_beneath_attr (packed)
+        rights = _READ if os.path.isdir(path) else _READ_FILE  # a file has no READ_DIR
+        rule = struct.pack("<Qi", rights, fd)  # struct landlock_path_beneath_attr (packed)
         result = _syscall(SYS_landlock_add_rule, ruleset, 1, rule, 0)
         _close(fd)
         if result != 0:
@@ -410,7 +413,27 @@ def _describe(exc):
     return text[:2000]
 
 
+class LibraryFinder:
+    """Resolves the allowed third-party libraries (name → package directory or module
+    file, from the parent) and nothing else: no site-packages is on the path."""
+
+    def __init__(self, paths):
+        self.paths = paths
+
+    def find_spec(self, name, path=None, target=None):
+        where = self.paths.get(name) if "." not in name else None
+        if where is None:
+            return None  # submodules resolve through their package's __path__
+        if where.endswith(".py"):
+            return importlib.util.spec_from_file_location(name, where)
+        return importlib.util.spec_from_file_location(
+            name, where + "/__init__.py", submodule_search_locations=[where]
+        )
+
+
 def main():
+    if _len(sys.argv) > 2:
+        sys.meta_path.append(LibraryFinder(json.loads(sys.argv[2])))
     # The channel, moved aside; the snippet's stdin/stdout/stderr lead nowhere.
     channel = Channel(_dup(0), _dup(1))
     null = _open("/dev/null", os.O_RDONLY)
