@@ -79,8 +79,10 @@ def _version(challenge, setup: dict):
         locked = Challenge.objects.select_for_update().get(pk=challenge.pk)
         for key, value in setup.items():
             setattr(locked, key, value)
+        # The version first: Challenge.save() refuses a setup no version holds.
+        version = services.version_create(challenge=locked, by=None, reason="bench")
         locked.save()
-        return services.version_create(challenge=locked, by=None, reason="bench")
+        return version
 
 
 def _drop_scores(version) -> None:
