@@ -359,6 +359,8 @@ class Runner:
                 result = self.function(*args)
                 if self.loop is not None:
                     result = self.loop.run_until_complete(result)
+                if _type(result) is not _dict and _isinstance(result, _Mapping):
+                    result = _plain_mapping(result)  # any Mapping; its items() is timed too
             finally:
                 _setitimer(_ITIMER_REAL, 0)
             took = (_perf() - started) * 1000.0
@@ -366,8 +368,6 @@ class Runner:
                 raise _Timeout
             if sink.used > sink.cap:
                 raise Refused(f"the snippet printed more than {sink.cap} characters")
-            if _type(result) is not _dict and _isinstance(result, _Mapping):
-                result = _plain_mapping(result)  # any Mapping result is accepted
             if _type(result) is not _dict:
                 kind = "a coroutine" if _hasattr(result, "__await__") else _type(result).__name__
                 hint = " (declare compute_scores with async def)" if "coroutine" in kind else ""
