@@ -8,7 +8,7 @@ from scoring.engine.snippet import AttemptPayload, SnippetScorer, SnippetSetup
 from scoring.sandbox import launch
 from tests.scoring.test_snippet import sandbox_pool  # noqa: F401 - a fixture
 
-VALIDATES = '''
+VALIDATES = """
 import jsonschema
 
 SCHEMA = {"type": "object", "required": ["answer"],
@@ -21,7 +21,7 @@ def compute_scores(sample, solver_output):
     except (ValueError, jsonschema.ValidationError) as exc:
         return {"scores": {"valid": False}, "metadata": {"why": type(exc).__name__}}
     return {"valid": True}
-'''
+"""
 
 
 def _run(pool, code, outputs, owner):
