@@ -15,6 +15,7 @@ import subprocess
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
@@ -123,9 +124,13 @@ def _run_on(database_url: str, tmp_path: Path, name: str) -> list[dict]:
 
 
 def _postgres_url() -> str | None:
+    """The server to compare on, under a database name of this test's own: the child's
+    test database (test_<name>_metrics) never meets the one this run may be using."""
     for candidate in (os.environ.get("PODIUM_TEST_POSTGRES_URL"), os.environ.get("DATABASE_URL")):
         if candidate and candidate.startswith(("postgres://", "postgresql://")):
-            return candidate
+            parts = urlsplit(candidate)
+            name = parts.path.strip("/").split("/")[0] or "podium"
+            return urlunsplit(parts._replace(path=f"/{name}_metrics"))
     return None
 
 
