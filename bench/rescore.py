@@ -72,15 +72,16 @@ def _version(challenge, setup: dict):
     """A new version of ``challenge`` with ``setup`` (no job: the SQL reference's)."""
     from django.db import transaction
 
-    from challenges.models import Challenge
-    from challenges.setup import versions
+    from challenges.models import Challenge, ScoringVersion
 
     with transaction.atomic():
         locked = Challenge.objects.select_for_update().get(pk=challenge.pk)
         for key, value in setup.items():
             setattr(locked, key, value)
+        # The version first: Challenge.save() refuses a setup no version holds.
+        version = ScoringVersion.objects.create_next(challenge=locked, by=None, reason="bench")
         locked.save()
-        return versions.version_create(challenge=locked, by=None, reason="bench")
+        return version
 
 
 def _drop_scores(version) -> None:

@@ -28,4 +28,6 @@ EMPTY_SETUP = {  # a setup's fields but the strategy and timeout, empty
     "scoring_code": "",
     "score_key": "",
     "metrics": [],
+    "lower_is_better": False,
+    "sample_with_metrics": False,
 }

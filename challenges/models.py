@@ -46,6 +46,11 @@ class ScoringSetupFields(models.Model):
     score_key = models.CharField(max_length=64, blank=True)
     metrics = models.JSONField(default=list, blank=True, decoder=TextSafeJSONDecoder)
     timeout_ms = models.PositiveIntegerField(default=5000)
+    # Python snippets: the ranking score orders ascending (a loss, an error) when set.
+    lower_is_better = models.BooleanField(default=False)
+    # Python snippets saved before issue 20 saw the five metrics merged into ``sample``;
+    # those challenges keep it (set by migration), new ones get exactly their row.
+    sample_with_metrics = models.BooleanField(default=False)
 
     SETUP_FIELDS = (
         "scoring_strategy",
@@ -56,6 +61,8 @@ class ScoringSetupFields(models.Model):
         "score_key",
         "metrics",
         "timeout_ms",
+        "lower_is_better",
+        "sample_with_metrics",
     )
 
     class Meta:
@@ -68,6 +75,13 @@ class ScoringSetupFields(models.Model):
 class LateAttempts(models.TextChoices):
     REFUSE = "refuse", "Refuse them (409)"
     PRACTICE = "practice", "Record them as practice (scored, never ranked)"
+
+
+class ScoringSetupUnversioned(ValueError):
+    """A challenge's scoring setup was changed and saved without a scoring version."""
+
+
+VERSIONING_SERVICE = "challenges.setup.services.challenge_update(challenge=..., data={...})"
 
 
 class Challenge(ScoringSetupFields):
@@ -137,6 +151,38 @@ class Challenge(ScoringSetupFields):
     def __str__(self) -> str:
         return self.name
 
+    def save(self, *args: object, **kwargs: object) -> None:
+        """Refuse a scoring setup that no version holds: scores belong to versions, and
+        a setup saved beside them would score attempts under no version, silently."""
+        update_fields = kwargs.get("update_fields")
+        touches_setup = update_fields is None or bool(
+            set(update_fields) & set(self.SETUP_FIELDS)  # type: ignore[arg-type]
+        )
+        if not self._state.adding and touches_setup:
+            self._check_setup_versioned()
+        super().save(*args, **kwargs)  # type: ignore[arg-type]
+
+    def _check_setup_versioned(self) -> None:
+        setup = self.setup_dict()
+        versions = ScoringVersion.objects.filter(challenge_id=self.pk)
+        if not versions.exists():
+            return  # made without the service (fixtures, the ORM): attempts make version 1
+        same = versions.filter(
+            scoring_strategy=setup["scoring_strategy"],
+            scoring_plugin_id=setup["scoring_plugin_id"],
+            scoring_entrypoint=setup["scoring_entrypoint"],
+            score_key=setup["score_key"],
+            timeout_ms=setup["timeout_ms"],
+        )
+        if any(version.setup_dict() == setup for version in same):
+            return
+        raise ScoringSetupUnversioned(
+            f"The scoring setup of challenge {self.pk} changed but no scoring version holds "
+            f"it. Change a setup with {VERSIONING_SERVICE}: it validates the setup, makes a "
+            "new version and rescores the attempts (the admin and PATCH /api/challenges/{id}/ "
+            "use it)."
+        )
+
 
 class Player(models.Model):
     external_id = models.CharField(max_length=255, unique=True)
@@ -203,6 +249,20 @@ class Attempt(models.Model):
         return f"Attempt {self.pk} by {self.player_id} on {self.challenge_id}"
 
 
+class ScoringVersionManager(models.Manager["ScoringVersion"]):
+    def create_next(self, *, challenge: Challenge, by: Any, reason: str) -> ScoringVersion:
+        """A new version holding the challenge's current setup (call with the challenge
+        row locked, or in its creating transaction, so numbers never collide)."""
+        last = challenge.versions.order_by("-number").values_list("number", flat=True).first()
+        return self.create(
+            challenge=challenge,
+            number=(last or 0) + 1,
+            reason=reason,
+            created_by=by if getattr(by, "is_authenticated", False) else None,
+            **challenge.setup_dict(),
+        )
+
+
 class ScoringVersion(ScoringSetupFields):
     """A challenge's scoring setup at one point in time; scores belong to a version."""
 
@@ -215,6 +275,8 @@ class ScoringVersion(ScoringSetupFields):
     reason = models.CharField(max_length=200, blank=True, help_text="Why it was made.")
     # Set when every attempt has a score under this version (then it may become active).
     scored_at = models.DateTimeField(null=True, blank=True)
+
+    objects = ScoringVersionManager()
 
     class Meta:
         ordering = ["challenge", "-number"]

@@ -2,6 +2,7 @@ from django.urls import include, path, re_path
 from rest_framework.routers import DefaultRouter
 
 from challenges.api import competition as api_competition
+from challenges.api import scorers as scorer_api
 from challenges.api import views as api
 from challenges.public import views
 
@@ -42,5 +43,6 @@ api_urlpatterns = [
         name="attempt-unhide",
     ),
     path("audit/", api_competition.AuditList.as_view(), name="audit"),
+    path("scorers/", scorer_api.ScorerCatalogueView.as_view(), name="scorer-catalogue"),
     path("", include(router.urls)),
 ]

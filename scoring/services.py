@@ -70,6 +70,14 @@ def setup_validate(*, setup: dict[str, Any]) -> dict[str, Any]:
         if setup.get(field, empty) not in (empty, None):
             errors[field] = f"Not used by the {strategy!r} strategy; leave it empty."
 
+    for flag in ("lower_is_better", "sample_with_metrics"):
+        value = setup.get(flag, False)
+        if not isinstance(value, bool):
+            errors[flag] = "Must be true or false."
+        out[flag] = value is True
+        if strategy != S.PYTHON and value is True:
+            errors[flag] = f"Only for the 'python' strategy; not used by {strategy!r}."
+
     if strategy == S.PYTHON:
         for name in ("scoring_plugin_id", "scoring_entrypoint"):
             unused(name, "")
@@ -195,6 +203,8 @@ def setup_of(version: Any) -> ScoringSetup:
         code=version.scoring_code,
         score_key=version.score_key,
         owner=_owner(version),
+        lower_is_better=bool(getattr(version, "lower_is_better", False)),
+        sample_with_metrics=bool(getattr(version, "sample_with_metrics", False)),
     )
 
 
@@ -228,7 +238,7 @@ class _Contexts:
 
     def __init__(self, challenge: Any, timeout_ms: int):
         self._base = ScoringContext(
-            challenge_id=challenge.pk,
+            challenge_id=None if challenge.pk is None else str(challenge.pk),
             tenant_id=challenge.tenant_id,
             app_id=challenge.app_id,
             workflow_id=challenge.workflow_id,
@@ -365,4 +375,6 @@ def scores_compute(*, version: Any, items: Sequence[Item]) -> list[Outcome]:
 def sort_key_of(version: Any, score: float | None) -> float | None:
     if score is None:
         return None
+    if version.scoring_strategy == S.PYTHON:  # the setup says which way it ranks
+        return score if getattr(version, "lower_is_better", False) else -score
     return S.get_strategy(version.scoring_strategy).sort_key(score)

@@ -23,7 +23,7 @@ LAYERS = {
     "transfer": 4,
     "setup": 3,
     "ingestion": 2,
-    "rescoring": 2,
+    "rescoring": 1.5,  # ingestion queues the first rescore of a challenge made without a version
     "leaderboards": 1,
     "audit": 0.7,  # every capability records what it changed
     "fieldsets": 0.5,

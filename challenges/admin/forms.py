@@ -31,10 +31,10 @@ from challenges.ingestion.rules import competition_errors
 from challenges.models import Attempt, Challenge, LateAttempts, ScoringStrategy
 from challenges.setup import services as setup_services
 from challenges.text import SURROGATE, path_label, text_problem
+from scoring.catalogue import OK, plugins_catalogue
 from scoring.engine import strategies as S
 from scoring.engine.config import validate_config
-from scoring.engine.protocol import MAX_TIMEOUT_MS, ConfigError, RegistryError
-from scoring.registry import registry
+from scoring.engine.protocol import MAX_TIMEOUT_MS, ConfigError
 from scoring.services import SetupInvalid, setup_same, setup_validate
 
 # A setup change on a challenge with more attempts than this asks for confirmation.
@@ -166,26 +166,20 @@ class PluginChoice:
 
 
 def plugin_catalogue() -> dict[str, PluginChoice]:
-    """Every registered plugin, by id, with what the form needs to show it."""
-    reg = registry()
-    found = {}
-    for plugin_id in reg.ids():
-        try:
-            info = reg.info(plugin_id)
-        except RegistryError as exc:
-            found[plugin_id] = PluginChoice(
-                plugin_id, plugin_id, "", reg.entrypoint_for(plugin_id), None, (), str(exc)
-            )
-            continue
-        found[plugin_id] = PluginChoice(
-            plugin_id,
-            info.name,
-            info.description,
-            info.entrypoint,
-            info.config_schema,
-            tuple(weight_specs(info.config_schema)),
+    """Every registered plugin, by id, with what the form needs to show it: the same
+    source as ``GET /api/scorers/`` (broken plugins included, with their error)."""
+    return {
+        entry.id: PluginChoice(
+            entry.id,
+            entry.name,
+            entry.description,
+            entry.entrypoint,
+            entry.config_schema,
+            tuple(weight_specs(entry.config_schema)) if entry.status == OK else (),
+            entry.error,
         )
-    return found
+        for entry in plugins_catalogue()
+    }
 
 
 def placeholders(code: str) -> list[str]:
@@ -281,6 +275,11 @@ class ChallengeAdminForm(forms.ModelForm):
         max_length=64,
         label="Score key",
         help_text="The score that ranks the leaderboard (required with several scores).",
+    )
+    lower_is_better = forms.BooleanField(
+        required=False,
+        label="Lower scores rank first",
+        help_text="For a score that is a loss or an error; by default higher ranks first.",
     )
     # Errors about the metrics list as a whole land here; its rows are generated.
     metrics = EscapedJSONField(required=False, widget=forms.HiddenInput, label="Metrics")
@@ -415,6 +414,7 @@ class ChallengeAdminForm(forms.ModelForm):
             "scoring_config",
             "scoring_code",
             "score_key",
+            "lower_is_better",
             "metrics",
             "timeout_ms",
             "confirm_rescore",
@@ -500,7 +500,7 @@ class ChallengeAdminForm(forms.ModelForm):
                 used |= {s.field_name(plugin.plugin_id) for s in plugin.weights}
             return used | {"scoring_strategy", "timeout_ms"}
         if strategy == S.PYTHON:
-            used = {"scoring_code", "score_key", "metrics", "scoring_config"}
+            used = {"scoring_code", "score_key", "lower_is_better", "metrics", "scoring_config"}
             used |= {n for n in self.fields if n.startswith((TEMPLATE_PREFIX, METRIC_PREFIX))}
             return used | {"scoring_strategy", "timeout_ms"}
         return {"scoring_strategy"}
@@ -608,6 +608,13 @@ class ChallengeAdminForm(forms.ModelForm):
         code = cleaned.get("scoring_code") or ""
         setup["scoring_code"] = code
         setup["score_key"] = (cleaned.get("score_key") or "").strip()
+        setup["lower_is_better"] = bool(cleaned.get("lower_is_better"))
+        # Kept as it is: only python challenges saved before issue 20 have it (API only).
+        setup["sample_with_metrics"] = bool(
+            self.instance.pk
+            and self.instance.scoring_strategy == S.PYTHON
+            and self.instance.sample_with_metrics
+        )
         config = {}
         for field in self.template_fields():
             text = cleaned.get(field.name) or ""

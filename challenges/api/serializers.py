@@ -70,7 +70,19 @@ class ChallengeSerializer(StrictSerializer):
         required=False, allow_blank=True, default="", trim_whitespace=False
     )
     score_key = StrictCharField(max_length=64, required=False, allow_blank=True, default="")
-    metrics = JSONListField(required=False, default=list)
+    metrics = JSONListField(required=False, default=list, allow_null=True)
+    lower_is_better = StrictBooleanField(
+        required=False,
+        default=False,
+        help_text="Python snippets: the ranking score orders ascending (a loss, an error).",
+    )
+    sample_with_metrics = StrictBooleanField(
+        required=False,
+        default=False,
+        help_text="Python snippets saved before the sample became exactly the attempt's "
+        "row: the five metrics are merged into `sample` (legacy; new code reads them from "
+        "`solver_output.metrics` or `attempt_metrics`).",
+    )
     tenant_id = StrictCharField(max_length=200, required=False, allow_blank=True, default="")
     app_id = StrictCharField(max_length=200, required=False, allow_blank=True, default="")
     workflow_id = StrictCharField(max_length=200, required=False, allow_blank=True, default="")
@@ -133,6 +145,9 @@ class ChallengeSerializer(StrictSerializer):
         setup = obj.active_version if obj.active_version_id else obj  # what the page shows
         return f"{display.strategy_words(setup)}. {display.scoring_sentence(setup)}"
 
+    def validate_metrics(self, value: list[Any] | None) -> list[Any]:
+        return [] if value is None else value  # the reference's default is None
+
     def validate_slug(self, value: str) -> str:
         taken = Challenge.objects.filter(slug=value)
         if self.instance is not None:
@@ -151,6 +166,8 @@ STAFF_ONLY_FIELDS = (
     "scoring_code",
     "score_key",
     "metrics",
+    "lower_is_better",
+    "sample_with_metrics",
     "tenant_id",
     "app_id",
     "workflow_id",

@@ -181,6 +181,8 @@ class ChallengeViewSet(viewsets.ModelViewSet):
             recorded = services.attempts_record(challenge=challenge, inputs=inputs)
         except (rules.ScheduleClosed, rules.LimitExceeded) as exc:
             return refusal_response(exc)
+        except SetupInvalid as exc:  # a challenge made without the service, unusable
+            raise _setup_errors(exc) from exc
         show_errors = is_scoring_admin(request.user)
         out = [_attempt_out(r, show_errors) for r in recorded]
         return Response(out if many else out[0], status=status.HTTP_201_CREATED)

@@ -29,11 +29,39 @@ from challenges.models import (
     ScoringSetupFields,
     ScoringVersion,
 )
+from challenges.rescoring import jobs as rescoring
+from scoring import services as scoring
 from scoring.engine.outcome import Outcome
 
 logger = logging.getLogger(__name__)
 SETUP_FIELDS = ScoringSetupFields.SETUP_FIELDS
 DISPLAY_NAME_MAX = Player._meta.get_field("display_name").max_length
+
+
+def version_ensure(*, challenge: Challenge) -> None:
+    """Give a challenge made without the service (the ORM, a shell, a fixture) its first
+    version, so no attempt is recorded with a null score and no reason. Its setup is
+    validated first: raises ``scoring.SetupInvalid`` (nothing written) when it cannot run.
+    Active at once when it has no attempts yet; else its rescore makes it active."""
+    with transaction.atomic():
+        locked = Challenge.objects.select_for_update().get(pk=challenge.pk)
+        if locked.active_version_id is not None or locked.versions.exists():
+            return
+        setup = scoring.setup_validate(setup=locked.setup_dict())
+        for name, value in setup.items():
+            setattr(locked, name, value)
+        locked.save(update_fields=[*setup, "updated_at"])
+        version = ScoringVersion.objects.create_next(
+            challenge=locked, by=None, reason="first attempt"
+        )
+        if locked.attempts.exists():
+            job = rescoring.rescore_start(challenge=locked, version=version, by=None)
+            logger.info("first version made", extra={"challenge_id": locked.pk, "job": job.pk})
+            return
+        version.scored_at = timezone.now()
+        version.save(update_fields=["scored_at"])
+        locked.active_version = version
+        locked.save(update_fields=["active_version"])
 
 
 # --- attempts ---------------------------------------------------------------------------
@@ -172,6 +200,8 @@ def attempts_record(
     """Record attempts, all or nothing, scored under the active version (and any version
     being rescored), and update the leaderboard at once. The challenge's schedule and
     caps apply (``ingestion.rules``: raises ``ScheduleClosed``, ``LimitExceeded``)."""
+    if challenge_active_id(challenge.pk) is None:
+        version_ensure(challenge=challenge)
     external_ids = [item.player for item in inputs]
     practice = rules.schedule_check(challenge=challenge, now=timezone.now())
     rules.limits_precheck(challenge=challenge, external_ids=external_ids, now=timezone.now())

@@ -130,7 +130,14 @@ def charts_data(
             "axis": axis,
             "time_axis": strategy.unit == "epoch_ms",
             "distribution": _distribution(board, strategy.unit),
-            "top": _top_history(challenge, version.pk, strategy.descending, scale, board, before),
+            "top": _top_history(
+                challenge,
+                version.pk,
+                strategy.descending and not version.lower_is_better,
+                scale,
+                board,
+                before,
+            ),
         }
         cache.set(key, data, CACHE_SECONDS)
     return data

@@ -11,9 +11,10 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from django.db.models import Count, FloatField
-from django.db.models.fields.json import KeyTextTransform, KeyTransform
-from django.db.models.functions import Cast
+from django.db import connection
+from django.db.models import CharField, Count
+from django.db.models.expressions import RawSQL
+from django.db.models.fields.json import KeyTextTransform, KeyTransform, compile_json_path
 
 from challenges.leaderboards import exclusions, precision
 from challenges.models import AttemptScore, Challenge
@@ -21,9 +22,54 @@ from scoring.engine import metrics as M
 from scoring.engine import strategies as S
 
 
-def _score(name: str) -> Cast:
-    """details -> 'scores' ->> name, as a float (NULL when the attempt has no such score)."""
-    return Cast(KeyTextTransform(name, KeyTransform("scores", "details")), FloatField())
+def _text(name: str) -> KeyTextTransform:
+    """details -> 'scores' ->> name: the score as text (its JSON type says how to read it)."""
+    return KeyTextTransform(name, KeyTransform("scores", "details"))
+
+
+def _type(name: str) -> RawSQL:
+    """The JSON type of details -> 'scores' -> name, in one vocabulary on both databases:
+    'number', 'string', 'boolean', or NULL/'null' (no such score, or None). A cast of the
+    text alone cannot tell None from 0 on SQLite (its ->> gives 'null') nor the label
+    "1.5" from the number 1.5."""
+    column = f'{AttemptScore._meta.db_table}."details"'
+    if connection.vendor == "postgresql":
+        return RawSQL(f"jsonb_typeof({column} #> %s)", (["scores", name],), CharField())  # noqa: S611 - name is a bound parameter
+    sql = (
+        f"CASE JSON_TYPE({column}, %s) WHEN 'real' THEN 'number' WHEN 'integer' THEN 'number' "
+        "WHEN 'text' THEN 'string' WHEN 'true' THEN 'boolean' WHEN 'false' THEN 'boolean' END"
+    )
+    return RawSQL(sql, (compile_json_path(["scores", name]),), CharField())  # noqa: S611 - bound
+
+
+def _value(kind: str | None, text: str | None) -> float | str | None:
+    """A grouped score as Python: a number (booleans 1.0/0.0), a label, or None."""
+    if kind == "number":
+        return float(text)  # type: ignore[arg-type]
+    if kind == "boolean":
+        return 1.0 if text == "true" else 0.0
+    if kind == "string":
+        return text
+    return None  # no such score, or None: not counted
+
+
+def _grouped(scored: Any, names: dict[str, str]) -> dict[Any, int]:
+    """Counts of each value (one name) or each (prediction, label) pair (two names),
+    attempts without a value skipped; grouped by the database, read here."""
+    annotations: dict[str, Any] = {}
+    for alias, name in names.items():
+        annotations[f"{alias}_type"] = _type(name)
+        annotations[f"{alias}_text"] = _text(name)
+    keys = list(annotations)
+    rows = scored.annotate(**annotations).values(*keys).annotate(n=Count("pk"))
+    counts: dict[Any, int] = {}
+    for row in rows:
+        values = tuple(_value(row[f"{a}_type"], row[f"{a}_text"]) for a in names)
+        if any(v is None for v in values):
+            continue
+        key = values if len(values) > 1 else values[0]
+        counts[key] = counts.get(key, 0) + row["n"]
+    return counts
 
 
 def challenge_metrics(
@@ -46,21 +92,9 @@ def challenge_metrics(
     out = []
     for metric in metrics:
         if M.is_paired(metric):
-            rows = (
-                scored.annotate(p=_score(metric["prediction"]), t=_score(metric["label"]))
-                .filter(p__isnull=False, t__isnull=False)
-                .values("p", "t")
-                .annotate(n=Count("pk"))
-            )
-            counts: dict[Any, int] = {(r["p"], r["t"]): r["n"] for r in rows}
+            counts = _grouped(scored, {"p": metric["prediction"], "t": metric["label"]})
         else:
-            rows = (
-                scored.annotate(v=_score(metric["field"]))
-                .filter(v__isnull=False)
-                .values("v")
-                .annotate(n=Count("pk"))
-            )
-            counts = {r["v"]: r["n"] for r in rows}
+            counts = _grouped(scored, {"v": metric["field"]})
         value = M.compute(metric, counts)
         value = precision.served_json(value)
         out.append({"name": metric["name"], "type": metric["type"], "value": value})

@@ -29,6 +29,7 @@ from challenges.models import (
 from challenges.text import BAD_CHAR, outcome_storable
 from scoring import services as scoring
 from scoring.engine.outcome import Outcome
+from scoring.failures import failures_log, failures_tick
 
 SCORING_FIELDS = (
     "id",
@@ -121,6 +122,7 @@ def scores_put(
             for a, o in zip(attempts, outcomes, strict=True)
         ]
         AttemptScore.objects.bulk_create(rows, batch_size=2000)
+        _failures_note(version, attempts, outcomes)
         return
     table = AttemptScore._meta.db_table
     columns = "version_id, attempt_id, player_id, created_at, score, sort_key, details, error"
@@ -130,6 +132,17 @@ def scores_put(
         cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")  # checked during COPY, not at commit
         with cursor.cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
             copy.write(_copy_lines(version, attempts, outcomes))
+    _failures_note(version, attempts, outcomes)
+
+
+def _failures_note(
+    version: ScoringVersion, attempts: Sequence[AttemptRow], outcomes: Sequence[Outcome]
+) -> None:
+    """Log the batch's scorer failures (a burst of one error is summarised)."""
+    if any(o.error for o in outcomes):
+        failures_log(version=version, attempt_ids=[a[0] for a in attempts], outcomes=outcomes)
+    else:
+        failures_tick()
 
 
 def scores_count(*, version_id: int, first_id: int, last_id: int) -> tuple[int, int]:
@@ -276,6 +289,10 @@ def scores_write(
     the ones a rescore catches up while it holds the challenge lock)."""
     rows = score_rows(version=version, attempts=attempts, outcomes=outcomes)
     AttemptScore.objects.bulk_create(rows)
+    if any(o.error for o in outcomes):
+        failures_log(version=version, attempt_ids=[a.pk for a in attempts], outcomes=outcomes)
+    else:
+        failures_tick()
     return rows
 
 

@@ -1,7 +1,7 @@
 """Services that write a challenge and its scoring setup: create, update, the merge of a
 partial setup change, and the rescore of the current setup.
 
-A scoring change makes a new version (``setup.versions.version_create``) and queues its
+A scoring change makes a new version (``ScoringVersion.objects.create_next``) and queues its
 rescore (``rescoring.jobs.rescore_start``); the active version stays until that is done.
 """
 
@@ -21,7 +21,6 @@ from challenges.ingestion import rules
 from challenges.leaderboards import freeze
 from challenges.models import Challenge, RescoreJob, ScoringVersion
 from challenges.rescoring import jobs as rescoring
-from challenges.setup.versions import version_create
 from scoring import services as scoring
 from scoring.engine import strategies as S
 
@@ -51,7 +50,7 @@ def challenge_create(*, data: dict[str, Any], by: Any = None) -> Challenge:
     if not challenge.slug:
         challenge.slug = _unique_slug(challenge.name)
     challenge.save()
-    version = version_create(challenge=challenge, by=by, reason="created")
+    version = ScoringVersion.objects.create_next(challenge=challenge, by=by, reason="created")
     version.scored_at = timezone.now()
     version.save(update_fields=["scored_at"])
     challenge.active_version = version
@@ -100,7 +99,9 @@ def challenge_update(
         if setup != challenge.setup_dict():
             for name, value in setup.items():
                 setattr(challenge, name, value)
-            new_version = version_create(challenge=challenge, by=by, reason="setup change")
+            new_version = ScoringVersion.objects.create_next(
+                challenge=challenge, by=by, reason="setup change"
+            )
     challenge.save()
     if refreeze:
         freeze.frozen_drop(challenge_ids=[challenge.pk])
@@ -123,5 +124,5 @@ def challenge_rescore(*, challenge: Challenge, by: Any = None) -> RescoreJob:
     planned after that lock is released (``rescore_start`` plans before it locks)."""
     with transaction.atomic():
         locked = Challenge.objects.select_for_update().get(pk=challenge.pk)
-        version = version_create(challenge=locked, by=by, reason="rescore")
+        version = ScoringVersion.objects.create_next(challenge=locked, by=by, reason="rescore")
     return rescoring.rescore_start(challenge=challenge, version=version, by=by)

@@ -170,19 +170,6 @@ def version_history(*, challenge: Challenge) -> list[HistoryRow]:
 
 
 # --- making a version active again --------------------------------------------------------
-def version_create(*, challenge: Challenge, by: Any, reason: str) -> ScoringVersion:
-    """A new version holding the challenge's current setup (call with the challenge row
-    locked, or in its creating transaction, so numbers never collide)."""
-    last = challenge.versions.order_by("-number").values_list("number", flat=True).first() or 0
-    return ScoringVersion.objects.create(
-        challenge=challenge,
-        number=last + 1,
-        reason=reason,
-        created_by=by if getattr(by, "is_authenticated", False) else None,
-        **challenge.setup_dict(),
-    )
-
-
 class ActivationRefused(ValueError):
     """The version cannot be made active (already active, or its setup cannot run)."""
 

@@ -40,6 +40,8 @@ class ScoringSetup:
     code: str = ""
     score_key: str = ""
     owner: str = ""  # whose setup (e.g. "version 12"): snippet workers never mix owners
+    lower_is_better: bool = False  # python: the ranking score orders ascending
+    sample_with_metrics: bool = False  # python, legacy: metrics merged into ``sample``
 
 
 class Scorer(Protocol):
@@ -132,6 +134,7 @@ def build_scorer(
             score_key=setup.score_key,
             timeout_ms=setup.timeout_ms,
             owner=setup.owner,
+            sample_with_metrics=setup.sample_with_metrics,
         )
         return SnippetScorer(snippet, sandbox)
     return PluginScorer(registry, setup)

@@ -7,20 +7,28 @@ A snippet author needs only this docstring:
         value = sample.get(field)
         return {"is_complete": bool(value), "has_field": field in sample}
 
-- ``sample`` is the attempt's ``sample`` object plus each metric (``succeeded``,
-  ``tokens_total``, ``elapsed_ms``, ``rating``, ``created_at``) it does not have already;
-  ``solver_output`` has ``.output`` (text) and ``.messages`` (a list).
+- ``sample`` is exactly the attempt's ``sample`` object (the dataset row), nothing added;
+  ``solver_output`` has ``.output`` (text), ``.messages`` (a list) and ``.metrics`` (the
+  attempt's five metrics: ``succeeded``, ``tokens_total``, ``elapsed_ms``, ``rating``,
+  ``created_at``). Either signature may also read the module global ``attempt_metrics``
+  (the same dict), set before each call. Python challenges saved before this rule (the
+  setup's ``sample_with_metrics``) still get the metrics merged into ``sample``.
+- The reference's annotations run as written: ``SolverOutput`` and ``Any`` are defined
+  in the snippet's namespace.
 - ``<< config.KEY >>`` is replaced by ``scoring_config["KEY"]`` before the code runs:
   inside a plain string literal by the value's text (escaped), standing alone by a Python
   literal of the value (``<< config.threshold >>`` → ``0.5``); in a comment it stays as
   it is. A value is data, never code: in an f-string, a raw or bytes literal, a string
   used as a ``.format``/``%`` template or across a comment and code, the code is refused
   with the line, as is a placeholder without a value.
-- Return a flat dict of scores (``{"accuracy": 0.95, "is_correct": True}``) or
-  ``{"scores": {...}, "metadata": {...}}``. Scores are numbers or None; booleans count
-  as 1.0/0.0. Metadata is any JSON, stored with the attempt, never aggregated.
+- Return a flat dict (any Mapping) of scores (``{"accuracy": 0.95, "is_correct": True}``)
+  or ``{"scores": {...}, "metadata": {...}}``. Scores are numbers, booleans (1.0/0.0),
+  strings (labels, at most 256 characters: for frequency and classification metrics) or
+  None. Metadata is any JSON, stored with the attempt, never aggregated.
 - ``score_key`` names the score that ranks the leaderboard (not needed with one score).
-  No numeric value there → the attempt gets ``score = None`` and the reason.
+  No numeric value there → the attempt gets ``score = None`` and the reason. The ranking
+  value is not clamped (a negative error ranks); the setup's ``lower_is_better`` says
+  which way it orders.
 - At most 64 scores and 64 metadata keys, each name 1–64 printable characters; integers
   within ±2**53; no NaN or infinity; 16 KiB of JSON in all. An exception, a timeout or a
   result outside these rules gives ``score = None`` with the error kept for admins.
@@ -50,6 +58,7 @@ MAX_CODE_CHARS = 100_000
 MAX_KEYS = 64
 MAX_KEY_CHARS = 64
 MAX_DEPTH = 16
+MAX_LABEL_CHARS = 256
 _MAX_SAFE_INT = 2**53
 
 
@@ -266,7 +275,7 @@ def _key(key: Any, where: str) -> str:
     return key
 
 
-def _score_value(key: str, value: Any) -> float | None:
+def _score_value(key: str, value: Any) -> float | str | None:
     kind = type(value)
     if kind is float:
         if value != value or value in (math.inf, -math.inf):
@@ -280,7 +289,13 @@ def _score_value(key: str, value: Any) -> float | None:
         return float(value)
     if value is None:
         return None
-    raise Rejected(f"score {key!r} is {kind.__name__}, not a number")
+    if kind is str:
+        if len(value) > MAX_LABEL_CHARS or not _storable(value):
+            raise Rejected(
+                f"score {key!r} is a label over {MAX_LABEL_CHARS} characters or not storable text"
+            )
+        return value
+    raise Rejected(f"score {key!r} is {kind.__name__}, not a number, a label or None")
 
 
 def _metadata(value: Any) -> dict[str, Any]:
@@ -341,7 +356,7 @@ class Result(NamedTuple):
     """An attempt's outcome with the snippet's own view of it (for "Try it")."""
 
     outcome: Outcome
-    scores: dict[str, float | None]
+    scores: dict[str, float | str | None]
     metadata: dict[str, Any]
     ms: float | None
 
@@ -349,12 +364,12 @@ class Result(NamedTuple):
 _KEY_OK: dict[str, bool] = {}  # score names seen and checked (a cache: names repeat)
 
 
-def _flat_scores(value: dict[str, Any]) -> dict[str, float | None] | None:
+def _flat_scores(value: dict[str, Any]) -> dict[str, float | str | None] | None:
     """The fast path for the usual answer, a small flat dict of numbers under names seen
     before: the same rules as below with exact types, or None to take the full path."""
     if not value or len(value) > MAX_KEYS or "scores" in value:
         return None
-    scores: dict[str, float | None] = {}
+    scores: dict[str, float | str | None] = {}
     for key, item in value.items():
         if _KEY_OK.get(key) is not True:
             return None
@@ -399,10 +414,13 @@ def interpret(raw: Raw, score_key: str) -> Result:
         return _unranked(details, reason, ms)
     if ranking is None:
         return _unranked(details, f"the {score_key or 'only'} score is None", ms)
-    return Result(Outcome(ranking if ranking > 0.0 else 0.0, details), scores, metadata, ms)
+    if type(ranking) is str:
+        reason = f"the {score_key or 'only'} score is a label ({ranking[:40]!r}), not a number"
+        return _unranked(details, reason, ms)
+    return Result(Outcome(ranking, details), scores, metadata, ms)  # not clamped
 
 
-def _checked(value: Any) -> tuple[dict[str, float | None], dict[str, Any]]:
+def _checked(value: Any) -> tuple[dict[str, float | str | None], dict[str, Any]]:
     """Scores and metadata of an answer, every rule checked. Raises Rejected."""
     if type(value) is not dict:
         raise Rejected(f"compute_scores returned {type(value).__name__}, not a dict")
@@ -416,7 +434,7 @@ def _checked(value: Any) -> tuple[dict[str, float | None], dict[str, Any]]:
         raise Rejected("compute_scores returned no scores")
     if len(raw_scores) > MAX_KEYS:
         raise Rejected(f"{len(raw_scores)} scores; at most {MAX_KEYS}")
-    scores: dict[str, float | None] = {}
+    scores: dict[str, float | str | None] = {}
     for key, item in raw_scores.items():
         scores[_key(key, "a score")] = _score_value(key, item)
     # Without metadata the size is bounded by the key rules (64 keys of 64 characters).
@@ -444,6 +462,16 @@ class SnippetSetup:
     score_key: str
     timeout_ms: int
     owner: str
+    sample_with_metrics: bool = False  # legacy: the metrics merged into ``sample``
+
+
+def _with_metrics(metrics: AttemptMetrics, payload: AttemptPayload) -> AttemptPayload:
+    """The legacy sample: the attempt's ``sample`` plus each metric it lacks."""
+    sample = json.loads(payload.sample_json)
+    sample = dict(sample) if isinstance(sample, dict) else {}
+    for key, value in metrics.items():
+        sample.setdefault(key, value)
+    return payload._replace(sample_json=json.dumps(sample))
 
 
 class SnippetScorer:
@@ -463,6 +491,7 @@ class SnippetScorer:
             timeout_ms=setup.timeout_ms,
         )
         self.score_key = setup.score_key
+        self.sample_with_metrics = setup.sample_with_metrics
         self.sandbox = sandbox
 
     def results(
@@ -473,6 +502,11 @@ class SnippetScorer:
         arity = self.program.arity
         if payloads is None:
             payloads = [_EMPTY] * len(items)
+        if self.sample_with_metrics:
+            payloads = [
+                _with_metrics(metrics, payload)
+                for (metrics, _), payload in zip(items, payloads, strict=True)
+            ]
         encoded = [
             encode_item(metrics, payload, arity)
             for (metrics, _), payload in zip(items, payloads, strict=True)

@@ -28,6 +28,7 @@ snippet that patches ``builtins`` or ``json`` does not break the next attempt.
 
 import builtins
 import ctypes
+import importlib.util
 import json
 import json.decoder
 import json.encoder
@@ -38,13 +39,15 @@ import signal
 import struct
 import sys
 import time
+from collections.abc import Mapping as _Mapping
+from typing import Any as _Any
 
 # --- references kept before any snippet runs --------------------------------------------
 _read, _write, _close, _dup, _dup2, _open = os.read, os.write, os.close, os.dup, os.dup2, os.open
 _perf = time.perf_counter
 _setitimer, _ITIMER_REAL = signal.setitimer, signal.ITIMER_REAL
 _pack_header, _unpack_header = struct.Struct("!I").pack, struct.Struct("!I").unpack
-_type, _len, _str, _isfinite = type, len, str, math.isfinite
+_type, _len, _str, _isfinite, _isinstance = type, len, str, math.isfinite, isinstance
 _zip, _enumerate, _min, _memoryview, _hasattr, _any = zip, enumerate, min, memoryview, hasattr, any
 _OSError = OSError
 _dict, _list, _int, _float, _bool, _none = dict, list, int, float, bool, type(None)
@@ -168,7 +171,8 @@ def load_seccomp(program):
 
 # Landlock access rights (linux/landlock.h), by the ABI version that added them.
 _FS_RIGHTS = {1: (1 << 13) - 1, 2: 1 << 13, 3: 1 << 14, 5: 1 << 15}
-_READ = (1 << 2) | (1 << 3)  # READ_FILE | READ_DIR
+_READ_FILE = 1 << 2
+_READ = _READ_FILE | (1 << 3)  # READ_FILE | READ_DIR
 _NET_RIGHTS = (1 << 0) | (1 << 1)  # BIND_TCP | CONNECT_TCP (ABI 4)
 _SCOPES = (1 << 0) | (1 << 1)  # ABSTRACT_UNIX_SOCKET | SIGNAL (ABI 6)
 
@@ -191,7 +195,8 @@ def load_landlock(read_paths):
             fd = _open(path, os.O_PATH | os.O_CLOEXEC)
         except OSError:
             continue  # not on this machine
-        rule = struct.pack("<Qi", _READ, fd)  # struct landlock_path_beneath_attr (packed)
+        rights = _READ if os.path.isdir(path) else _READ_FILE  # a file has no READ_DIR
+        rule = struct.pack("<Qi", rights, fd)  # struct landlock_path_beneath_attr (packed)
         result = _syscall(SYS_landlock_add_rule, ruleset, 1, rule, 0)
         _close(fd)
         if result != 0:
@@ -255,12 +260,13 @@ def check_plain(value, budget):
 
 # --- running ----------------------------------------------------------------------------
 class SolverOutput:
-    """What the solver produced: ``.output`` (text) and ``.messages`` (a list)."""
+    """What the solver produced: ``.output`` (text) and ``.messages`` (a list); and the
+    attempt's five metrics as ``.metrics`` (a dict)."""
 
-    __slots__ = ("messages", "output")
+    __slots__ = ("messages", "metrics", "output")
 
-    def __init__(self, output, messages):
-        self.output, self.messages = output, messages
+    def __init__(self, output, messages, metrics=None):
+        self.output, self.messages, self.metrics = output, messages, metrics
 
     def __repr__(self):
         return f"SolverOutput(output={self.output!r}, messages={self.messages!r})"
@@ -281,7 +287,16 @@ class Runner:
 
     def load(self, code):
         """Run the module's top level; return None or the fatal error's text."""
-        namespace = {"__name__": "snippet", "__builtins__": builtins}
+        # The reference's annotations (`sample: dict[str, Any]`, `solver_output:
+        # SolverOutput`) are evaluated at `def` time without `from __future__ import
+        # annotations`: both names are defined, so the signatures run as written.
+        namespace = {
+            "__name__": "snippet",
+            "__builtins__": builtins,
+            "SolverOutput": SolverOutput,
+            "Any": _Any,
+        }
+        self.namespace = namespace
         try:
             compiled = compile(code, "<snippet>", "exec")
         except SyntaxError as exc:
@@ -336,12 +351,14 @@ class Runner:
 
     def run_one(self, item):
         """One attempt's answer, as JSON text: [0, result, ms] or [1, error, ms]."""
-        sample = item[0]
-        sample = _dict(sample) if _type(sample) is _dict else {}
-        for key, value in _zip(METRIC_KEYS, item[1], strict=False):
-            if key not in sample:
-                sample[key] = value
-        args = (sample,) if self.arity == 1 else (sample, SolverOutput(item[2], item[3]))
+        sample = item[0]  # exactly the attempt's row (legacy setups get it merged upstream)
+        sample = sample if _type(sample) is _dict else {}
+        metrics = _dict(_zip(METRIC_KEYS, item[1], strict=False))
+        self.namespace["attempt_metrics"] = metrics
+        if self.arity == 1:
+            args = (sample,)
+        else:
+            args = (sample, SolverOutput(item[2], item[3], metrics))
         sink = self.sink
         sink.used = 0
         started = _perf()
@@ -351,6 +368,8 @@ class Runner:
                 result = self.function(*args)
                 if self.loop is not None:
                     result = self.loop.run_until_complete(result)
+                if _type(result) is not _dict and _isinstance(result, _Mapping):
+                    result = _plain_mapping(result)  # any Mapping; its items() is timed too
             finally:
                 _setitimer(_ITIMER_REAL, 0)
             took = (_perf() - started) * 1000.0
@@ -380,6 +399,17 @@ class Runner:
             return _error(_describe(exc), started)
 
 
+def _plain_mapping(result):
+    """A Mapping result (an OrderedDict, a MappingProxy…) as a dict, and its "scores"
+    and "metadata" too when they are Mappings."""
+    out = _dict(result.items())
+    for key in ("scores", "metadata"):
+        inner = out.get(key)
+        if _type(inner) is not _dict and _isinstance(inner, _Mapping):
+            out[key] = _dict(inner.items())
+    return out
+
+
 def _error(text, started):
     return _encode([1, text, (_perf() - started) * 1000.0])
 
@@ -392,7 +422,27 @@ def _describe(exc):
     return text[:2000]
 
 
+class LibraryFinder:
+    """Resolves the allowed third-party libraries (name → package directory or module
+    file, from the parent) and nothing else: no site-packages is on the path."""
+
+    def __init__(self, paths):
+        self.paths = paths
+
+    def find_spec(self, name, path=None, target=None):
+        where = self.paths.get(name) if "." not in name else None
+        if where is None:
+            return None  # submodules resolve through their package's __path__
+        if where.endswith(".py"):
+            return importlib.util.spec_from_file_location(name, where)
+        return importlib.util.spec_from_file_location(
+            name, where + "/__init__.py", submodule_search_locations=[where]
+        )
+
+
 def main():
+    if _len(sys.argv) > 1:  # the libraries a snippet may import (launch.libraries)
+        sys.meta_path.append(LibraryFinder(json.loads(sys.argv[1])))
     # The channel, moved aside; the snippet's stdin/stdout/stderr lead nowhere.
     channel = Channel(_dup(0), _dup(1))
     null = _open("/dev/null", os.O_RDONLY)
