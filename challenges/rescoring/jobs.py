@@ -48,20 +48,26 @@ class JobStateError(ValueError):
 
 
 # --- starting ---------------------------------------------------------------------------
-def rescore_start(*, challenge: Challenge, version: ScoringVersion, by: Any = None) -> RescoreJob:
-    """Queue a rescore of ``challenge`` under ``version`` (to rescore the current setup,
-    ``setup.services.challenge_rescore`` makes that version first). Other queued or
-    running jobs of the challenge are cancelled: the newest request wins. The job's tasks
-    are sent when the transaction commits."""
+def rescore_start(
+    *, challenge: Challenge, version: ScoringVersion | None = None, by: Any = None
+) -> RescoreJob:
+    """Queue a rescore of ``challenge``: of ``version``, or of a new version holding the
+    current setup (made under the challenge lock, so numbers never collide). Other queued
+    or running jobs of the challenge are cancelled: the newest request wins. The job's
+    tasks are sent when the transaction commits."""
     # Plan the chunks before taking the challenge lock (reading a million ids takes a
     # while, and ingestion waits for that lock). An attempt recorded after the plan is
     # in no chunk: it is scored at ingestion once the job exists, or by the switch,
     # which scores every attempt above the planned ranges still missing a score.
-    in_sql = scores.scored_in_sql(version)
+    in_sql = scores.scored_in_sql(version if version is not None else challenge)
     most = settings.PODIUM_SCORING_CHUNK * (SQL_CHUNK_FACTOR if in_sql else 1)
     plan = _plan_chunks(challenge.pk, most=most)
     with transaction.atomic():
         challenge = Challenge.objects.select_for_update().get(pk=challenge.pk)
+        if version is None:
+            version = ScoringVersion.objects.create_next(
+                challenge=challenge, by=by, reason="rescore"
+            )
         now = timezone.now()
         RescoreJob.objects.filter(
             challenge=challenge, status__in=RescoreJob.ACTIVE_STATUSES

@@ -118,11 +118,6 @@ def challenge_update(
 
 
 def challenge_rescore(*, challenge: Challenge, by: Any = None) -> RescoreJob:
-    """Rescore the challenge's current setup: a new version holding it, then its job.
-
-    The version is made under the challenge lock (numbers never collide); the job is
-    planned after that lock is released (``rescore_start`` plans before it locks)."""
-    with transaction.atomic():
-        locked = Challenge.objects.select_for_update().get(pk=challenge.pk)
-        version = ScoringVersion.objects.create_next(challenge=locked, by=by, reason="rescore")
-    return rescoring.rescore_start(challenge=challenge, version=version, by=by)
+    """Rescore the challenge's current setup: ``rescore_start`` plans the chunks, then
+    makes the version holding the setup and the job under the challenge lock."""
+    return rescoring.rescore_start(challenge=challenge, by=by)
