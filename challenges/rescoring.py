@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import gc
 import logging
+import queue
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -184,7 +186,8 @@ def chunk_run(*, chunk_id: int, finalize: bool = True) -> bool:
         return False
     _mark_running(job_id)  # on its own: the job shows "running" while the chunk scores
     started = time.perf_counter()
-    scored = _chunk_score(chunk_id)
+    with _gc_paused():
+        scored = _chunk_score(chunk_id)
     if scored is None:
         # Done already (a redelivery, a retry after the finalize failed) or the job is
         # over. A job whose chunks are all done is finalized by whoever sees it first:
@@ -251,17 +254,74 @@ def _chunk_score(chunk_id: int) -> tuple[RescoreJob, RescoreChunk] | None:
     attempts = scores.attempt_rows(challenge_id=job.challenge_id, **span)
     scorer = scoring.rows_scorer(version=version, challenge=version.challenge, attempts=attempts)
     batches = _Batches(len(attempts))
-    while (batch := batches.next(attempts)) is not None:
-        with _gc_paused():
+    with _BatchWriter(chunk_id, version) as writer:
+        while (batch := batches.next(attempts)) is not None:
             outcomes = scorer(batch)
-        wrote = retry_transient(
-            lambda batch=batch, outcomes=outcomes: _batch_write(chunk_id, version, batch, outcomes),
+            if not writer.put(batch, outcomes):
+                return None  # the job was cancelled or superseded, or a twin finished first
+            batches.took_since_last()
+    if writer.stopped:
+        return None
+    return retry_transient(lambda: _chunk_done(chunk_id, version.pk, **span), what="chunk done")
+
+
+class _BatchWriter:
+    """Writes computed batches, each in its own short transaction (``_batch_write``).
+
+    On PostgreSQL, outside a caller's transaction, a thread with its own connection
+    writes while the next batch is computed (the database works while Python does; the
+    writes wait for nothing the scorer holds). Elsewhere (SQLite, or inside a test's
+    transaction, which another connection could not see) batches are written in turn."""
+
+    def __init__(self, chunk_id: int, version: ScoringVersion):
+        self.chunk_id, self.version = chunk_id, version
+        self.stopped = False
+        self.error: BaseException | None = None
+        self.threaded = connection.vendor == "postgresql" and not connection.in_atomic_block
+        self.queue: queue.Queue[tuple[Any, Any] | None] = queue.Queue(maxsize=2)
+        self.thread: threading.Thread | None = None
+
+    def __enter__(self) -> _BatchWriter:
+        if self.threaded:
+            self.thread = threading.Thread(target=self._drain, daemon=True, name="batch-writer")
+            self.thread.start()
+        return self
+
+    def put(self, batch: list[scores.AttemptRow], outcomes: list[Any]) -> bool:
+        """Hand a batch over; False once the writer stopped (the job is off, or an error:
+        raised when the writer closes)."""
+        if self.stopped or self.error is not None:
+            return False
+        if not self.threaded:
+            self.stopped = not self._write(batch, outcomes)
+            return not self.stopped
+        self.queue.put((batch, outcomes))
+        return not (self.stopped or self.error is not None)
+
+    def _write(self, batch: list[scores.AttemptRow], outcomes: list[Any]) -> bool:
+        return retry_transient(
+            lambda: _batch_write(self.chunk_id, self.version, batch, outcomes),
             what="rescore batch",
         )
-        if not wrote:
-            return None  # the job was cancelled or superseded, or a twin finished first
-        batches.took_since_last()
-    return retry_transient(lambda: _chunk_done(chunk_id, version.pk, **span), what="chunk done")
+
+    def _drain(self) -> None:
+        try:
+            while (item := self.queue.get()) is not None:
+                if self.stopped or self.error is not None:
+                    continue  # keep taking batches so that put() never blocks
+                try:
+                    self.stopped = not self._write(*item)
+                except BaseException as exc:  # raised in the scoring thread at close
+                    self.error = exc
+        finally:
+            connection.close()  # this thread's own connection
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self.thread is not None:
+            self.queue.put(None)
+            self.thread.join()
+        if self.error is not None:
+            raise self.error
 
 
 class _Batches:
@@ -288,7 +348,7 @@ class _Batches:
 
 
 FIRST_BATCH = 10
-STREAM_BATCH = 1000
+STREAM_BATCH = 5000
 BATCH_TARGET_S = 1.0
 
 
@@ -320,9 +380,19 @@ def _batch_write(
     with transaction.atomic():
         if _lock_chunk_of_active_job(chunk_id) is None:
             return False
+        _commit_without_waiting_for_disk()
         scores.scores_put(version=version, attempts=batch, outcomes=outcomes)
         RescoreChunk.objects.filter(pk=chunk_id).update(heartbeat_at=timezone.now())
     return True
+
+
+def _commit_without_waiting_for_disk() -> None:
+    """A batch's commit need not wait for its WAL flush (PostgreSQL): a crash can lose
+    only the last commits, in order, so a batch is lost only with the chunk's done mark
+    (committed after it, durably), and the chunk is then scored again."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SET LOCAL synchronous_commit = off")
 
 
 def _chunk_done(
