@@ -551,10 +551,19 @@ def _switch(job_id: int) -> RescoreJob | None:
 
 
 def job_cancel(*, job: RescoreJob) -> RescoreJob:
-    """Stop a queued or running job; the active version does not change."""
-    cancelled = RescoreJob.objects.filter(pk=job.pk, status__in=RescoreJob.ACTIVE_STATUSES).update(
-        status=Status.CANCELLED, finished_at=timezone.now(), error="Cancelled."
-    )
+    """Stop a queued or running job; the active version does not change. Chunks being
+    scored stop at their next batch (``_batch_write`` checks the job's status).
+
+    When the challenge's editable setup is the cancelled version's (a setup change whose
+    rescore is cancelled), it goes back to the active version's: what the form shows
+    and what "Rescore now" scores is what is live, not the setup that was called off."""
+    with transaction.atomic():
+        challenge = Challenge.objects.select_for_update().get(pk=job.challenge_id)
+        cancelled = RescoreJob.objects.filter(
+            pk=job.pk, status__in=RescoreJob.ACTIVE_STATUSES
+        ).update(status=Status.CANCELLED, finished_at=timezone.now(), error="Cancelled.")
+        if cancelled:
+            _setup_back_to_active(challenge, cancelled_version_id=job.version_id)
     job.refresh_from_db()
     if not cancelled:
         raise JobStateError(
@@ -562,6 +571,18 @@ def job_cancel(*, job: RescoreJob) -> RescoreJob:
         )
     logger.info("rescore cancelled", extra=_job_fields(job))
     return job
+
+
+def _setup_back_to_active(challenge: Challenge, *, cancelled_version_id: int) -> None:
+    active = challenge.active_version
+    if active is None or active.pk == cancelled_version_id:
+        return
+    cancelled = ScoringVersion.objects.get(pk=cancelled_version_id)
+    if challenge.setup_dict() != cancelled.setup_dict():
+        return  # the setup moved on since (a newer change): leave it
+    for name, value in active.setup_dict().items():
+        setattr(challenge, name, value)
+    challenge.save(update_fields=[*active.SETUP_FIELDS, "updated_at"])
 
 
 def job_fail(*, job_id: int, error: str) -> None:
