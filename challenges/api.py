@@ -23,6 +23,7 @@ from scoring.engine import metrics as M
 from scoring.services import SetupInvalid
 
 from . import rescoring, selectors, services
+from .ingestion import idempotency
 from .metrics import challenge_metrics
 from .models import RescoreJob
 from .permissions import CanRecordAttempts, IsScoringAdmin, IsStaffMember, is_scoring_admin
@@ -108,19 +109,44 @@ class ChallengeViewSet(viewsets.ModelViewSet):
                 many=False,
             )
         },
+        parameters=[
+            OpenApiParameter(
+                idempotency.HEADER,
+                OpenApiTypes.STR,
+                location=OpenApiParameter.HEADER,
+                required=False,
+                description=(
+                    "Optional, 1–200 printable characters, chosen by the client per "
+                    "request. A retry with the same key and the same body returns the "
+                    "first response (same ids, header Idempotent-Replayed: true) and "
+                    "writes nothing; the same key with another body is a 409. Keys are "
+                    "kept at least 24 hours, per token user and challenge."
+                ),
+            )
+        ],
         description=(
             "Record one attempt (a JSON object) or many (a JSON list), all or nothing. "
-            "Returns them with their score and details under the active version."
+            "Returns them with their score and details under the active version. Send "
+            "an Idempotency-Key to retry safely after a lost response."
         ),
     )
     @action(detail=True, methods=["post"], throttle_classes=[AttemptsThrottle])
     def attempts(self, request: Request, pk: str | None = None) -> Response:
         challenge = self.get_object()
-        inputs, many = attempts_parse(request.data)
-        recorded = services.attempts_record(challenge=challenge, inputs=inputs)
         show_errors = is_scoring_admin(request.user)
-        out = [_attempt_out(r, show_errors) for r in recorded]
-        return Response(out if many else out[0], status=status.HTTP_201_CREATED)
+        many = isinstance(request.data, list)
+
+        def record(within: idempotency.Within | None) -> list[services.RecordedAttempt]:
+            inputs, _ = attempts_parse(request.data)
+            return services.attempts_record(challenge=challenge, inputs=inputs, within=within)
+
+        def render(recorded: list[services.RecordedAttempt]) -> Response:
+            out = [_attempt_out(r, show_errors) for r in recorded]
+            return Response(out if many else out[0], status=status.HTTP_201_CREATED)
+
+        return idempotency.respond_once(
+            request=request, challenge=challenge, record=record, render=render
+        )
 
     @extend_schema(request=None, responses={202: RescoreStartedSerializer})
     @action(detail=True, methods=["post"])

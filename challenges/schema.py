@@ -31,7 +31,9 @@ MESSAGES = {
     "413": "The request body is over the size limit.",
     "415": "The body is not JSON.",
     "429": "Too many requests from this token; see the Retry-After header.",
+    "503": "Briefly unavailable (a transient database error); try again after Retry-After.",
 }
+ATTEMPTS_409 = "The Idempotency-Key was used before with a different body (nothing was written)."
 RETRY_AFTER = {
     "Retry-After": {
         "schema": {"type": "integer"},
@@ -46,7 +48,7 @@ def _error(code: str) -> dict[str, Any]:
         "description": MESSAGES[code],
         "content": {"application/json": {"schema": ERROR_REF}},
     }
-    if code == "429":
+    if code in ("429", "503"):
         response["headers"] = RETRY_AFTER
     return response
 
@@ -57,7 +59,7 @@ def error_responses(result: dict[str, Any], generator: Any, request: Any, public
         for method, operation in operations.items():
             if method not in METHODS:
                 continue
-            codes = {"401", "403"}
+            codes = {"401", "403", "503"}
             params = operation.get("parameters", [])
             if "{" in path:
                 codes.add("404")
@@ -67,6 +69,9 @@ def error_responses(result: dict[str, Any], generator: Any, request: Any, public
                 codes |= {"400", "413", "415"}
             if path.endswith("/attempts/"):
                 codes.add("429")
+                operation.setdefault("responses", {}).setdefault(
+                    "409", {**_error("409"), "description": ATTEMPTS_409}
+                )
             if path.endswith("/cancel/"):
                 codes.add("409")
             responses = operation.setdefault("responses", {})

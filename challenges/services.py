@@ -8,7 +8,7 @@ from __future__ import annotations
 import copy
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -274,10 +274,15 @@ def attempt_build(*, challenge: Challenge, item: AttemptInput, player: Player | 
 
 
 def attempts_record(
-    *, challenge: Challenge, inputs: Sequence[AttemptInput]
+    *,
+    challenge: Challenge,
+    inputs: Sequence[AttemptInput],
+    within: Callable[[list[RecordedAttempt]], None] | None = None,
 ) -> list[RecordedAttempt]:
     """Record attempts, all or nothing, scored under the active version (and any version
-    being rescored), and update the leaderboard at once."""
+    being rescored), and update the leaderboard at once. ``within`` is called with the
+    result inside the transaction (an idempotency key is stored with the attempts); if
+    it raises, nothing is written."""
     attempts = [attempt_build(challenge=challenge, item=item) for item in inputs]
     for attempt, item in zip(attempts, inputs, strict=True):
         attempt.player_external_id = item.player
@@ -306,6 +311,13 @@ def attempts_record(
                 # never writes the rows the rebuild writes, and neither waits for the other.
                 scores.entries_upsert(version=version, attempts=attempts, rows=rows)
                 active_rows, active_number = list(rows), version.number
+        if within is not None:
+            within(
+                [
+                    RecordedAttempt(a, r, active_number)
+                    for a, r in zip(attempts, active_rows, strict=True)
+                ]
+            )
     logger.info(
         "attempts recorded",
         extra={

@@ -103,6 +103,14 @@ def rescore_watchdog() -> None:
     )
 
 
+@shared_task(ignore_result=True, **RETRIES)
+def idempotency_purge() -> None:
+    """Periodic (hourly): forget Idempotency-Keys past their keeping time."""
+    from .ingestion.idempotency import records_purge
+
+    records_purge()
+
+
 @worker_ready.connect
 def _resume_on_worker_start(sender: object = None, **kwargs: object) -> None:
     # A job whose worker was killed resumes when a worker starts again (once it shows no

@@ -4,15 +4,14 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('challenges', '0009_public_leaderboard_ranking'),
+        ("challenges", "0009_public_leaderboard_ranking"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='rescorechunk',
-            name='heartbeat_at',
+            model_name="rescorechunk",
+            name="heartbeat_at",
             field=models.DateTimeField(blank=True, null=True),
         ),
     ]
