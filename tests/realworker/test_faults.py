@@ -238,6 +238,9 @@ def test_writers_posting_during_the_whole_job_and_the_switch(worker, integration
 
 # --- the plan race ------------------------------------------------------------------------------
 def test_a_bulk_transaction_open_when_the_rescore_is_planned(worker, anon_api):
+    """A bulk POST still in its transaction (lower ids) and a single attempt committed
+    after it (a higher id): the plan sees only the single one. Before: the bulk's
+    attempts were in no chunk and had no score under the new version."""
     from tests.challenges.rescoring._threads import Session, wait_until_someone_waits
 
     for _ in range(3):
@@ -258,14 +261,15 @@ def test_a_bulk_transaction_open_when_the_rescore_is_planned(worker, anon_api):
         assert bulk_in.wait(20)
         record(challenge, attempt_input("single", tokens_total=7))
         started = time.monotonic()
-        starter = Session(lambda challenge=challenge: switch_to_slow(challenge, scale=2.0))
+        # "Rescore now" (API, admin): plans before it takes the challenge lock.
+        starter = Session(lambda challenge=challenge: rescoring.rescore_start(challenge=challenge))
         starter.start()
         wait_until_someone_waits()
         commit.set()
         writer.outcome()
         job = starter.outcome()
         wait_finished(job.pk, timeout=BOUND_S)
-        assert_whole(anon_api, challenge, job_id=job.pk, sent=61, scale=2.0, started=started)
+        assert_whole(anon_api, challenge, job_id=job.pk, sent=61, scale=1.0, started=started)
     worker.wait_idle()
 
 
