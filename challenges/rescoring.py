@@ -458,6 +458,14 @@ def job_finalize(*, job_id: int) -> bool:
     challenge row, the job row (``rescore_start`` takes challenge then jobs; ingestion
     takes the challenge in share mode and never touches a pending version's entries)."""
     started = time.perf_counter()
+    job = RescoreJob.objects.select_related("version__challenge").filter(pk=job_id).first()
+    if job is None or not _ready(job):
+        return False
+    # The attempts recorded after the plan but before the job existed have no score yet
+    # (later ones were scored at ingestion): score them now, outside any transaction, so
+    # that no scorer runs while the switch holds the challenge lock.
+    planned_up_to = job.chunks.aggregate(last=Max("last_attempt_id"))["last"] or 0
+    scores.scores_catch_up(version=job.version, after_id=planned_up_to)
     with transaction.atomic():
         if not _claim_finalize(job_id):
             return False  # another worker is finalizing this job right now
@@ -524,9 +532,10 @@ def _switch(job_id: int) -> RescoreJob | None:
         version = ScoringVersion.objects.get(pk=job.version_id)
         version.challenge = challenge
         # Every planned range is scored (its chunk is done): only attempts recorded since
-        # the plan can lack a score; those recorded since the job started were scored at
-        # ingestion, which writes no leaderboard entries for a version that is not active:
-        # their players' entries are made here.
+        # the plan can lack a score, and ``job_finalize`` scored those before the lock
+        # (this finds any it could not: a safety net). Those recorded since the job
+        # started were scored at ingestion, which writes no leaderboard entries for a
+        # version that is not active: their players' entries are made here.
         planned_up_to = job.chunks.aggregate(last=Max("last_attempt_id"))["last"] or 0
         scores.score_missing(version=version, after_id=planned_up_to)
         late = AttemptScore.objects.filter(version=version, attempt_id__gt=planned_up_to)
