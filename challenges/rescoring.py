@@ -4,16 +4,25 @@ number of workers, then make that version active in one transaction.
 The guarantees, and where each one lives:
 - *No mix*: scores belong to a version; the public leaderboard reads the active
   version only, and ``job_finalize`` moves the pointer after the last chunk.
-- *No lost attempt*: chunks cover the attempts that existed at the start; attempts
-  recorded later are scored under the job's version at ingestion (``services``), and
-  ``job_finalize`` scores any still missing while it holds the challenge row lock, which
-  ingestion takes in share mode.
-- *No double write*: a chunk's scores and its ``done_at`` are written in one transaction
-  with the chunk row locked; a retried or duplicated chunk task finds it done.
+- *No lost attempt*: the chunks' id ranges run from 1 to the highest id the plan saw
+  (an attempt of a transaction still open at the plan commits into a range);
+  ``rescore_start`` creates the job under the challenge row lock, which waits for every
+  ingestion under way (they hold it in share mode), so an attempt recorded later is
+  scored under the job's version at ingestion (``services``); the few committed between
+  the plan and the lock are scored by ``job_finalize`` before the switch.
+- *No double write*: a chunk's batches each replace their own rows in a short
+  transaction under the chunk row lock, and its ``done_at`` is set once; a retried or
+  duplicated chunk task rewrites the same rows or finds it done.
+- *Compute, then commit*: no transaction or lock is open while a scorer runs.
+- *Always ends*: ``job_finalize`` is one transaction, claimed by one caller at a time,
+  retried after any transient error; a chunk task that finds its chunk done finalizes a
+  job that is ready; the rebuild and ingestion never write the same rows.
 - *Newest wins*: starting a job cancels the challenge's other queued or running jobs;
-  only a running job whose chunks are all done can be finalized.
-- *Resumable*: a job whose worker died is picked up again by ``jobs_resume`` (run when a
-  worker starts), which re-queues its unfinished chunks.
+  only a running job whose chunks are all done can be finalized; a cancelled job's
+  chunks stop at their next batch.
+- *Resumable*: a job whose progress stopped (a killed worker, a lost message, a broker
+  outage) is resumed by the periodic watchdog (``jobs_resume``), which re-sends its
+  unfinished chunks, or finalizes it.
 """
 
 from __future__ import annotations
