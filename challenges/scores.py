@@ -296,15 +296,18 @@ def score_missing(
     return scored, failed
 
 
-def scores_catch_up(*, version: ScoringVersion, after_id: int, batch_size: int = 500) -> int:
+def scores_catch_up(
+    *, version: ScoringVersion, after_id: int, batch_size: int = 500
+) -> tuple[int, int]:
     """Score the attempts above ``after_id`` that lack a score under the version, outside
     any transaction: each batch is computed first, then written in its own short
     transaction (a row a concurrent caller wrote meanwhile is kept). No leaderboard
-    entries: the caller makes them. Returns how many were written."""
+    entries: the caller makes them. Returns (scored, failed)."""
     challenge = version.challenge
     has_score = AttemptScore.objects.filter(version=version, attempt=OuterRef("pk"))
     todo = attempts_for_scoring(challenge.pk).filter(~Exists(has_score))
-    written, last_pk = 0, after_id
+    scored = failed = 0
+    last_pk = after_id
     while batch := list(todo.filter(pk__gt=last_pk)[:batch_size]):
         items = scoring.items_from_attempts(
             batch, challenge=challenge, timeout_ms=version.timeout_ms
@@ -312,9 +315,11 @@ def scores_catch_up(*, version: ScoringVersion, after_id: int, batch_size: int =
         outcomes = scoring.scores_compute(version=version, items=items)  # no transaction
         rows = score_rows(version=version, attempts=batch, outcomes=outcomes)
         with transaction.atomic():
-            written += len(AttemptScore.objects.bulk_create(rows, ignore_conflicts=True))
+            AttemptScore.objects.bulk_create(rows, ignore_conflicts=True)
+        scored += len(batch)
+        failed += sum(1 for o in outcomes if o.error)
         last_pk = batch[-1].pk
-    return written
+    return scored, failed
 
 
 _COLUMNS = "version_id, player_id, attempt_id, score, sort_key, created_at"
