@@ -302,8 +302,12 @@ def attempts_record(
         active_number = None
         for version in versions:
             outcomes = computed.get(version.pk)
-            if outcomes is None:  # a version created since we scored: rare, score now
-                outcomes = _compute(version, challenge, attempts)
+            if outcomes is None:  # a version created since we scored (rare)
+                if version.pk != active_id:
+                    # A rescore started meanwhile: its finalize scores these attempts
+                    # (outside any transaction); no scorer runs here.
+                    continue
+                outcomes = _compute(version, challenge, attempts)  # made active meanwhile
             rows = scores.scores_write(version=version, attempts=attempts, outcomes=outcomes)
             if version.pk == active_id:
                 # Only the active version's leaderboard: a version being rescored gets
