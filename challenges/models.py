@@ -580,3 +580,28 @@ class AuditEvent(models.Model):
 
     def delete(self, *args: Any, **kwargs: Any) -> Any:
         raise ValueError("Audit events are append-only.")
+
+
+class IdempotencyRecord(models.Model):
+    """The first response to an attempts POST that carried an ``Idempotency-Key``: a
+    retry with the same key gets it back and writes nothing (challenges/ingestion/
+    idempotency.py). Written in the transaction that records the attempts, so it exists
+    exactly when they do. Kept ``PODIUM_IDEMPOTENCY_KEEP_H`` hours (at least 24)."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE)
+    challenge = models.ForeignKey(Challenge, on_delete=models.CASCADE)
+    key = models.CharField(max_length=200)
+    body_sha256 = models.CharField(max_length=64)
+    status_code = models.PositiveSmallIntegerField()
+    response = models.JSONField()
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["user", "challenge", "key"], name="idempotency_user_challenge_key"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"Idempotency key {self.key!r} of user {self.user_id}"

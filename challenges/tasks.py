@@ -19,7 +19,7 @@ from celery.utils.time import get_exponential_backoff_interval
 from django.conf import settings
 from django.dispatch import receiver
 
-from challenges.ingestion import budget
+from challenges.ingestion import budget, idempotency
 from challenges.rescoring import jobs as rescoring
 from config.transient import TRANSIENT, forget_connection, is_transient
 
@@ -152,6 +152,12 @@ def _score_pending(
     sender: object = None, *, challenge_id: int, attempt_ids: list[int] | None, **kwargs: object
 ) -> None:
     attempts_score_pending.delay(challenge_id, attempt_ids)
+
+
+@shared_task(name="challenges.tasks.idempotency_purge", ignore_result=True, **RETRIES)
+def idempotency_purge() -> None:
+    """Periodic (hourly): forget Idempotency-Keys past their keeping time."""
+    idempotency.records_purge()
 
 
 @worker_ready.connect

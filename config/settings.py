@@ -347,6 +347,8 @@ PODIUM_RANKING_MAX_AGE_MS = env_int("PODIUM_RANKING_MAX_AGE_MS", 1000)
 PODIUM_SCORING_CHUNK = env_int("PODIUM_SCORING_CHUNK", 20_000, minimum=1)
 # Rescore watchdog: a queued or running job with no progress for this many seconds is
 # resumed (its unfinished chunks sent again); it looks every PODIUM_WATCHDOG_EVERY_S.
+# Idempotency-Key of attempt POSTs: how long a key's first response is kept (>= 24 h).
+PODIUM_IDEMPOTENCY_KEEP_H = env_int("PODIUM_IDEMPOTENCY_KEEP_H", 48, minimum=24)
 PODIUM_RESCORE_STALL_S = env_int("PODIUM_RESCORE_STALL_S", 60, minimum=1)
 PODIUM_WATCHDOG_EVERY_S = env_int("PODIUM_WATCHDOG_EVERY_S", 15, minimum=1)
 
@@ -379,7 +381,12 @@ CELERY_BEAT_SCHEDULE = {
         "task": "challenges.tasks.rescore_watchdog",
         "schedule": float(PODIUM_WATCHDOG_EVERY_S),
         "options": {"expires": float(PODIUM_WATCHDOG_EVERY_S)},
-    }
+    },
+    "idempotency-purge": {
+        "task": "challenges.tasks.idempotency_purge",
+        "schedule": 3600.0,
+        "options": {"expires": 3600.0},
+    },
 }
 CELERY_BEAT_SCHEDULE_FILENAME = env_str(
     "CELERY_BEAT_SCHEDULE_FILENAME", str(VAR_DIR / "celerybeat-schedule")

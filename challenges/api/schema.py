@@ -34,7 +34,12 @@ MESSAGES = {
     "429": "Too many requests from this token, or (attempts) a player over the challenge's "
     "attempts_per_day or attempts_total cap, named in the message; see the Retry-After "
     "header (absent when waiting never helps, as for the total cap).",
+    "503": "Briefly unavailable (a transient database error); try again after Retry-After.",
 }
+ATTEMPTS_409 = (
+    "Outside the challenge's window (the message names it), or the Idempotency-Key was "
+    "used before with a different body. Nothing was written."
+)
 RETRY_AFTER = {
     "Retry-After": {
         "schema": {"type": "integer"},
@@ -49,7 +54,7 @@ def _error(code: str) -> dict[str, Any]:
         "description": MESSAGES[code],
         "content": {"application/json": {"schema": ERROR_REF}},
     }
-    if code == "429":
+    if code in ("429", "503"):
         response["headers"] = RETRY_AFTER
     return response
 
@@ -60,7 +65,7 @@ def error_responses(result: dict[str, Any], generator: Any, request: Any, public
         for method, operation in operations.items():
             if method not in METHODS:
                 continue
-            codes = {"401", "403"}
+            codes = {"401", "403", "503"}
             params = operation.get("parameters", [])
             if "{" in path:
                 codes.add("404")
@@ -70,6 +75,9 @@ def error_responses(result: dict[str, Any], generator: Any, request: Any, public
                 codes |= {"400", "413", "415"}
             if path.endswith("/attempts/"):
                 codes.add("429")
+                operation.setdefault("responses", {}).setdefault(
+                    "409", {**_error("409"), "description": ATTEMPTS_409}
+                )
             # A finished job; already hidden / not hidden; outside the challenge's window.
             if path.endswith(("/cancel/", "/hide/", "/unhide/", "/attempts/", "/reveal/")):
                 codes.add("409")

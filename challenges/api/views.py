@@ -33,7 +33,7 @@ from challenges.api.serializers import (
     attempts_parse,
 )
 from challenges.api.throttles import AttemptsThrottle
-from challenges.ingestion import rules, services
+from challenges.ingestion import idempotency, rules, services
 from challenges.leaderboards import freeze, precision, selectors
 from challenges.leaderboards.metrics import challenge_metrics
 from challenges.leaderboards.rules import TIE_RULE
@@ -163,6 +163,21 @@ class ChallengeViewSet(viewsets.ModelViewSet):
                 many=False,
             )
         },
+        parameters=[
+            OpenApiParameter(
+                idempotency.HEADER,
+                OpenApiTypes.STR,
+                location=OpenApiParameter.HEADER,
+                required=False,
+                description=(
+                    "Optional, 1–200 printable characters, chosen by the client per "
+                    "request. A retry with the same key and the same body returns the "
+                    "first response (same ids, header Idempotent-Replayed: true) and "
+                    "writes nothing; the same key with another body is a 409. Keys are "
+                    "kept at least 24 hours, per token user and challenge."
+                ),
+            )
+        ],
         description=(
             "Record one attempt (a JSON object) or many (a JSON list), all or nothing. "
             "Returns them with their score and details under the active version, and each "
@@ -171,21 +186,31 @@ class ChallengeViewSet(viewsets.ModelViewSet):
             "spent: the attempts not reached are stored as pending, scored by the workers "
             "and shown on the leaderboard once scored. Text must be valid: a lone "
             "surrogate or a NUL anywhere in the body is a 400 naming the field."
+            " Send an Idempotency-Key to retry safely after a lost response."
         ),
     )
     @action(detail=True, methods=["post"], throttle_classes=[AttemptsThrottle])
     def attempts(self, request: Request, pk: str | None = None) -> Response:
         challenge = self.get_object()
-        inputs, many = attempts_parse(request.data)
+        show_errors = is_scoring_admin(request.user)
+        many = isinstance(request.data, list)
+
+        def record(within: idempotency.Within | None) -> list[services.RecordedAttempt]:
+            inputs, _ = attempts_parse(request.data)
+            return services.attempts_record(challenge=challenge, inputs=inputs, within=within)
+
+        def render(recorded: list[services.RecordedAttempt]) -> Response:
+            out = [_attempt_out(r, show_errors) for r in recorded]
+            return Response(out if many else out[0], status=status.HTTP_201_CREATED)
+
         try:
-            recorded = services.attempts_record(challenge=challenge, inputs=inputs)
+            return idempotency.respond_once(
+                request=request, challenge=challenge, record=record, render=render
+            )
         except (rules.ScheduleClosed, rules.LimitExceeded) as exc:
-            return refusal_response(exc)
+            return refusal_response(exc)  # nothing written: the transaction rolled back
         except SetupInvalid as exc:  # a challenge made without the service, unusable
             raise _setup_errors(exc) from exc
-        show_errors = is_scoring_admin(request.user)
-        out = [_attempt_out(r, show_errors) for r in recorded]
-        return Response(out if many else out[0], status=status.HTTP_201_CREATED)
 
     @extend_schema(request=None, responses={202: RescoreStartedSerializer})
     @action(detail=True, methods=["post"])

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -195,11 +195,16 @@ def attempt_build(*, challenge: Challenge, item: AttemptInput, player: Player | 
 
 
 def attempts_record(
-    *, challenge: Challenge, inputs: Sequence[AttemptInput]
+    *,
+    challenge: Challenge,
+    inputs: Sequence[AttemptInput],
+    within: Callable[[list[RecordedAttempt]], None] | None = None,
 ) -> list[RecordedAttempt]:
     """Record attempts, all or nothing, scored under the active version (and any version
     being rescored), and update the leaderboard at once. The challenge's schedule and
-    caps apply (``ingestion.rules``: raises ``ScheduleClosed``, ``LimitExceeded``)."""
+    caps apply (``ingestion.rules``: raises ``ScheduleClosed``, ``LimitExceeded``).
+    ``within`` is called with the result inside the transaction (an idempotency key is
+    stored with the attempts); if it raises, nothing is written."""
     if challenge_active_id(challenge.pk) is None:
         version_ensure(challenge=challenge)
     external_ids = [item.player for item in inputs]
@@ -254,6 +259,13 @@ def attempts_record(
         if pending and active_id is not None:
             transaction.on_commit(
                 lambda: pending_enqueue(challenge_id=challenge.pk, attempt_ids=pending)
+            )
+        if within is not None:
+            within(
+                [
+                    RecordedAttempt(a, r, active_number, score_status(r))
+                    for a, r in zip(attempts, active_rows, strict=True)
+                ]
             )
     logger.info(
         "attempts recorded",

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
-from django.db import connection
+from django.db import connection, transaction
 from django.db.models import Exists, F, OuterRef, QuerySet
 
 from challenges.leaderboards import exclusions
@@ -314,6 +314,32 @@ def score_missing(
         outcomes = scoring.scores_compute(version=version, items=items)
         rows = scores_write(version=version, attempts=batch, outcomes=outcomes)
         entries_upsert(version=version, attempts=batch, rows=rows)
+        scored += len(batch)
+        failed += sum(1 for o in outcomes if o.error)
+        last_pk = batch[-1].pk
+    return scored, failed
+
+
+def scores_catch_up(
+    *, version: ScoringVersion, after_id: int, batch_size: int = 500
+) -> tuple[int, int]:
+    """Score the attempts above ``after_id`` that lack a score under the version, outside
+    any transaction: each batch is computed first, then written in its own short
+    transaction (a row a concurrent caller wrote meanwhile is kept). No leaderboard
+    entries: the caller makes them. Returns (scored, failed)."""
+    challenge = version.challenge
+    has_score = AttemptScore.objects.filter(version=version, attempt=OuterRef("pk"))
+    todo = attempts_for_scoring(challenge.pk).filter(~Exists(has_score))
+    scored = failed = 0
+    last_pk = after_id
+    while batch := list(todo.filter(pk__gt=last_pk)[:batch_size]):
+        items = scoring.items_from_attempts(
+            batch, challenge=challenge, timeout_ms=version.timeout_ms
+        )
+        outcomes = scoring.scores_compute(version=version, items=items)  # no transaction
+        rows = score_rows(version=version, attempts=batch, outcomes=outcomes)
+        with transaction.atomic():
+            AttemptScore.objects.bulk_create(rows, ignore_conflicts=True)
         scored += len(batch)
         failed += sum(1 for o in outcomes if o.error)
         last_pk = batch[-1].pk

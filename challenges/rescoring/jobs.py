@@ -4,22 +4,33 @@ number of workers, then make that version active in one transaction.
 The guarantees, and where each one lives:
 - *No mix*: scores belong to a version; the public leaderboard reads the active
   version only, and ``job_finalize`` moves the pointer after the last chunk.
-- *No lost attempt*: chunks cover the attempts that existed at the start; attempts
-  recorded later are scored under the job's version at ingestion (``services``), and
-  ``job_finalize`` scores any still missing while it holds the challenge row lock, which
-  ingestion takes in share mode.
-- *No double write*: a chunk's scores and its ``done_at`` are written in one transaction
-  with the chunk row locked; a retried or duplicated chunk task finds it done.
+- *No lost attempt*: the chunks' id ranges run from 1 to the highest id the plan saw
+  (an attempt of a transaction still open at the plan commits into a range);
+  ``rescore_start`` creates the job under the challenge row lock, which waits for every
+  ingestion under way (they hold it in share mode), so an attempt recorded later is
+  scored under the job's version at ingestion (``services``); the few committed between
+  the plan and the lock are scored by ``job_finalize`` before the switch.
+- *No double write*: a chunk's batches each replace their own rows in a short
+  transaction under the chunk row lock, and its ``done_at`` is set once; a retried or
+  duplicated chunk task rewrites the same rows or finds it done.
+- *Compute, then commit*: no transaction or lock is open while a scorer runs.
+- *Always ends*: ``job_finalize`` is one transaction, claimed by one caller at a time,
+  retried after any transient error; a chunk task that finds its chunk done finalizes a
+  job that is ready; the rebuild and ingestion never write the same rows.
 - *Newest wins*: starting a job cancels the challenge's other queued or running jobs;
-  only a running job whose chunks are all done can be finalized.
-- *Resumable*: a job whose worker died is picked up again by ``jobs_resume`` (run when a
-  worker starts), which re-queues its unfinished chunks.
+  only a running job whose chunks are all done can be finalized; a cancelled job's
+  chunks stop at their next batch.
+- *Resumable*: a job whose progress stopped (a killed worker, a lost message, a broker
+  outage) is resumed by the periodic watchdog (``jobs_resume``), which re-sends its
+  unfinished chunks, or finalizes it.
 """
 
 from __future__ import annotations
 
 import gc
 import logging
+import queue
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -195,7 +206,8 @@ def chunk_run(*, chunk_id: int, finalize: bool = True) -> bool:
         return False
     _mark_running(job_id)  # on its own: the job shows "running" while the chunk scores
     started = time.perf_counter()
-    scored = _chunk_score(chunk_id)
+    with _gc_paused():
+        scored = _chunk_score(chunk_id)
     if scored is None:
         # Done already (a redelivery, a retry after the finalize failed) or the job is
         # over. A job whose chunks are all done is finalized by whoever sees it first:
@@ -262,17 +274,74 @@ def _chunk_score(chunk_id: int) -> tuple[RescoreJob, RescoreChunk] | None:
     attempts = scores.attempt_rows(challenge_id=job.challenge_id, **span)
     scorer = scoring.rows_scorer(version=version, challenge=version.challenge, attempts=attempts)
     batches = _Batches(len(attempts))
-    while (batch := batches.next(attempts)) is not None:
-        with _gc_paused():
+    with _BatchWriter(chunk_id, version) as writer:
+        while (batch := batches.next(attempts)) is not None:
             outcomes = scorer(batch)
-        wrote = retry_transient(
-            lambda batch=batch, outcomes=outcomes: _batch_write(chunk_id, version, batch, outcomes),
+            if not writer.put(batch, outcomes):
+                return None  # the job was cancelled or superseded, or a twin finished first
+            batches.took_since_last()
+    if writer.stopped:
+        return None
+    return retry_transient(lambda: _chunk_done(chunk_id, version.pk, **span), what="chunk done")
+
+
+class _BatchWriter:
+    """Writes computed batches, each in its own short transaction (``_batch_write``).
+
+    On PostgreSQL, outside a caller's transaction, a thread with its own connection
+    writes while the next batch is computed (the database works while Python does; the
+    writes wait for nothing the scorer holds). Elsewhere (SQLite, or inside a test's
+    transaction, which another connection could not see) batches are written in turn."""
+
+    def __init__(self, chunk_id: int, version: ScoringVersion):
+        self.chunk_id, self.version = chunk_id, version
+        self.stopped = False
+        self.error: BaseException | None = None
+        self.threaded = connection.vendor == "postgresql" and not connection.in_atomic_block
+        self.queue: queue.Queue[tuple[Any, Any] | None] = queue.Queue(maxsize=2)
+        self.thread: threading.Thread | None = None
+
+    def __enter__(self) -> _BatchWriter:
+        if self.threaded:
+            self.thread = threading.Thread(target=self._drain, daemon=True, name="batch-writer")
+            self.thread.start()
+        return self
+
+    def put(self, batch: list[scores.AttemptRow], outcomes: list[Any]) -> bool:
+        """Hand a batch over; False once the writer stopped (the job is off, or an error:
+        raised when the writer closes)."""
+        if self.stopped or self.error is not None:
+            return False
+        if not self.threaded:
+            self.stopped = not self._write(batch, outcomes)
+            return not self.stopped
+        self.queue.put((batch, outcomes))
+        return not (self.stopped or self.error is not None)
+
+    def _write(self, batch: list[scores.AttemptRow], outcomes: list[Any]) -> bool:
+        return retry_transient(
+            lambda: _batch_write(self.chunk_id, self.version, batch, outcomes),
             what="rescore batch",
         )
-        if not wrote:
-            return None  # the job was cancelled or superseded, or a twin finished first
-        batches.took_since_last()
-    return retry_transient(lambda: _chunk_done(chunk_id, version.pk, **span), what="chunk done")
+
+    def _drain(self) -> None:
+        try:
+            while (item := self.queue.get()) is not None:
+                if self.stopped or self.error is not None:
+                    continue  # keep taking batches so that put() never blocks
+                try:
+                    self.stopped = not self._write(*item)
+                except BaseException as exc:  # raised in the scoring thread at close
+                    self.error = exc
+        finally:
+            connection.close()  # this thread's own connection
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self.thread is not None:
+            self.queue.put(None)
+            self.thread.join()
+        if self.error is not None:
+            raise self.error
 
 
 class _Batches:
@@ -299,7 +368,7 @@ class _Batches:
 
 
 FIRST_BATCH = 10
-STREAM_BATCH = 1000
+STREAM_BATCH = 5000
 BATCH_TARGET_S = 1.0
 
 
@@ -331,9 +400,19 @@ def _batch_write(
     with transaction.atomic():
         if _lock_chunk_of_active_job(chunk_id) is None:
             return False
+        _commit_without_waiting_for_disk()
         scores.scores_put(version=version, attempts=batch, outcomes=outcomes)
         RescoreChunk.objects.filter(pk=chunk_id).update(heartbeat_at=timezone.now())
     return True
+
+
+def _commit_without_waiting_for_disk() -> None:
+    """A batch's commit need not wait for its WAL flush (PostgreSQL): a crash can lose
+    only the last commits, in order, so a batch is lost only with the chunk's done mark
+    (committed after it, durably), and the chunk is then scored again."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SET LOCAL synchronous_commit = off")
 
 
 def _chunk_done(
@@ -399,6 +478,14 @@ def job_finalize(*, job_id: int) -> bool:
     challenge row, the job row (``rescore_start`` takes challenge then jobs; ingestion
     takes the challenge in share mode and never touches a pending version's entries)."""
     started = time.perf_counter()
+    job = RescoreJob.objects.select_related("version__challenge").filter(pk=job_id).first()
+    if job is None or not _ready(job):
+        return False
+    # The attempts recorded after the plan but before the job existed have no score yet
+    # (later ones were scored at ingestion): score them now, outside any transaction, so
+    # that no scorer runs while the switch holds the challenge lock.
+    planned_up_to = job.chunks.aggregate(last=Max("last_attempt_id"))["last"] or 0
+    scores.scores_catch_up(version=job.version, after_id=planned_up_to)
     with transaction.atomic():
         if not _claim_finalize(job_id):
             return False  # another worker is finalizing this job right now
@@ -465,9 +552,10 @@ def _switch(job_id: int) -> RescoreJob | None:
         version = ScoringVersion.objects.get(pk=job.version_id)
         version.challenge = challenge
         # Every planned range is scored (its chunk is done): only attempts recorded since
-        # the plan can lack a score; those recorded since the job started were scored at
-        # ingestion, which writes no leaderboard entries for a version that is not active:
-        # their players' entries are made here.
+        # the plan can lack a score, and ``job_finalize`` scored those before the lock
+        # (this finds any it could not: a safety net). Those recorded since the job
+        # started were scored at ingestion, which writes no leaderboard entries for a
+        # version that is not active: their players' entries are made here.
         planned_up_to = job.chunks.aggregate(last=Max("last_attempt_id"))["last"] or 0
         scores.score_missing(version=version, after_id=planned_up_to)
         late = AttemptScore.objects.filter(version=version, attempt_id__gt=planned_up_to)
@@ -491,12 +579,20 @@ def _switch(job_id: int) -> RescoreJob | None:
     return job
 
 
-@transaction.atomic
 def job_cancel(*, job: RescoreJob, by: Any = None) -> RescoreJob:
-    """Stop a queued or running job; the active version does not change."""
-    cancelled = RescoreJob.objects.filter(pk=job.pk, status__in=RescoreJob.ACTIVE_STATUSES).update(
-        status=Status.CANCELLED, finished_at=timezone.now(), error="Cancelled."
-    )
+    """Stop a queued or running job; the active version does not change. Chunks being
+    scored stop at their next batch (``_batch_write`` checks the job's status).
+
+    When the challenge's editable setup is the cancelled version's (a setup change whose
+    rescore is cancelled), it goes back to the active version's: what the form shows
+    and what "Rescore now" scores is what is live, not the setup that was called off."""
+    with transaction.atomic():
+        challenge = Challenge.objects.select_for_update().get(pk=job.challenge_id)
+        cancelled = RescoreJob.objects.filter(
+            pk=job.pk, status__in=RescoreJob.ACTIVE_STATUSES
+        ).update(status=Status.CANCELLED, finished_at=timezone.now(), error="Cancelled.")
+        if cancelled:
+            _setup_back_to_active(challenge, cancelled_version_id=job.version_id)
     job.refresh_from_db()
     if not cancelled:
         ended = "been cancelled" if job.status == Status.CANCELLED else job.status
@@ -513,6 +609,18 @@ def job_cancel(*, job: RescoreJob, by: Any = None) -> RescoreJob:
     )
     logger.info("rescore cancelled", extra=_job_fields(job))
     return job
+
+
+def _setup_back_to_active(challenge: Challenge, *, cancelled_version_id: int) -> None:
+    active = challenge.active_version
+    if active is None or active.pk == cancelled_version_id:
+        return
+    cancelled = ScoringVersion.objects.get(pk=cancelled_version_id)
+    if challenge.setup_dict() != cancelled.setup_dict():
+        return  # the setup moved on since (a newer change): leave it
+    for name, value in active.setup_dict().items():
+        setattr(challenge, name, value)
+    challenge.save(update_fields=[*active.SETUP_FIELDS, "updated_at"])
 
 
 def job_fail(*, job_id: int, error: str) -> None:

@@ -249,10 +249,11 @@ def version_activate(*, version: ScoringVersion, by: Any = None) -> Activation:
         seen = (
             Attempt.objects.filter(challenge_id=challenge.pk).aggregate(last=Max("pk"))["last"] or 0
         )
-    # Outside the lock: the attempts recorded since the version was last active, and its
-    # leaderboard (nobody reads a version that is not active).
+    # Outside the lock: the attempts recorded since the version was last active (scored
+    # outside any transaction, then written), and its leaderboard (nobody reads a version
+    # that is not active).
+    scored, failed = scores.scores_catch_up(version=version, after_id=0)
     with transaction.atomic():
-        scored, failed = scores.score_missing(version=version)
         scores.entries_rebuild(version=version)
     with transaction.atomic():
         challenge = Challenge.objects.select_for_update().get(pk=challenge.pk)

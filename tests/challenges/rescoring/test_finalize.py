@@ -159,3 +159,65 @@ def test_ingestion_during_the_rebuild_never_deadlocks(monkeypatch):
         2,
         expected_best(challenge, lambda a: a.tokens_total, higher_is_better=False),
     )
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_switch_scores_no_attempt_inside_its_transaction(monkeypatch):
+    """Attempts recorded after the plan and before the job existed get their scores
+    before the switch's transaction, not while it holds the challenge lock."""
+    from challenges.models import Attempt
+    from scoring import services as scoring
+
+    challenge = make_challenge(
+        scoring_strategy="custom", scoring_plugin_id="builtin.weighted_scorer"
+    )
+    record(challenge, attempt_input("a", tokens_total=3))
+    job = _job_with_chunks_done(challenge, monkeypatch)
+    first = Attempt.objects.filter(challenge=challenge).first()
+    late = Attempt.objects.create(  # as if committed between the plan and the lock
+        challenge=challenge,
+        player=first.player,
+        succeeded=True,
+        tokens_total=9,
+        created_at=first.created_at,
+    )
+    real = scoring.scores_compute
+    inside: list[bool] = []
+
+    def watched(**kwargs):
+        inside.append(connection.in_atomic_block)
+        return real(**kwargs)
+
+    monkeypatch.setattr(scoring, "scores_compute", watched)
+    assert rescoring.job_finalize(job_id=job.pk)
+    assert inside == [False]
+    assert_each_attempt_scored_once(challenge, job.version)
+    assert late.pk in set(job.version.scores.values_list("attempt_id", flat=True))
+
+
+@pytest.mark.django_db(transaction=True)
+def test_making_an_earlier_version_active_scores_outside_any_transaction(monkeypatch):
+    from challenges.setup import versions
+    from scoring import services as scoring
+
+    monkeypatch.setattr(rescoring, "_send", lambda job: None)
+    challenge = make_challenge(
+        scoring_strategy="custom", scoring_plugin_id="builtin.weighted_scorer"
+    )
+    record(challenge, attempt_input("a", tokens_total=3))
+    update = setup_services.challenge_update(
+        challenge=challenge, data={"scoring_strategy": "fastest"}
+    )
+    rescoring.job_run_inline(job=update.job)
+    record(challenge, attempt_input("b", tokens_total=4, elapsed_ms=5))  # not under v1
+    real = scoring.scores_compute
+    inside: list[bool] = []
+
+    def watched(**kwargs):
+        inside.append(connection.in_atomic_block)
+        return real(**kwargs)
+
+    monkeypatch.setattr(scoring, "scores_compute", watched)
+    done = versions.version_activate(version=challenge.versions.get(number=1))
+    assert done.job is None and done.scored == 1
+    assert inside == [False]
