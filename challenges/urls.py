@@ -2,6 +2,7 @@ from django.urls import include, path
 from rest_framework.routers import DefaultRouter
 
 from . import api, views
+from .public.player import player_detail
 
 router = DefaultRouter()
 router.register("challenges", api.ChallengeViewSet, basename="challenge")
@@ -16,5 +17,10 @@ urlpatterns = [
     path("challenges/<slug:slug>/charts.json", views.challenge_charts, name="charts"),
     path("challenges/<slug:slug>/leaderboard.csv", views.export_csv, name="export-csv"),
     path("challenges/<slug:slug>/leaderboard.json", views.export_json, name="export-json"),
+    path(
+        "challenges/<slug:slug>/players/<path:external_id>/",
+        player_detail,
+        name="player",
+    ),
 ]
 api_urlpatterns = [path("", include(router.urls))]

@@ -21,7 +21,8 @@ def page(client, challenge, **params) -> str:
 
 
 def names_in_table(html: str) -> list[str]:
-    return re.findall(r'<th scope="row" class="col-name">([^<]*)</th>', html)
+    # Each name links to the player's page.
+    return re.findall(r'<th scope="row" class="col-name"><a href="[^"]*">([^<]*)</a></th>', html)
 
 
 def ranks_in_table(html: str) -> list[str]:
