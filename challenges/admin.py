@@ -82,6 +82,12 @@ def _activation_message(done: versions.Activation) -> str:
     return f"Version {number} is active again (its scores were kept)."
 
 
+# Podium's name on every admin page (templates/admin/base_site.html adds the icon).
+admin.site.site_header = "Podium admin"
+admin.site.site_title = "Podium admin"
+admin.site.index_title = "Dashboard"
+
+
 @admin.register(Challenge)
 class ChallengeAdmin(admin.ModelAdmin):
     """A challenge's page: its description, its scoring section (``admin_forms``), Try
