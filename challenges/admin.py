@@ -86,6 +86,9 @@ def _activation_message(done: versions.Activation) -> str:
 admin.site.site_header = "Podium admin"
 admin.site.site_title = "Podium admin"
 admin.site.index_title = "Dashboard"
+# The app list is on the dashboard; a second copy beside every list page took the width
+# its columns need (they ended up hidden behind the filter panel).
+admin.site.enable_nav_sidebar = False
 
 
 @admin.register(Challenge)

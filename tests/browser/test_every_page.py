@@ -93,7 +93,7 @@ def check(page, url: str, name: str, status: int = 200) -> dict[str, str]:
         )
         (ARTIFACTS / "pages").mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(ARTIFACTS / "pages" / f"{name}-{width}.png"), full_page=True)
-        assert overflow <= 0, f"{url} scrolls sideways by {overflow}px at {size['width']}px"
+        assert overflow <= 0, f"{url} scrolls by {overflow}px at {width}: {widest(page)}"
         # A 404 page logs its own status; nothing else may be logged.
         own = f"the server responded with a status of {status}" if status != 200 else None
         errors = [e for e in page.errors if not (own and own in e)]
@@ -194,3 +194,13 @@ def test_admin_pages(page, live_server, data, admin):
         check(page, f"{base}/admin/challenges/challenge/{snippet.pk}/change/", "admin-snippet")
     assert User.objects.filter(username="admin").exists()
     assert RescoreJob.objects.count() >= 0
+
+
+def widest(page) -> str:
+    """For a failing overflow: the elements sticking out of the viewport (debugging aid)."""
+    return page.evaluate(
+        """() => [...document.querySelectorAll('body *')]
+            .filter(e => e.getBoundingClientRect().right > document.documentElement.clientWidth + 1)
+            .slice(0, 6).map(e => e.tagName + '#' + e.id + '.' + e.className + ' ' + Math.round(e.getBoundingClientRect().right))
+            .join(' | ')"""
+    )
