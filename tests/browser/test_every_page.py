@@ -204,3 +204,38 @@ def widest(page) -> str:
             .slice(0, 6).map(e => e.tagName + '#' + e.id + '.' + e.className + ' ' + Math.round(e.getBoundingClientRect().right))
             .join(' | ')"""
     )
+
+
+def test_charts_empty_state_and_time_axis(page, live_server):
+    """No counted attempt: a sentence, no chart frames. Attempts within one minute: time
+    ticks that do not repeat, and an axis that ends at the newest attempt."""
+    from datetime import UTC, datetime, timedelta
+
+    make_challenge(name="Nobody", slug="nobody", scoring_strategy="fastest")
+    quick = make_challenge(name="Quick", slug="quick", scoring_strategy="fastest")
+    start = datetime(2026, 3, 1, 10, 0, 0, tzinfo=UTC)
+    record(
+        quick,
+        *[
+            attempt_input(
+                f"p{i}", elapsed_ms=1000 - 10 * i, created_at=start + timedelta(seconds=5 * i)
+            )
+            for i in range(8)
+        ],
+    )
+    for size in WIDTHS.values():
+        page.set_viewport_size(size)
+        page.goto(f"{live_server.url}/challenges/nobody/")
+        page.wait_for_selector("section.charts[data-drawn=true]")
+        assert page.locator("#chart-status").inner_text().startswith("No charts yet")
+        assert not page.locator("#chart-top").is_visible()
+        page.goto(f"{live_server.url}/challenges/quick/")
+        page.wait_for_selector("section.charts[data-drawn=true]")
+        axis = page.evaluate(
+            """() => { const x = Chart.getChart(document.getElementById('chart-top')).scales.x;
+                       return {labels: x.ticks.map(t => t.label).filter(l => l), max: x.max}; }"""
+        )
+        assert len(axis["labels"]) == len(set(axis["labels"])) >= 2, axis
+        newest = (start + timedelta(seconds=35)).timestamp() * 1000
+        assert axis["max"] == newest, axis
+        assert not page.errors, page.errors
