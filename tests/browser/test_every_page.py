@@ -201,7 +201,8 @@ def widest(page) -> str:
     return page.evaluate(
         """() => [...document.querySelectorAll('body *')]
             .filter(e => e.getBoundingClientRect().right > document.documentElement.clientWidth + 1)
-            .slice(0, 6).map(e => e.tagName + '#' + e.id + '.' + e.className + ' ' + Math.round(e.getBoundingClientRect().right))
+            .slice(0, 6)
+            .map(e => `${e.tagName}#${e.id}.${e.className} ${e.getBoundingClientRect().right}`)
             .join(' | ')"""
     )
 
