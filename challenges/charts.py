@@ -17,6 +17,7 @@ from django.db.models.functions import Floor
 
 from scoring.engine.strategies import get_strategy
 
+from . import display
 from . import ranking as R
 from .models import Attempt, AttemptScore, Challenge, LeaderboardEntry
 
@@ -111,6 +112,8 @@ def charts_data(*, challenge: Challenge) -> dict[str, Any]:
     if data is None:
         strategy = get_strategy(version.scoring_strategy)
         axis, scale = _axis(strategy.unit)
+        if version.scoring_strategy == "python":  # the snippet's own score, not "points"
+            axis = display.score_name(version).capitalize()
         data = {
             "axis": axis,
             "time_axis": strategy.unit == "epoch_ms",

@@ -43,7 +43,7 @@ def test_player_page_shows_rank_best_and_history(client, speed):
     assert len(rows) == 3  # newest first, the counted one highlighted
     assert [bool(h) for _, h in rows] == [False, True, False]
     assert "does not count" in html  # the failed attempt
-    assert html.count("<strong>counts</strong>") == 1
+    assert html.count(">counts</strong>") == 1
 
 
 def test_leaderboard_rows_link_to_player_pages(client, speed):

@@ -44,3 +44,17 @@ def test_no_medal_for_a_zero_score_on_a_higher_is_better_board(client):
 def test_fastest_keeps_medals_for_any_time():
     challenge = make_challenge(name="Speed", scoring_strategy="fastest")
     assert display.medal(2, 0.0, challenge) == display.MEDALS[2]
+
+
+def test_snippet_chart_axis_names_the_score_not_points(client):
+    if not sandbox.availability().available:
+        pytest.skip(sandbox.availability().message)
+    challenge = make_challenge(
+        name="Binary",
+        scoring_strategy="python",
+        scoring_code='def compute_scores(sample):\n    return {"is_ok": sample.get("x") == 1}\n',
+        score_key="is_ok",
+    )
+    record(challenge, attempt_input("a", sample={"x": 1}))
+    data = client.get(f"/challenges/{challenge.slug}/charts.json").json()
+    assert data["axis"] == "Is ok"
