@@ -32,12 +32,15 @@ from django.urls import path, reverse
 from django.utils.html import format_html
 from django.utils.text import Truncator
 
+from scoring.services import SetupInvalid
+
 from . import admin_views, rescoring, services, versions
 from .admin_forms import ChallengeAdminForm
 from .dashboard import failures_count
 from .metrics import challenge_metrics
 from .models import Attempt, AttemptScore, Challenge, Player, RescoreJob, ScoringVersion
 from .permissions import is_scoring_admin, is_staff_member
+from .setup.probe import setup_probe
 
 
 def _bind_to_request(model_admin: admin.ModelAdmin, names: Any, request: HttpRequest) -> list:
@@ -125,7 +128,34 @@ class ChallengeAdmin(admin.ModelAdmin):
     def get_form(self, request: Any, obj: Any = None, change: bool = False, **kwargs: Any) -> Any:
         form = super().get_form(request, obj, change=change, **kwargs)
         # Who may change scoring is a property of the request, not of the form class.
-        return type(form.__name__, (form,), {"can_edit_scoring": is_scoring_admin(request.user)})
+        return type(
+            form.__name__,
+            (form,),
+            {
+                "can_edit_scoring": is_scoring_admin(request.user),
+                "probe_errors": getattr(request, "podium_probe_errors", {}),
+            },
+        )
+
+    def changeform_view(
+        self,
+        request: HttpRequest,
+        object_id: str | None = None,
+        form_url: str = "",
+        extra_context: Any = None,
+    ) -> HttpResponse:
+        # A snippet whose scores cannot be read from its code is probed on the challenge's
+        # attempts here, before Django's transaction opens: a scorer never runs in one.
+        if request.method == "POST" and object_id and is_scoring_admin(request.user):
+            challenge = self.get_object(request, unquote(object_id))
+            if challenge is not None:
+                form = admin_views.scoring_form_for(self, request, challenge)
+                if form.setup is not None:
+                    try:
+                        setup_probe(challenge=challenge, setup=form.setup)
+                    except SetupInvalid as exc:
+                        request.podium_probe_errors = exc.errors
+        return super().changeform_view(request, object_id, form_url, extra_context)
 
     # Admins (superusers, or the change_scoring permission) edit challenges without the
     # model's own permissions; staff get the model's view permission from their group.

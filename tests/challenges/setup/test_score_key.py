@@ -128,3 +128,19 @@ def test_public_text_names_the_metric_of_the_score():
     )
     assert display.strategy_words(challenge) == "Highest field completeness"
     assert "ranked by their highest field completeness" in display.scoring_sentence(challenge)
+
+
+def test_admin_probe_decides_when_the_code_cannot_tell(client, admin):
+    from tests.challenges.admin_pages import change_url
+
+    challenge = make_challenge(name="Probe", scoring_strategy="python", scoring_code=DYNAMIC_ONE)
+    record(challenge, attempt_input("u1", sample={"x": 1}))
+    client.force_login(admin)
+    url = change_url(challenge)
+    data = page_data(client, url, scoring_code=DYNAMIC)
+    errors = field_errors(client.post(url, data))
+    assert any("several scores (a, b)" in e for e in errors.get("score_key", [])), errors
+    assert ScoringVersion.objects.filter(challenge=challenge).count() == 1
+    data = page_data(client, url, scoring_code=DYNAMIC, score_key="a")
+    assert client.post(url, data).status_code == 302
+    assert ScoringVersion.objects.filter(challenge=challenge).count() == 2
