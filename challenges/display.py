@@ -68,7 +68,7 @@ def relative_time(value: datetime, now: datetime) -> str:
                 return "just now"
             n = int(seconds // size)
             return f"{n} {unit}{'' if n == 1 else 's'} ago"
-    return value.astimezone(UTC).strftime("%d %b %Y")
+    return value.astimezone(UTC).strftime("%Y-%m-%d")  # as the exact times and the admin
 
 
 def _term_label(key: str) -> str:
