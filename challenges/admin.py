@@ -40,7 +40,7 @@ from .dashboard import failures_count
 from .metrics import challenge_metrics
 from .models import Attempt, AttemptScore, Challenge, Player, RescoreJob, ScoringVersion
 from .permissions import is_scoring_admin, is_staff_member
-from .setup.probe import setup_probe
+from .setup.probe import setup_probe, unknown_scores_warning
 
 
 def _bind_to_request(model_admin: admin.ModelAdmin, names: Any, request: HttpRequest) -> list:
@@ -183,6 +183,9 @@ class ChallengeAdmin(admin.ModelAdmin):
         else:
             form.instance = services.challenge_create(data=data, by=request.user)
         obj.pk = form.instance.pk
+        unknown = unknown_scores_warning(form.instance)
+        if unknown:
+            self.message_user(request, unknown, messages.WARNING)
 
     def save_related(self, request: Any, form: Any, formsets: Any, change: bool) -> None:
         pass  # no related objects are edited here

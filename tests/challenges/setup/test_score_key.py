@@ -144,3 +144,20 @@ def test_admin_probe_decides_when_the_code_cannot_tell(client, admin):
     data = page_data(client, url, scoring_code=DYNAMIC, score_key="a")
     assert client.post(url, data).status_code == 302
     assert ScoringVersion.objects.filter(challenge=challenge).count() == 2
+
+
+def test_admin_says_so_when_the_scores_cannot_be_read_from_the_code(client, admin):
+    client.force_login(admin)
+    data = page_data(
+        client,
+        ADD_URL,
+        name="Dynamic",
+        slug="dynamic",
+        scoring_strategy="python",
+        scoring_code=DYNAMIC,
+        score_key="",
+    )
+    response = client.post(ADD_URL, data, follow=True)
+    assert response.status_code == 200
+    messages = [str(m) for m in response.context["messages"]]
+    assert any("cannot tell from the code" in m for m in messages), messages
