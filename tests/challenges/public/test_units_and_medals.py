@@ -58,3 +58,12 @@ def test_snippet_chart_axis_names_the_score_not_points(client):
     record(challenge, attempt_input("a", sample={"x": 1}))
     data = client.get(f"/challenges/{challenge.slug}/charts.json").json()
     assert data["axis"] == "Is ok"
+
+
+def test_frequency_metric_reads_as_labelled_value_to_count():
+    from challenges.templatetags.podium_metrics import metric_display
+
+    shown = metric_display({"type": "frequency", "value": {"1.0": 3, "0.0": 12}})
+    assert shown == "0 → 12 · 1 → 3"
+    assert metric_display({"type": "frequency", "value": {}}) == "no data"
+    assert metric_display({"type": "mean", "value": 0.333333}) == "0.3333"
