@@ -237,3 +237,33 @@ def test_charts_empty_state_and_time_axis(page, live_server):
         newest = (start + timedelta(seconds=35)).timestamp() * 1000
         assert axis["max"] == newest, axis
         assert not page.errors, page.errors
+
+
+def test_try_it_results_are_readable_at_both_widths(page, live_server, data, admin):
+    """Try it on a snippet challenge: scores as a table, the sample shown, no repr, no
+    sideways scroll of the page."""
+    if "snippet" not in data:
+        pytest.skip(sandbox.availability().message)
+    admin.set_password("pw")
+    admin.save()
+    page.goto(f"{live_server.url}/admin/login/")
+    page.fill("#id_username", "admin")
+    page.fill("#id_password", "pw")
+    page.click("input[type=submit]")
+    url = f"{live_server.url}/admin/challenges/challenge/{data['snippet'].pk}/change/"
+    for width, size in WIDTHS.items():
+        page.set_viewport_size(size)
+        page.goto(url)
+        page.click("#scoring-try-button")
+        page.locator("#scoring-try table.scoring-scores").first.wait_for()
+        text = page.locator("#scoring-try").inner_text()
+        assert "is_complete" in text and "Sample" in text
+        assert "{'" not in text
+        page.locator("#scoring-try details.scoring-sample").last.click()  # s1: Paris
+        assert '"answer"' in page.locator("#scoring-try").inner_text()
+        overflow = page.evaluate(
+            "() => document.documentElement.scrollWidth - document.documentElement.clientWidth"
+        )
+        page.screenshot(path=str(ARTIFACTS / "pages" / f"admin-try-{width}.png"), full_page=True)
+        assert overflow <= 0, widest(page)
+        assert not page.errors, page.errors
