@@ -5,6 +5,7 @@ from challenges.api import competition as api_competition
 from challenges.api import scorers as scorer_api
 from challenges.api import views as api
 from challenges.public import views
+from challenges.public.player import player_detail
 
 router = DefaultRouter()
 router.register("challenges", api.ChallengeViewSet, basename="challenge")
@@ -19,6 +20,11 @@ urlpatterns = [
     path("challenges/<slug:slug>/charts.json", views.challenge_charts, name="charts"),
     path("challenges/<slug:slug>/leaderboard.csv", views.export_csv, name="export-csv"),
     path("challenges/<slug:slug>/leaderboard.json", views.export_json, name="export-json"),
+    path(
+        "challenges/<slug:slug>/players/<path:external_id>/",
+        player_detail,
+        name="player",
+    ),
 ]
 api_urlpatterns = [
     # Moderation and the audit trail (challenges/api/competition.py).

@@ -458,6 +458,8 @@ class ChallengeAdminForm(forms.ModelForm):
         return out
 
     # --- validation -----------------------------------------------------------------------
+    probe_errors: dict[str, str] = {}  # set by the admin: challenges.setup.probe's verdict
+
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean()
         bad_text = False
@@ -479,6 +481,9 @@ class ChallengeAdminForm(forms.ModelForm):
             self.setup = self.instance.setup_dict() if self.instance.pk else None
             return cleaned
         self.setup = self._clean_setup(cleaned)
+        for field, message in self.probe_errors.items():
+            if not self.for_preview and field in self.fields and field not in self._errors:
+                self.add_error(field, message)
         if self.setup is not None and self.instance.pk and not self.for_preview:
             self.setup_changed = not setup_same(self.setup, self.instance.setup_dict())
             if (

@@ -44,6 +44,8 @@ from challenges.permissions import is_scoring_admin, is_staff_member
 from challenges.rescoring import jobs as rescoring
 from challenges.setup import services as setup_services
 from challenges.setup import versions
+from challenges.setup.probe import setup_probe, unknown_scores_warning
+from scoring.services import SetupInvalid
 
 
 def _bind_to_request(model_admin: admin.ModelAdmin, names: Any, request: HttpRequest) -> list:
@@ -99,6 +101,15 @@ def object_pk(raw: str) -> int | None:
     return int(raw)
 
 
+# Podium's name on every admin page (templates/admin/base_site.html adds the icon).
+admin.site.site_header = "Podium admin"
+admin.site.site_title = "Podium admin"
+admin.site.index_title = "Dashboard"
+# The app list is on the dashboard; a second copy beside every list page took the width
+# its columns need (they ended up hidden behind the filter panel).
+admin.site.enable_nav_sidebar = False
+
+
 @admin.register(Challenge)
 class ChallengeAdmin(admin.ModelAdmin):
     """A challenge's page: its description, its scoring section (``admin_forms``), Try
@@ -150,7 +161,34 @@ class ChallengeAdmin(admin.ModelAdmin):
     def get_form(self, request: Any, obj: Any = None, change: bool = False, **kwargs: Any) -> Any:
         form = super().get_form(request, obj, change=change, **kwargs)
         # Who may change scoring is a property of the request, not of the form class.
-        return type(form.__name__, (form,), {"can_edit_scoring": is_scoring_admin(request.user)})
+        return type(
+            form.__name__,
+            (form,),
+            {
+                "can_edit_scoring": is_scoring_admin(request.user),
+                "probe_errors": getattr(request, "podium_probe_errors", {}),
+            },
+        )
+
+    def changeform_view(
+        self,
+        request: HttpRequest,
+        object_id: str | None = None,
+        form_url: str = "",
+        extra_context: Any = None,
+    ) -> HttpResponse:
+        # A snippet whose scores cannot be read from its code is probed on the challenge's
+        # attempts here, before Django's transaction opens: a scorer never runs in one.
+        if request.method == "POST" and object_id and is_scoring_admin(request.user):
+            challenge = self.get_object(request, unquote(object_id))
+            if challenge is not None:
+                form = admin_views.scoring_form_for(self, request, challenge)
+                if form.setup is not None:
+                    try:
+                        setup_probe(challenge=challenge, setup=form.setup)
+                    except SetupInvalid as exc:
+                        request.podium_probe_errors = exc.errors
+        return super().changeform_view(request, object_id, form_url, extra_context)
 
     # Admins (superusers, or the change_scoring permission) edit challenges without the
     # model's own permissions; staff get the model's view permission from their group.
@@ -178,6 +216,9 @@ class ChallengeAdmin(admin.ModelAdmin):
         else:
             form.instance = setup_services.challenge_create(data=data, by=request.user)
         obj.pk = form.instance.pk
+        unknown = unknown_scores_warning(form.instance)
+        if unknown:
+            self.message_user(request, unknown, messages.WARNING)
 
     def save_related(self, request: Any, form: Any, formsets: Any, change: bool) -> None:
         pass  # no related objects are edited here

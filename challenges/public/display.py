@@ -18,9 +18,13 @@ TERM_LABELS = {"clamped_from": "Total before the floor at 0"}
 MAX_TERMS = 32  # a plugin's details are its own: show a readable handful, never a wall
 
 
-def format_value(score: float, strategy: str) -> str:
-    """The leaderboard value in the strategy's own unit."""
+def format_value(score: float, strategy: str, setup: Any = None) -> str:
+    """The leaderboard value in the unit the strategy or scorer defines: a time, tokens,
+    a rating out of 10, a weighted scorer's points; a snippet's score is a plain number
+    (a 0/1 score reads 1, never "1.00 pts")."""
     score = precision.served(score)
+    if strategy == "python":
+        return f"{score:,.4f}".rstrip("0").rstrip(".") if score != int(score) else f"{score:,.0f}"
     unit = get_strategy(strategy).unit
     if unit == "epoch_ms":
         return datetime.fromtimestamp(score / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
@@ -31,6 +35,16 @@ def format_value(score: float, strategy: str) -> str:
     if unit == "rating":
         return f"{score:g} / 10"
     return f"{score:,.2f} pts"
+
+
+def medal(rank: int, score: float, setup: Any) -> tuple[str, str] | None:
+    """A medal for the top three, only for a value above the lowest possible one: a
+    higher-is-better score of 0 (or a rating of 0) wins nothing."""
+    if rank not in MEDALS:
+        return None
+    if get_strategy(setup.scoring_strategy).descending and score <= 0:
+        return None
+    return MEDALS[rank]
 
 
 def exact_time(value: datetime) -> str:
@@ -53,7 +67,7 @@ def relative_time(value: datetime, now: datetime) -> str:
                 return "just now"
             n = int(seconds // size)
             return f"{n} {unit}{'' if n == 1 else 's'} ago"
-    return value.astimezone(UTC).strftime("%d %b %Y")
+    return value.astimezone(UTC).strftime("%Y-%m-%d")  # as the exact times and the admin
 
 
 def _term_label(key: str) -> str:
@@ -84,6 +98,12 @@ def breakdown(details: Any, metrics: dict[str, Any]) -> list[tuple[str, str]]:
                 terms.append((_term_label(key), shown))
             if len(terms) >= MAX_TERMS:
                 break
+    return terms + metric_cells(metrics)
+
+
+def metric_cells(metrics: dict[str, Any]) -> list[tuple[str, str]]:
+    """An attempt's own metrics, labelled, in their units (the ones it has)."""
+    terms: list[tuple[str, str]] = []
     if metrics.get("succeeded") is not None:
         terms.append(("Succeeded", "yes" if metrics["succeeded"] else "no"))
     if metrics.get("elapsed_ms") is not None:

@@ -14,6 +14,7 @@ import unicodedata
 from collections.abc import Callable, Iterator
 from datetime import datetime
 from typing import Any
+from urllib.parse import quote
 
 from django.core.cache import cache
 from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
@@ -84,17 +85,25 @@ def board_rows(
     strategy: str,
     breakdowns: dict[int, selectors.Breakdown],
     now: datetime,
+    setup: Any = None,
+    slug: str = "",
 ) -> list[dict[str, Any]]:
     """Every cell of the table, formatted once."""
     rows = []
+    players_url = f"/challenges/{slug}/players/"
     for row in board.rows:
         why = breakdowns.get(row.attempt_id)
         rows.append(
             {
                 "rank": row.rank,
                 "shared": False,
-                "medal": display.MEDALS.get(row.rank),
+                "medal": (
+                    display.medal(row.rank, row.score, setup)
+                    if setup is not None
+                    else display.MEDALS.get(row.rank)
+                ),
                 "name": row.display_name,
+                "url": players_url + quote(row.player_external_id, safe="") + "/",
                 "value": display.format_value(row.score, strategy),
                 "when": display.relative_time(row.created_at, now),
                 "when_exact": display.exact_time(row.created_at),
@@ -187,7 +196,9 @@ class BoardView:
         return {
             "challenge": challenge,
             "board": board,
-            "rows": board_rows(board, setup.scoring_strategy, breakdowns, self.now),
+            "rows": board_rows(
+                board, setup.scoring_strategy, breakdowns, self.now, setup, challenge.slug
+            ),
             "numbers": selectors.page_numbers(board.page, board.pages) if board.page else [],
             "detail_url": self.detail_url,
             "refresh_url": self.refresh_url,
@@ -262,13 +273,14 @@ def challenge_charts(request: HttpRequest, slug: str) -> HttpResponse:
         return JsonResponse({"detail": "No such challenge."}, status=404)
     board_id = freeze.board_id(challenge=challenge, user=request.user)
     frozen = board_id != challenge.active_version_id
-    return JsonResponse(
-        charts.charts_data(
-            challenge=challenge,
-            board_id=board_id,
-            before=challenge.freeze_at if frozen else None,
-        )
+    data = charts.charts_data(
+        challenge=challenge, board_id=board_id, before=challenge.freeze_at if frozen else None
     )
+    version = challenge.active_version
+    if version is not None and version.scoring_strategy == "python":
+        # the snippet's own score names the axis, not "points"
+        data = {**data, "axis": display.score_name(version).capitalize()}
+    return JsonResponse(data)
 
 
 # --- export ------------------------------------------------------------------------------

@@ -78,3 +78,20 @@ def setup_probe(*, challenge: Challenge, setup: dict[str, Any]) -> None:
                 f"returned a {score_key!r} score (it returned: {listed})."
             }
         )
+
+
+def unknown_scores_warning(challenge: Challenge) -> str:
+    """What to tell whoever saved a snippet with no ``score_key`` whose scores the code
+    does not name (and no attempt could be probed yet); "" otherwise."""
+    if challenge.scoring_strategy != S.PYTHON or challenge.score_key:
+        return ""
+    try:
+        prepared = prepare(challenge.scoring_code, challenge.scoring_config or {})
+    except SnippetInvalid:
+        return ""
+    if prepared.score_names is not None:
+        return ""
+    return (
+        f"{UNKNOWN}. If it returns more than one score, set Score key to the one that "
+        "ranks (Try it shows them); until then such attempts score nothing."
+    )

@@ -3,6 +3,7 @@ dashboard of ``/admin/``."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from django import template
@@ -31,10 +32,24 @@ def signed(delta: float | None) -> str:
 
 @register.filter
 def detail_text(value: Any) -> str:
-    """A details value: numbers like scores, the rest as it is."""
+    """A details value: numbers like scores, booleans as yes/no, None as "–", nested
+    values as JSON (never a Python repr), the rest as it is."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
     if isinstance(value, float):
         return score_text(value)
+    if value is None:
+        return "–"
+    if isinstance(value, dict | list):
+        return json.dumps(value, ensure_ascii=False, sort_keys=True)
     return str(value)
+
+
+@register.filter
+def json_text(value: Any) -> str:
+    """A sample or payload as indented JSON, cut at a readable length."""
+    text = json.dumps(value, ensure_ascii=False, indent=1, sort_keys=True)
+    return text if len(text) <= 2000 else text[:2000] + "\n…"
 
 
 @register.simple_tag(takes_context=True)

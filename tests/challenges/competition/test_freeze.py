@@ -67,7 +67,7 @@ def export_board(client, challenge) -> list[tuple[int, str, float]]:
 
 def page_players(client, challenge) -> list[str]:
     html = client.get(f"/challenges/{challenge.slug}/").content.decode()
-    return re.findall(r'<th scope="row" class="col-name">([^<]*)</th>', html)
+    return re.findall(r'<th scope="row" class="col-name">(?:<a [^>]*>)?([^<]*)', html)
 
 
 def check_public(anon_api, client, challenge, expected) -> None:

@@ -56,4 +56,4 @@ def test_players_are_labelled_for_what_they_count(client, admin):
     dashboard = client.get("/admin/").content.decode()
     assert ">Players with attempts</th>" in dashboard
     row = dashboard[dashboard.index('data-challenge="speed"') :]
-    assert '<td class="num">2</td>' in row[: row.index("</tr>")]
+    assert '<td class="num" data-label="Players with attempts">2</td>' in row[: row.index("</tr>")]

@@ -129,3 +129,36 @@ def test_public_text_names_the_metric_of_the_score():
     )
     assert display.strategy_words(challenge) == "Highest field completeness"
     assert "ranked by their highest field completeness" in display.scoring_sentence(challenge)
+
+
+def test_admin_probe_decides_when_the_code_cannot_tell(client, admin):
+    from tests.challenges.admin.admin_pages import change_url
+
+    challenge = make_challenge(name="Probe", scoring_strategy="python", scoring_code=DYNAMIC_ONE)
+    record(challenge, attempt_input("u1", sample={"x": 1}))
+    client.force_login(admin)
+    url = change_url(challenge)
+    data = page_data(client, url, scoring_code=DYNAMIC)
+    errors = field_errors(client.post(url, data))
+    assert any("several scores (a, b)" in e for e in errors.get("score_key", [])), errors
+    assert ScoringVersion.objects.filter(challenge=challenge).count() == 1
+    data = page_data(client, url, scoring_code=DYNAMIC, score_key="a")
+    assert client.post(url, data).status_code == 302
+    assert ScoringVersion.objects.filter(challenge=challenge).count() == 2
+
+
+def test_admin_says_so_when_the_scores_cannot_be_read_from_the_code(client, admin):
+    client.force_login(admin)
+    data = page_data(
+        client,
+        ADD_URL,
+        name="Dynamic",
+        slug="dynamic",
+        scoring_strategy="python",
+        scoring_code=DYNAMIC,
+        score_key="",
+    )
+    response = client.post(ADD_URL, data, follow=True)
+    assert response.status_code == 200
+    messages = [str(m) for m in response.context["messages"]]
+    assert any("cannot tell from the code" in m for m in messages), messages
