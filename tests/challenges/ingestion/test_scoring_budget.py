@@ -150,3 +150,28 @@ def test_schema_documents_score_status(anon_api):
     assert enum == ["scored", "failed", "pending"]
     assert "pending" in status["description"]
     assert "score_status" in recorded["required"]
+
+
+@pytest.mark.django_db
+def test_a_broker_outage_leaves_attempts_pending_and_a_sweep_finds_them(
+    settings, integration_api, sleeper, monkeypatch, django_capture_on_commit_callbacks, caplog
+):
+    from challenges import tasks
+
+    def broker_down(*args, **kwargs):
+        raise ConnectionError("broker unreachable")
+
+    settings.PODIUM_SCORING_BUDGET_MS = 0
+    monkeypatch.setattr(tasks.attempts_score_pending, "delay", broker_down)
+    with django_capture_on_commit_callbacks(execute=True):
+        response = integration_api.post(attempts_url(sleeper.pk), sleepy_attempts(2), format="json")
+    assert response.status_code == 201  # stored, answered; the task could not be queued
+    assert [a["score_status"] for a in response.json()] == ["pending", "pending"]
+    assert "Could not queue the scoring of 2 pending attempts" in caplog.text
+    monkeypatch.undo()
+    Attempt.objects.update(rating=1)  # fast from here on
+    # A worker's start sweeps every challenge (the task runs eagerly here).
+    with registry().temporarily("t.sleeper", "tests.plugins:Sleeper"):
+        assert budget.pending_sweep() == 1
+    assert budget.attempts_pending_count(challenge=sleeper) == 0
+    assert integration_api.get(leaderboard_url(sleeper.pk)).json()["count"] == 2
