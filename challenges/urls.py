@@ -1,9 +1,22 @@
 from django.urls import include, path
+from rest_framework import routers
+from rest_framework.permissions import AllowAny
 from rest_framework.routers import DefaultRouter
 
 from . import api, views
 
-router = DefaultRouter()
+
+class APIRootView(routers.APIRootView):
+    """GET /api/: the list of routes, for anyone (the API denies by default)."""
+
+    permission_classes = [AllowAny]
+
+
+class Router(DefaultRouter):
+    APIRootView = APIRootView
+
+
+router = Router()
 router.register("challenges", api.ChallengeViewSet, basename="challenge")
 router.register("rescore-jobs", api.RescoreJobViewSet, basename="rescore-job")
 
