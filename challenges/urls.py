@@ -1,4 +1,6 @@
 from django.urls import include, path, re_path
+from rest_framework import routers
+from rest_framework.permissions import AllowAny
 from rest_framework.routers import DefaultRouter
 
 from challenges.api import competition as api_competition
@@ -7,7 +9,18 @@ from challenges.api import views as api
 from challenges.public import views
 from challenges.public.player import player_detail
 
-router = DefaultRouter()
+
+class APIRootView(routers.APIRootView):
+    """GET /api/: the list of routes, for anyone (the API denies by default)."""
+
+    permission_classes = [AllowAny]
+
+
+class Router(DefaultRouter):
+    APIRootView = APIRootView
+
+
+router = Router()
 router.register("challenges", api.ChallengeViewSet, basename="challenge")
 router.register("rescore-jobs", api.RescoreJobViewSet, basename="rescore-job")
 

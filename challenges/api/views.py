@@ -61,6 +61,17 @@ def _setup_errors(exc: SetupInvalid) -> serializers.ValidationError:
     return serializers.ValidationError({field: [msg] for field, msg in exc.errors.items()})
 
 
+class BodyCheckedMixin:
+    """Every write parses its body, even a route that reads none (rescore, cancel): a
+    body that is not JSON, or holds a lone surrogate or a NUL, is a 400 on every route,
+    after authentication and permissions."""
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        super().initial(request, *args, **kwargs)
+        if request.method in ("POST", "PUT", "PATCH", "DELETE"):
+            request.data  # noqa: B018 - parsing is the point
+
+
 _VIEWS = (
     "Staff and admins get every field; anonymous users and integration tokens the public "
     "view: the fields marked staff-only (scoring_plugin_id, scoring_entrypoint, "
@@ -73,7 +84,7 @@ _VIEWS = (
     list=extend_schema(responses=ChallengeSerializer(many=True), description=_VIEWS),
     retrieve=extend_schema(responses=ChallengeSerializer, description=_VIEWS),
 )
-class ChallengeViewSet(viewsets.ModelViewSet):
+class ChallengeViewSet(BodyCheckedMixin, viewsets.ModelViewSet):
     """Challenges: public read (active ones; staff see all), admin write."""
 
     serializer_class = ChallengeSerializer
@@ -299,7 +310,7 @@ class ChallengeViewSet(viewsets.ModelViewSet):
         return Response(ChallengeSerializer(challenge).data)
 
 
-class RescoreJobViewSet(viewsets.GenericViewSet):
+class RescoreJobViewSet(BodyCheckedMixin, viewsets.GenericViewSet):
     """Rescore jobs: staff watch and cancel them."""
 
     serializer_class = RescoreJobSerializer

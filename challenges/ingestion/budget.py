@@ -168,6 +168,7 @@ def pending_sweep() -> int:
         Attempt.objects.filter(challenge__in=challenges)
         .filter(~Exists(missing))
         .values_list("challenge_id", flat=True)
+        .order_by()  # no ordering column in the DISTINCT
         .distinct()
     )
     found = list(ids)

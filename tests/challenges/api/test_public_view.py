@@ -131,3 +131,9 @@ def test_every_api_route_states_its_permission():
     instance = api.ChallengeViewSet(action="something_new", request=factory.get("/"))
     assert not any(isinstance(p, AllowAny) for p in instance.get_permissions())
     assert not instance.get_permissions()[0].has_permission(factory.get("/"), instance)
+
+
+def test_the_api_root_lists_the_routes_for_anyone(anon_api):
+    response = anon_api.get("/api/", HTTP_ACCEPT="application/json")
+    assert response.status_code == 200
+    assert set(response.json()) == {"challenges"}  # rescore jobs have no list route

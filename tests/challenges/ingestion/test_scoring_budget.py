@@ -119,9 +119,10 @@ def test_the_pending_task_is_idempotent(
 
 
 @pytest.mark.django_db(transaction=True)
-def test_no_scorer_runs_inside_a_transaction(settings, integration_api):
+def test_no_scorer_runs_inside_a_transaction(settings, admin_api):
     """Inline scoring, and the task's: the probe plugin runs in this process and sees
-    the connection's state (a transactional test: nothing wraps it in a transaction)."""
+    the connection's state (a transactional test: nothing wraps it in a transaction; the
+    admin records, as the Integrations group of a data migration is flushed here)."""
     settings.PODIUM_SCORING_BUDGET_MS = 60_000
     text_plugins.SEEN_IN_TRANSACTION.clear()
     entrypoint = "tests.challenges.ingestion.text_plugins:InProcessTransactionProbe"
@@ -129,10 +130,10 @@ def test_no_scorer_runs_inside_a_transaction(settings, integration_api):
         registry()._builtin.add("t.probe")
         challenge = make_challenge(scoring_strategy="custom", scoring_plugin_id="t.probe")
         body = [{"player": f"p{i}", "succeeded": True, "rating": i} for i in range(5)]
-        response = integration_api.post(attempts_url(challenge.pk), body, format="json")
+        response = admin_api.post(attempts_url(challenge.pk), body, format="json")
         assert response.status_code == 201
         settings.PODIUM_SCORING_BUDGET_MS = 0
-        response = integration_api.post(attempts_url(challenge.pk), body, format="json")
+        response = admin_api.post(attempts_url(challenge.pk), body, format="json")
         assert {a["score_status"] for a in response.json()} == {"pending"}
         # The task ran eagerly on commit (CELERY_TASK_ALWAYS_EAGER in tests).
         assert budget.attempts_pending_count(challenge=challenge) == 0
@@ -150,3 +151,28 @@ def test_schema_documents_score_status(anon_api):
     assert enum == ["scored", "failed", "pending"]
     assert "pending" in status["description"]
     assert "score_status" in recorded["required"]
+
+
+@pytest.mark.django_db
+def test_a_broker_outage_leaves_attempts_pending_and_a_sweep_finds_them(
+    settings, integration_api, sleeper, monkeypatch, django_capture_on_commit_callbacks, caplog
+):
+    from challenges import tasks
+
+    def broker_down(*args, **kwargs):
+        raise ConnectionError("broker unreachable")
+
+    settings.PODIUM_SCORING_BUDGET_MS = 0
+    monkeypatch.setattr(tasks.attempts_score_pending, "delay", broker_down)
+    with django_capture_on_commit_callbacks(execute=True):
+        response = integration_api.post(attempts_url(sleeper.pk), sleepy_attempts(2), format="json")
+    assert response.status_code == 201  # stored, answered; the task could not be queued
+    assert [a["score_status"] for a in response.json()] == ["pending", "pending"]
+    assert "Could not queue the scoring of 2 pending attempts" in caplog.text
+    monkeypatch.undo()
+    Attempt.objects.update(rating=1)  # fast from here on
+    # A worker's start sweeps every challenge (the task runs eagerly here).
+    with registry().temporarily("t.sleeper", "tests.plugins:Sleeper"):
+        assert budget.pending_sweep() == 1
+    assert budget.attempts_pending_count(challenge=sleeper) == 0
+    assert integration_api.get(leaderboard_url(sleeper.pk)).json()["count"] == 2
