@@ -38,11 +38,12 @@ def names(page) -> list[str]:
 def test_schedule_banner_on_the_cards_and_the_page(page, live_server, race):
     now = timezone.now().replace(second=0, microsecond=0)
     Challenge.objects.filter(pk=race.pk).update(
-        opens_at=now - timedelta(days=1), closes_at=now + timedelta(hours=5)
+        opens_at=now - timedelta(days=1),
+        closes_at=now + timedelta(hours=5, minutes=10),  # margin for a slow page load
     )
     later = make_challenge(name="Later", slug="later")
     Challenge.objects.filter(pk=later.pk).update(
-        opens_at=now + timedelta(days=2, hours=3), late_attempts="practice"
+        opens_at=now + timedelta(days=2, hours=3, minutes=10), late_attempts="practice"
     )
     page.goto(f"{live_server.url}/challenges/")
     race_card = page.locator("li.card", has_text="Race")
