@@ -145,20 +145,70 @@ def challenge_public(*, slug: str) -> Challenge | None:
         last_activity = convert(last_activity, field, connection) if last_activity else None
         rescoring, changed = bool(rescoring), bool(changed)
         stale = None if stale is None else bool(stale)
+    challenge = _challenge_copy(pk, updated_at, version_id)
+    if challenge is None:
+        return None
+    challenge.rescoring = rescoring
+    challenge.last_activity = last_activity
+    challenge.ranking_state = R.State(token, stale, changed)
+    return challenge
+
+
+def _challenge_copy(pk: int, updated_at: datetime, version_id: int | None) -> Challenge | None:
+    """A per-request copy of the challenge (with its active version) as saved at
+    ``updated_at``: the cached object is shared by every request of the process."""
     key = (pk, updated_at, version_id)
     challenge = _challenges.get(key)
     if challenge is None:
-        challenge = challenge_list().filter(pk=pk).first()
+        challenge = challenge_list(include_inactive=True).filter(pk=pk).first()
         if challenge is None:  # deleted meanwhile
             return None
         if len(_challenges) > 1000:
             _challenges.clear()
         _challenges[key] = challenge
-    # A per-request copy: the cached object is shared by every request of the process.
-    challenge = copy.copy(challenge)
-    challenge.rescoring = rescoring
-    challenge.last_activity = last_activity
-    challenge.ranking_state = R.State(token, stale, changed)
+    return copy.copy(challenge)
+
+
+# The API's leaderboard reads the same way as the page: one constant statement for the
+# challenge (by id; inactive ones only for staff) and its ranking's state.
+_BOARD_PROBE_SQL = """
+SELECT c.id, c.updated_at, c.active_version_id, r.token, r.stale,
+       EXISTS (SELECT 1 FROM {entry} e WHERE e.version_id = c.active_version_id
+               AND e.unranked) AS changed
+FROM {challenge} c LEFT JOIN {ranking} r ON r.version_id = c.active_version_id
+WHERE c.id = %s AND (c.is_active OR %s)
+"""
+PK_MAX = 2**63 - 1
+
+
+def challenge_for_board(*, pk: Any, include_inactive: bool = False) -> Challenge | None:
+    """A challenge by id for reading its leaderboard (None: unknown, not an id, or
+    inactive and ``include_inactive`` is false), with ``ranking_state`` read fresh."""
+    try:
+        pk = int(pk)
+    except (TypeError, ValueError):
+        return None
+    if not 0 < pk <= PK_MAX:
+        return None
+    sql = _BOARD_PROBE_SQL.format(
+        entry=LeaderboardEntry._meta.db_table,
+        challenge=Challenge._meta.db_table,
+        ranking=LeaderboardRanking._meta.db_table,
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [pk, include_inactive])
+        found = cursor.fetchone()
+    if found is None:
+        return None
+    pk, updated_at, version_id, token, stale, changed = found
+    if connection.vendor == "sqlite":  # datetimes and booleans come back raw there
+        field = Challenge._meta.get_field("updated_at")
+        updated_at = connection.ops.convert_datetimefield_value(updated_at, field, connection)
+        changed = bool(changed)
+        stale = None if stale is None else bool(stale)
+    challenge = _challenge_copy(pk, updated_at, version_id)
+    if challenge is not None:
+        challenge.ranking_state = R.State(token, stale, changed)
     return challenge
 
 
@@ -357,7 +407,7 @@ def leaderboard_page(*, challenge: Challenge, limit: int, offset: int) -> Leader
     version = challenge.active_version
     if version is None:
         return LeaderboardPage(None, 0, [])
-    ranking = R.ranking_current(version_id=version.pk)
+    ranking = _ranking(challenge, version.pk)
     return LeaderboardPage(version, ranking.entries, _slice(ranking, offset=offset, limit=limit))
 
 
@@ -366,11 +416,11 @@ def leaderboard_player(*, challenge: Challenge, external_id: str) -> Leaderboard
     version = challenge.active_version
     if version is None:
         return LeaderboardPage(None, 0, [])
-    ranking = R.ranking_current(version_id=version.pk)
-    entry = _entries(version.pk).filter(player__external_id=external_id).values(*ROW_FIELDS)
-    found = entry.first()
-    if found is None:
+    ranking = _ranking(challenge, version.pk)
+    entry = _rows_where(version.pk, "player", [external_id], 1)
+    if not entry:
         return LeaderboardPage(version, ranking.entries, [])
+    found = entry[0]
     key = (found["sort_key"], R.to_us(found["created_at"]), found["attempt_id"])
     rank = _ranks_of(ranking, [key]).get(key, 1)
     return LeaderboardPage(version, ranking.entries, _rows([found], [rank]))
