@@ -291,10 +291,21 @@ _CONDITIONS = {
     "from_key": "(e.sort_key, e.created_at, e.attempt_id) >= (%s, %s, %s)",
     # The expression of the trigram index on PostgreSQL (migration 0007); SQLite's LIKE
     # ignores ASCII case by itself.
-    "name_postgresql": "UPPER(p.display_name::text) LIKE UPPER(%s)",
+    "name_postgresql": "UPPER(p.display_name::text) LIKE UPPER(%s) AND {serial}",
+    # One letter: the letters index (migration 0010) finds the players who have it.
+    "letter_postgresql": (
+        "regexp_split_to_array(UPPER(p.display_name::text), '') @> ARRAY[UPPER(%s)]"
+        " AND UPPER(p.display_name::text) LIKE UPPER(%s) AND {serial}"
+    ),
     "name": "p.display_name LIKE %s ESCAPE '\\'",
     "player": "p.external_id = %s",
 }
+
+
+# Always true, and evaluated once; current_schema() is parallel-unsafe, so the planner
+# keeps the statement serial: starting parallel workers for a name search costs more
+# than either walk (and it cannot estimate how far a LIKE reaches along the rank order).
+SERIAL = "COALESCE(current_schema(), '') IS NOT NULL"
 
 
 def _rows_where(version_id: int, condition: str, params: list[Any], limit: int):
@@ -302,7 +313,7 @@ def _rows_where(version_id: int, condition: str, params: list[Any], limit: int):
     sql = _ROWS_SQL.format(
         entry=LeaderboardEntry._meta.db_table,
         player=Player._meta.db_table,
-        condition=_CONDITIONS[condition],
+        condition=_CONDITIONS[condition].format(serial=SERIAL),
     )
     with connection.cursor() as cursor:
         cursor.execute(sql, [version_id, *params, limit])
@@ -322,8 +333,13 @@ def _rows_from_key(version_id: int, key: R.Key, limit: int) -> list[dict[str, An
 def _rows_named(version_id: int, text: str, limit: int) -> list[dict[str, Any]]:
     """Rows whose display name contains ``text`` (any case)."""
     pattern = f"%{connection.ops.prep_for_like_query(text)}%"
-    condition = "name_postgresql" if connection.vendor == "postgresql" else "name"
-    return _rows_where(version_id, condition, [pattern], limit)
+    if connection.vendor != "postgresql":
+        return _rows_where(version_id, "name", [pattern], limit)
+    # The planner weighs the name indexes against walking the rank order (best when
+    # most names match) from their statistics, in a serial plan (SERIAL).
+    if len(text) == 1 and text.isascii():  # (UPPER of some letters is two letters)
+        return _rows_where(version_id, "letter_postgresql", [text, pattern], limit)
+    return _rows_where(version_id, "name_postgresql", [pattern], limit)
 
 
 def _slice(ranking: R.Ranking, *, offset: int, limit: int) -> list[LeaderboardRow]:

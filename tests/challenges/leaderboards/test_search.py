@@ -1,0 +1,60 @@
+"""Name search (``?q=``): the same answer whichever plan serves it (one letter through
+the letters index on PostgreSQL, longer text through the trigram index or the rank
+order)."""
+
+from __future__ import annotations
+
+import pytest
+
+from challenges.leaderboards import selectors
+from challenges.models import Challenge
+from tests.factories import attempt_input, make_challenge, record
+
+pytestmark = pytest.mark.django_db
+
+NAMES = ["Quinn", "anna", "Bob", "qat", "Émile", "émeric", "Zed_q", "Ann-Marie", "Jo"]
+
+
+@pytest.fixture
+def board() -> Challenge:
+    challenge = make_challenge(scoring_strategy="fastest")
+    record(
+        challenge,
+        *(
+            attempt_input(f"p{i}", player_name=name, elapsed_ms=10 * (i + 1))
+            for i, name in enumerate(NAMES)
+        ),
+    )
+    challenge.refresh_from_db()
+    return challenge
+
+
+def _search(challenge: Challenge, text: str) -> list[str]:
+    found = selectors.board_page(challenge=challenge, query=text)
+    assert [r.rank for r in found.rows] == sorted(r.rank for r in found.rows)
+    return [r.display_name for r in found.rows]
+
+
+@pytest.mark.parametrize(
+    ("text", "names"),
+    [
+        ("q", ["Quinn", "qat", "Zed_q"]),  # a rare letter, any case, in rank order
+        ("Q", ["Quinn", "qat", "Zed_q"]),
+        ("n", ["Quinn", "anna", "Ann-Marie"]),
+        ("x", []),  # a letter nobody has
+        ("-", ["Ann-Marie"]),
+        ("_", ["Zed_q"]),
+        ("an", ["anna", "Ann-Marie"]),
+        ("ann", ["anna", "Ann-Marie"]),
+        ("nobody at all", []),
+    ],
+)
+def test_search_finds_every_match_in_rank_order(board, text, names):
+    assert _search(board, text) == names
+
+
+def test_one_non_ascii_letter(board):
+    # PostgreSQL's UPPER and Python's differ on some letters: compare with the database's
+    # own LIKE rather than assume a case mapping.
+    assert set(_search(board, "é")) <= {"Émile", "émeric"}
+    assert "émeric" in _search(board, "é")
