@@ -7,6 +7,7 @@ entries (let alone the attempts) per request.
 
 from __future__ import annotations
 
+import bisect
 import copy
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -354,16 +355,11 @@ def _slice(ranking: R.Ranking, *, offset: int, limit: int) -> list[LeaderboardRo
     return _rows(values[skip:], ranks[skip:])
 
 
-# How many entries lie from a checkpoint up to a key: the rank of a tie group (rows
-# before its (sort_key, created_at)) or the place of a row (rows up to its full key).
+# How many entries lie from a checkpoint up to a key: the place of a row (rows up to
+# its full key).
 # The plain sort_key bounds repeat the row comparisons for the planner's estimate (it
 # cannot estimate a row comparison, guesses a large range, and plans parallel workers).
 _COUNT_SQL = {
-    "before_tie": (
-        "SELECT %s, COUNT(*) FROM {entry} WHERE version_id = %s"
-        " AND (sort_key, created_at, attempt_id) >= (%s, %s, %s)"
-        " AND (sort_key, created_at) < (%s, %s) AND sort_key BETWEEN %s AND %s"
-    ),
     "up_to": (
         "SELECT %s, COUNT(*) FROM {entry} WHERE version_id = %s"
         " AND (sort_key, created_at, attempt_id) >= (%s, %s, %s)"
@@ -389,22 +385,58 @@ def _counts(version_id: int, kind: str, ranges: list[tuple[R.Key, R.Key]]) -> li
     return [found[i] for i in range(len(ranges))]
 
 
+# The tie keys (sort_key, created_at) of the entries from a checkpoint up to (not
+# including) a tie group: at most a page of an index-only range.
+_TIES_SQL = (
+    "SELECT %s, sort_key, created_at FROM {entry} WHERE version_id = %s"
+    " AND (sort_key, created_at, attempt_id) >= (%s, %s, %s)"
+    " AND (sort_key, created_at) < (%s, %s) AND sort_key BETWEEN %s AND %s"
+)
+
+
 def _ranks_of(ranking: R.Ranking, keys: list[R.Key]) -> dict[R.Key, int]:
     """The competition ranks of entries with these keys, in one query: a key's rank is
     its checkpoint's when they tie, else the checkpoint's place plus the rows before
-    the key's tie group, plus one."""
+    the key's tie group, plus one. Keys sharing a checkpoint share one range read (the
+    rows up to the last of them), so fifty matches on the first pages cost two ranges,
+    not fifty."""
     if not ranking.keys or not keys:
         return {}
-    checkpoints = [ranking.checkpoint_before(key) for key in keys]
-    counts = _counts(
-        ranking.version_id,
-        "before_tie",
-        [(ranking.keys[j], k) for j, k in zip(checkpoints, keys, strict=True)],
-    )
-    ranks = {}
-    for key, j, before in zip(keys, checkpoints, counts, strict=True):
-        tied = ranking.keys[j][:2] == key[:2]
-        ranks[key] = ranking.ranks[j] if tied else j * PAGE + before + 1
+    groups: dict[int, list[R.Key]] = {}
+    for key in keys:
+        groups.setdefault(ranking.checkpoint_before(key), []).append(key)
+    ranks: dict[R.Key, int] = {}
+    ranges = []
+    for j, group in groups.items():
+        untied = [k for k in group if k[:2] != ranking.keys[j][:2]]
+        for key in group:
+            if key not in untied:
+                ranks[key] = ranking.ranks[j]
+        if untied:
+            ranges.append((j, ranking.keys[j], max(untied)))
+    if not ranges:
+        return ranks
+    adapt = connection.ops.adapt_datetimefield_value
+    part = _TIES_SQL.format(entry=LeaderboardEntry._meta.db_table)
+    params: list[Any] = []
+    for j, first, last in ranges:
+        params += [j, ranking.version_id, first[0], adapt(R.from_us(first[1])), first[2]]
+        params += [last[0], adapt(R.from_us(last[1])), first[0], last[0]]
+    with connection.cursor() as cursor:
+        cursor.execute(" UNION ALL ".join([part] * len(ranges)), params)
+        found = cursor.fetchall()
+    if connection.vendor == "sqlite":  # datetimes come back as text there
+        field = LeaderboardEntry._meta.get_field("created_at")
+        convert = connection.ops.convert_datetimefield_value
+        found = [(j, k, convert(c, field, connection)) for j, k, c in found]
+    ties: dict[int, list[tuple[float, int]]] = {j: [] for j, _, _ in ranges}
+    for j, sort_key, created_at in found:
+        ties[j].append((sort_key, R.to_us(created_at)))
+    for j, group in groups.items():
+        before = sorted(ties.get(j, []))
+        for key in group:
+            if key not in ranks:
+                ranks[key] = j * PAGE + bisect.bisect_left(before, key[:2]) + 1
     return ranks
 
 

@@ -58,3 +58,25 @@ def test_one_non_ascii_letter(board):
     # own LIKE rather than assume a case mapping.
     assert set(_search(board, "é")) <= {"Émile", "émeric"}
     assert "émeric" in _search(board, "é")
+
+
+def test_search_ranks_match_a_brute_force_with_ties_across_pages(db):
+    challenge = make_challenge(scoring_strategy="fastest")
+    # 260 players over six pages, in tie groups of equal time and creation second that
+    # straddle the checkpoints.
+    record(
+        challenge,
+        *(
+            attempt_input(f"p{i}", player_name=f"Name {i}", elapsed_ms=i // 7, created_at=i % 2)
+            for i in range(260)
+        ),
+    )
+    challenge.refresh_from_db()
+    keys = {f"Name {i}": (i // 7, i % 2) for i in range(260)}
+    expected = {name: 1 + sum(k < key for k in keys.values()) for name, key in keys.items()}
+    for text in ["Name 1", "5", "Name 2", "9", "Name 25", "Name 4", "3"]:
+        found = selectors.board_page(challenge=challenge, query=text).rows
+        assert found, text
+        assert {r.display_name: r.rank for r in found} == {
+            r.display_name: expected[r.display_name] for r in found
+        }, text
