@@ -104,7 +104,9 @@ def charts_data(*, challenge: Challenge) -> dict[str, Any]:
     version = challenge.active_version
     if version is None:
         return {"axis": "", "distribution": {"labels": [], "counts": []}, "top": []}
-    ranking = R.ranking_current(version_id=version.pk)
+    # The ranking's state as read with the challenge (challenge_public), when it was.
+    state = getattr(challenge, "ranking_state", None)
+    ranking = R.ranking_current(version_id=version.pk, state=state)
     key = f"podium:charts:{ranking.token}"
     data = cache.get(key)
     if data is None:

@@ -290,6 +290,8 @@ LIMIT %s
 """
 _CONDITIONS = {
     "from_key": "(e.sort_key, e.created_at, e.attempt_id) >= (%s, %s, %s)",
+    "after_key": "(e.sort_key, e.created_at, e.attempt_id) > (%s, %s, %s)",
+    "all": "1 = 1",
     # The expression of the trigram index on PostgreSQL (migration 0007); SQLite's LIKE
     # ignores ASCII case by itself.
     "name_postgresql": "UPPER(p.display_name::text) LIKE UPPER(%s) AND {serial}",
@@ -537,13 +539,18 @@ EXPORT_BATCH = 2000
 
 def leaderboard_stream(*, version_id: int) -> Iterator[LeaderboardRow]:
     """Every row of a version's leaderboard in rank order, read in keyset batches (a
-    constant amount of memory, no OFFSET)."""
+    constant amount of memory, no OFFSET), each one constant statement along the rank
+    index."""
     key: R.Key | None = None
     place = rank = 0
     previous = None
+    adapt = connection.ops.adapt_datetimefield_value
     while True:
-        queryset = R.rows_from(_entries(version_id), key, after=True)
-        batch = list(queryset.values(*ROW_FIELDS)[:EXPORT_BATCH])
+        if key is None:
+            batch = _rows_where(version_id, "all", [], EXPORT_BATCH)
+        else:
+            after = [key[0], adapt(R.from_us(key[1])), key[2]]
+            batch = _rows_where(version_id, "after_key", after, EXPORT_BATCH)
         for v in batch:
             place += 1
             if (v["sort_key"], v["created_at"]) != previous:
