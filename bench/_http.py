@@ -157,15 +157,18 @@ def wrk(
         script.close()
         command += ["-s", script.name]
     try:
-        out = subprocess.run(
+        done = subprocess.run(
             _pinned([*command, url], client_cpus()),
             capture_output=True,
             text=True,
             check=True,
-        ).stdout
+        )
     finally:
         if script is not None:
             os.unlink(script.name)
+    if done.stderr.strip():  # e.g. a script error: wrk would go on sending GETs
+        raise RuntimeError(f"wrk: {done.stderr.strip()}")
+    out = done.stdout
     rate = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
     requests = int(re.search(r"(\d+) requests in", out).group(1))
     latency = _ms(re.search(r"Latency\s+(\S+)", out).group(1))
@@ -180,7 +183,7 @@ def wrk(
 
 def _lua_string(text: str) -> str:
     """A Lua long string holding ``text`` exactly (no escapes are processed in it)."""
-    level = 0
-    while f"]{'=' * level}]" in text:
+    level = 1
+    while f"]{'=' * level}]" in text + "]":  # (the text's last "]" meets the closing)
         level += 1
     return f"[{'=' * level}[{text}]{'=' * level}]"
