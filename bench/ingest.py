@@ -164,12 +164,13 @@ def profile(challenge_id: int, token: str) -> str:
     profiler.disable()
     total = (time.perf_counter() - started) / 3
     stats = pstats.Stats(profiler, stream=io.StringIO())
-    # (function, called from) -> label; bulk_create is told apart by its caller.
+    # (function, called from) -> label.
     parts = {
         ("attempts_parse", None): "parse + validate (attempts_parse)",
         ("_players_upsert", None): "players upsert",
         ("scores_compute", None): "scoring (scores_compute)",
-        ("bulk_create", "attempts_record"): "attempts insert (bulk_create)",
+        # Attempt.objects.bulk_create: Django's manager proxy, called from attempts_record
+        ("manager_method", "attempts_record"): "attempts insert (bulk_create)",
         ("scores_write", None): "score rows (scores_write)",
         ("entries_upsert", None): "leaderboard entries (entries_upsert)",
         ("_attempt_out", None): "response (_attempt_out)",
