@@ -3,7 +3,7 @@ selector, and render."""
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, tzinfo
 from typing import Any
 
 from django.db import IntegrityError
@@ -161,9 +161,10 @@ class ChallengeViewSet(viewsets.ModelViewSet):
         )
         if challenge is None:
             raise NotFound
-        query = LeaderboardQuerySerializer(data=request.query_params)
-        query.is_valid(raise_exception=True)
-        params = query.validated_data
+        try:  # as is_valid(raise_exception=True), without a serializer per request
+            params = _LEADERBOARD_QUERY.run_validation(request.query_params)
+        except serializers.ValidationError as exc:
+            raise serializers.ValidationError(serializers.as_serializer_error(exc)) from None
         if "player" in params:
             page = selectors.leaderboard_player(challenge=challenge, external_id=params["player"])
         else:
@@ -219,14 +220,20 @@ class RescoreJobViewSet(viewsets.GenericViewSet):
         return Response(RescoreJobSerializer(job).data)
 
 
-def _iso(value: datetime) -> str:
-    """As DRF's DateTimeField writes it: ISO 8601 in the current time zone, UTC as Z."""
-    text = timezone.localtime(value).isoformat()
+# Stateless once built (run_validation keeps nothing on it): shared by every request.
+_LEADERBOARD_QUERY = LeaderboardQuerySerializer()
+
+
+def _iso(value: datetime, zone: tzinfo | None = None) -> str:
+    """As DRF's DateTimeField writes it: ISO 8601 in the current time zone (``zone``,
+    when the caller looked it up once for many values), UTC as Z."""
+    text = value.astimezone(zone or timezone.get_current_timezone()).isoformat()
     return text[:-6] + "Z" if text.endswith("+00:00") else text
 
 
 def _leaderboard_body(page: selectors.LeaderboardPage) -> dict[str, Any]:
     """What LeaderboardSerializer would give, without its per-row field machinery."""
+    zone = timezone.get_current_timezone()
     return {
         "version": page.version.number if page.version else None,
         "count": page.count,
@@ -237,7 +244,7 @@ def _leaderboard_body(page: selectors.LeaderboardPage) -> dict[str, Any]:
                 "display_name": row.display_name,
                 "score": float(row.score),
                 "attempt_id": row.attempt_id,
-                "created_at": _iso(row.created_at),
+                "created_at": _iso(row.created_at, zone),
             }
             for row in page.rows
         ],
