@@ -387,6 +387,18 @@ def _counts(version_id: int, kind: str, ranges: list[tuple[R.Key, R.Key]]) -> li
     return [found[i] for i in range(len(ranges))]
 
 
+# For each (checkpoint, key) pair, the entries from the checkpoint up to (not including)
+# the key's tie group (sort_key, created_at): one statement, planned once, whose
+# correlated count reads at most a page of the rank index per pair.
+_BEFORE_TIES_SQL = """
+WITH k(i, s0, c0, a0, s1, c1) AS (VALUES {values})
+SELECT k.i, (SELECT COUNT(*) FROM {entry} e WHERE e.version_id = %s
+             AND (e.sort_key, e.created_at, e.attempt_id) >= (k.s0, k.c0, k.a0)
+             AND (e.sort_key, e.created_at) < (k.s1, k.c1))
+FROM k
+"""
+
+
 # The tie keys (sort_key, created_at) of the entries from a checkpoint up to (not
 # including) a tie group: at most a page of an index-only range.
 _TIES_SQL = (
@@ -396,14 +408,9 @@ _TIES_SQL = (
 )
 
 
-def _ranks_of(ranking: R.Ranking, keys: list[R.Key]) -> dict[R.Key, int]:
-    """The competition ranks of entries with these keys, in one query: a key's rank is
-    its checkpoint's when they tie, else the checkpoint's place plus the rows before
-    the key's tie group, plus one. Keys sharing a checkpoint share one range read (the
-    rows up to the last of them), so fifty matches on the first pages cost two ranges,
-    not fifty."""
-    if not ranking.keys or not keys:
-        return {}
+def _ranks_by_ranges(ranking: R.Ranking, keys: list[R.Key]) -> dict[R.Key, int]:
+    """Ranks when many keys share few checkpoints (e.g. fifty matches on the first
+    pages): one range read per checkpoint, the rows up to the last of its keys."""
     groups: dict[int, list[R.Key]] = {}
     for key in keys:
         groups.setdefault(ranking.checkpoint_before(key), []).append(key)
@@ -439,6 +446,44 @@ def _ranks_of(ranking: R.Ranking, keys: list[R.Key]) -> dict[R.Key, int]:
         for key in group:
             if key not in ranks:
                 ranks[key] = j * PAGE + bisect.bisect_left(before, key[:2]) + 1
+    return ranks
+
+
+def _ranks_of(ranking: R.Ranking, keys: list[R.Key]) -> dict[R.Key, int]:
+    """The competition ranks of entries with these keys, in one query: a key's rank is
+    its checkpoint's when they tie, else the checkpoint's place plus the rows before
+    the key's tie group, plus one; those rows counted per key in one statement, or read
+    once per checkpoint when many keys share few checkpoints."""
+    if not ranking.keys or not keys:
+        return {}
+    if 2 * len({ranking.checkpoint_before(key) for key in keys}) < len(keys):
+        return _ranks_by_ranges(ranking, keys)
+    ranks: dict[R.Key, int] = {}
+    pairs = []
+    for key in keys:
+        j = ranking.checkpoint_before(key)
+        if ranking.keys[j][:2] == key[:2]:
+            ranks[key] = ranking.ranks[j]
+        else:
+            pairs.append((j, key))
+    if not pairs:
+        return ranks
+    adapt = connection.ops.adapt_datetimefield_value
+    cast = "::timestamptz" if connection.vendor == "postgresql" else ""
+    row = f"(%s, %s, %s{cast}, %s, %s, %s{cast})"
+    params: list[Any] = []
+    for i, (j, key) in enumerate(pairs):
+        first = ranking.keys[j]
+        params += [i, first[0], adapt(R.from_us(first[1])), first[2]]
+        params += [key[0], adapt(R.from_us(key[1]))]
+    sql = _BEFORE_TIES_SQL.format(
+        values=", ".join([row] * len(pairs)), entry=LeaderboardEntry._meta.db_table
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*params, ranking.version_id])
+        before = dict(cursor.fetchall())
+    for i, (j, key) in enumerate(pairs):
+        ranks[key] = j * PAGE + before[i] + 1
     return ranks
 
 

@@ -80,3 +80,26 @@ def test_search_ranks_match_a_brute_force_with_ties_across_pages(db):
         assert {r.display_name: r.rank for r in found} == {
             r.display_name: expected[r.display_name] for r in found
         }, text
+
+
+def test_both_ways_of_ranking_keys_agree_with_a_brute_force(db):
+    from challenges.leaderboards import ranking as R
+    from challenges.models import LeaderboardEntry
+
+    challenge = make_challenge(scoring_strategy="fastest")
+    record(
+        challenge,
+        *(attempt_input(f"p{i}", elapsed_ms=i // 5, created_at=i % 3) for i in range(230)),
+    )
+    version_id = challenge.active_version_id
+    ranking = R.ranking_current(version_id=version_id)
+    rows = list(
+        LeaderboardEntry.objects.filter(version_id=version_id).values_list(
+            "sort_key", "created_at", "attempt_id"
+        )
+    )
+    keys = [(s, R.to_us(c), a) for s, c, a in rows]
+    expected = {k: 1 + sum(o[:2] < k[:2] for o in keys) for k in keys}
+    for chosen in (keys, keys[::37], keys[:60]):
+        assert selectors._ranks_by_ranges(ranking, chosen) == {k: expected[k] for k in chosen}
+        assert selectors._ranks_of(ranking, chosen) == {k: expected[k] for k in chosen}
