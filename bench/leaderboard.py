@@ -1,43 +1,42 @@
-"""Public leaderboard pages on PostgreSQL: the full request beside the bare SQL query
-fetching the same rows, measured side by side in one run, and gunicorn's throughput.
+"""Leaderboard reads on PostgreSQL: the full request beside the bare SQL fetching the same
+rows, measured side by side in one run, and requests/s under gunicorn driven by wrk,
+beside /healthz measured in the same run.
 
 Loads ATTEMPTS attempts from PLAYERS players (default 1,000,000 and 100,000) into a
 fresh database (podium_bench_public: dropped and recreated), scores them with the
-weighted plugin through a real rescore (so rows carry score details), then for
+weighted plugin through a real rescore (so rows carry score details), then
 
-- the first page            /challenges/bench/
-- page 1,000                /challenges/bench/?page=1000
-- a name search             /challenges/bench/?q=Player 4242
-- a player's page           /challenges/bench/?player=player-054321
+1. in-process (Django's test client: routing, middleware, view, templates or JSON), each
+   request alternating with the bare SQL a developer would write for the same rows (a
+   join of entries and players; OFFSET for deep pages, a count of the players ahead for
+   a rank): the page's first page, page 1,000, name searches (a name, one letter, no
+   match), ?player=, and the API leaderboard (limit 50, offset 50,000, player=).
+   Target: p99 <= 15 ms each.
+2. gunicorn (2 sync workers) driven by wrk (bench/_http.py: Debian's `apt-get install
+   wrk`; client and server pinned to different CPUs), in rounds: /healthz, the API
+   leaderboard (limit 50, first page and offset 50,000), the page (first and page 1,000).
+   Target: each >= 0.6x the requests/s of /healthz.
 
-measures the whole request through Django's test client (URL routing, middleware, view,
-templates) and, alternating with it, the bare SQL a developer would write to fetch the
-same rows (a join of entries and players; OFFSET for the deep page, a count of the
-players ahead for the player's rank). Then it serves the first page with gunicorn (2
-sync workers) on a loopback port above 20000 and drives it with a small asyncio client.
+Exits non-zero when a target is missed.
 
     .venv/bin/python bench/leaderboard.py [--attempts 1000000] [--players 100000]
-        [--requests 400] [--seconds 10] [--concurrency 8] [--reuse] [--frozen]
+        [--requests 300] [--seconds 5] [--rounds 3] [--connections 8] [--reuse] [--frozen]
 
-``--frozen`` freezes the board after loading: every request then reads the public's
-frozen board (challenges/leaderboards/freeze.py), the bare SQL the same rows.
-
-Targets (2-core machine): each request's p99 <= 15 ms; >= 500 requests/s under gunicorn.
+``--frozen`` freezes the board after loading: every anonymous request then reads the
+public's frozen board (challenges/leaderboards/freeze.py), the bare SQL the same rows.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
-import socket
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _http
 import _pg
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -154,10 +153,15 @@ def _pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-def measure(version_id: int, requests: int) -> bool:
+def _search(text: str) -> tuple[str, str, list]:
+    return ("AND UPPER(p.display_name) LIKE UPPER(%s)", "LIMIT 51", [f"%{text}%"])
+
+
+def measure(challenge_id: int, version_id: int, requests: int) -> bool:
     from django.db import connection
     from django.test import Client
 
+    api = f"/api/challenges/{challenge_id}/leaderboard/"
     cases = [
         ("first page", f"/challenges/{SLUG}/", [("", "LIMIT 50", [])]),
         (
@@ -165,15 +169,21 @@ def measure(version_id: int, requests: int) -> bool:
             f"/challenges/{SLUG}/?page=1000",
             [("", "LIMIT 50 OFFSET 49950", [])],
         ),
-        (
-            "name search",
-            f"/challenges/{SLUG}/?q={SEARCH.replace(' ', '+')}",
-            [("AND UPPER(p.display_name) LIKE UPPER(%s)", "LIMIT 51", [f"%{SEARCH}%"])],
-        ),
+        ("name search", f"/challenges/{SLUG}/?q={SEARCH.replace(' ', '+')}", [_search(SEARCH)]),
+        ("search 'y' (all)", f"/challenges/{SLUG}/?q=y", [_search("y")]),
+        ("search 'q' (none)", f"/challenges/{SLUG}/?q=q", [_search("q")]),
+        ("search, no match", f"/challenges/{SLUG}/?q=Nobody+here", [_search("Nobody here")]),
         (
             "?player=",
             f"/challenges/{SLUG}/?player={PLAYER}",
             [("AHEAD", "", [PLAYER]), ("", "LIMIT 50 OFFSET %s", None)],
+        ),
+        ("API limit 50", f"{api}?limit=50", [("", "LIMIT 50", [])]),
+        ("API offset 50,000", f"{api}?limit=50&offset=50000", [("", "LIMIT 50 OFFSET 50000", [])]),
+        (
+            "API player=",
+            f"{api}?player={PLAYER}",
+            [("AHEAD", "", [PLAYER]), ("AND p.external_id = %s", "", [PLAYER])],
         ),
     ]
     client = Client()
@@ -201,7 +211,7 @@ def measure(version_id: int, requests: int) -> bool:
                     cursor.fetchall()
                 sql_times.setdefault(name, []).append(time.perf_counter() - started)
     print(f"\nfull request (Django test client) vs bare SQL, {requests} each, milliseconds:")
-    print(f"  {'':14s} {'median':>8s} {'p99':>8s}   {'SQL median':>10s} {'SQL p99':>8s}  ratio")
+    print(f"  {'':18s} {'median':>8s} {'p99':>8s}   {'SQL median':>10s} {'SQL p99':>8s}  ratio")
     ok = True
     for name, _, _ in cases:
         t, s = times[name], sql_times[name]
@@ -209,90 +219,67 @@ def measure(version_id: int, requests: int) -> bool:
         smed, sp99 = statistics.median(s) * 1000, _pct(s, 0.99) * 1000
         ok &= p99 <= 15
         print(
-            f"  {name:14s} {med:8.2f} {p99:8.2f}   {smed:10.2f} {sp99:8.2f}  "
+            f"  {name:18s} {med:8.2f} {p99:8.2f}   {smed:10.2f} {sp99:8.2f}  "
             f"{med / smed:5.1f}x  {'ok' if p99 <= 15 else 'OVER'} (p99 target <= 15 ms)"
         )
     return ok
 
 
-def _free_port() -> int:
-    for port in range(20100, 21000):
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return port
-    raise RuntimeError("no free port above 20000")
-
-
-async def _load(port: int, path: str, seconds: float, concurrency: int) -> tuple[int, int]:
-    request = f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".encode()
-    done = failed = 0
-    deadline = time.perf_counter() + seconds
-
-    async def worker() -> None:
-        nonlocal done, failed
-        while time.perf_counter() < deadline:
-            reader, writer = await asyncio.open_connection("127.0.0.1", port)
-            writer.write(request)
-            data = await reader.read()
-            writer.close()
-            if data.startswith(b"HTTP/1.1 200") or data.startswith(b"HTTP/1.0 200"):
-                done += 1
-            else:
-                failed += 1
-
-    await asyncio.gather(*(worker() for _ in range(concurrency)))
-    return done, failed
-
-
-def throughput(seconds: float, concurrency: int) -> bool:
-    port = _free_port()
-    env = {**os.environ, "DATABASE_URL": URL, "PYTHONPATH": str(ROOT)}
-    server = subprocess.Popen(
-        [
-            str(Path(sys.executable).with_name("gunicorn")),
-            "config.wsgi:application",
-            "--workers",
-            "2",
-            "--bind",
-            f"127.0.0.1:{port}",
-            "--log-level",
-            "warning",
-        ],
-        cwd=ROOT,
-        env=env,
-    )
-    try:
-        path = f"/challenges/{SLUG}/"
-        for _ in range(100):
-            try:
-                done, _ = asyncio.run(_load(port, path, 0.5, 2))  # warms both workers
-                if done:
-                    break
-            except OSError:
-                time.sleep(0.2)
-        done, failed = asyncio.run(_load(port, path, seconds, concurrency))
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
-    rate = done / seconds
+def throughput(challenge_id: int, seconds: float, rounds: int, connections: int) -> bool:
+    """Requests/s of each read under gunicorn (2 sync workers) driven by wrk, beside
+    /healthz (a trivial view touching the database and the broker) measured in the same
+    rounds: each target's median over the rounds, over /healthz's median."""
+    api = f"/api/challenges/{challenge_id}/leaderboard/"
+    targets = [
+        ("API leaderboard, limit 50", f"{api}?limit=50"),
+        ("API leaderboard, offset 50,000", f"{api}?limit=50&offset=50000"),
+        ("page, first", f"/challenges/{SLUG}/"),
+        ("page 1,000", f"/challenges/{SLUG}/?page=1000"),
+    ]
+    env = {"DATABASE_URL": URL}
+    rates: dict[str, list[float]] = {}
+    errors = 0
+    with _http.Server(env, workers=2) as server:
+        for _, path in [("/healthz", "/healthz"), *targets]:  # warm each path in both workers
+            _http.wrk(server.base + path, seconds=1, connections=2)
+        for _ in range(rounds):
+            for name, path in [("/healthz", "/healthz"), *targets]:
+                result = _http.wrk(server.base + path, seconds=seconds, connections=connections)
+                rates.setdefault(name, []).append(result.rate)
+                errors += result.errors
+    reference = statistics.median(rates["/healthz"])
     print(
-        f"\ngunicorn, 2 sync workers, first page, {concurrency} loopback clients, {seconds:.0f}s: "
-        f"{rate:,.0f} requests/s ({failed} failed)  "
-        f"{'ok' if rate >= 500 and not failed else 'UNDER'} (target >= 500)"
+        f"\ngunicorn, 2 sync workers (CPUs {_http.server_cpus()}), wrk 1 thread "
+        f"{connections} connections (CPU {_http.client_cpus()}), {rounds} rounds of "
+        f"{seconds:.0f}s, median requests/s:"
     )
-    return rate >= 500 and not failed
+    print(f"  {'/healthz (reference)':32s} {reference:8,.0f}   rounds {_rounds(rates['/healthz'])}")
+    ok = errors == 0
+    for name, _ in targets:
+        rate = statistics.median(rates[name])
+        ratio = rate / reference
+        ok &= ratio >= 0.6
+        print(
+            f"  {name:32s} {rate:8,.0f}   {ratio:4.2f}x /healthz  "
+            f"{'ok' if ratio >= 0.6 else 'UNDER'} (target >= 0.6x)   rounds {_rounds(rates[name])}"
+        )
+    if errors:
+        print(f"  {errors} failed requests (non-2xx, socket errors or timeouts)")
+    return ok
+
+
+def _rounds(values: list[float]) -> str:
+    return "/".join(f"{v:,.0f}" for v in values)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--attempts", type=int, default=1_000_000)
     parser.add_argument("--players", type=int, default=100_000)
-    parser.add_argument("--requests", type=int, default=400)
-    parser.add_argument("--seconds", type=float, default=10.0)
-    parser.add_argument("--concurrency", type=int, default=8)
+    parser.add_argument("--requests", type=int, default=300)
+    parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--connections", type=int, default=8)
     parser.add_argument("--reuse", action="store_true", help="keep an already loaded database")
     parser.add_argument(
         "--frozen",
@@ -300,14 +287,17 @@ def main() -> None:
         help="freeze the board first: measure the public's frozen board (DESIGN.md freeze)",
     )
     args = parser.parse_args()
+    _http.wrk_path()  # fail before loading a million attempts
     _environment()
-    _, version_id = prepare(args)
+    challenge_id, version_id = prepare(args)
     warm(version_id)
     if args.frozen:
         version_id = freeze_board()
-    fast = measure(version_id, args.requests)
-    served = throughput(args.seconds, args.concurrency)
-    print("\nall targets met" if fast and served else "\nsome targets missed (see above)")
+    fast = measure(challenge_id, version_id, args.requests)
+    served = throughput(challenge_id, args.seconds, args.rounds, args.connections)
+    ok = fast and served
+    print("\nall targets met" if ok else "\nsome targets missed (see above)")
+    sys.exit(0 if ok else 1)
 
 
 if __name__ == "__main__":

@@ -11,7 +11,9 @@ fresh PostgreSQL database, then for each repeat, side by side on the same rows:
 - the naive way: a Django save() loop, on NAIVE attempts;
 - the switch: making the new version active, leaderboard rebuild included.
 
-Prints medians and the ratios. Needs PostgreSQL (DATABASE_URL, default
+Prints medians and the ratios; exits non-zero when a target is missed (built-ins >= 0.9x
+the plain SQL statement, scoring; weighted >= 0.6x; the switch <= 2 s in every repeat).
+Needs PostgreSQL (BENCH_DATABASE_URL, default
 postgres://postgres@127.0.0.1:5432/podium_bench — the database is dropped and recreated).
 
     .venv/bin/python bench/rescore.py [--attempts 1000000] [--players 100000] [--repeats 3]
@@ -257,6 +259,7 @@ def main() -> None:
     naive_rate = args.naive / naive_s
     print(f"  {'naive: Django save() loop':48s} {naive_s:8.2f} s {naive_rate:12,.0f} attempts/s")
     print("ratios, rate of ours / rate of the plain SQL statement (scoring / whole rescore):")
+    ok = True
     for label, sql, prefix, target in (
         ("weighted, 1 process", sql_w, "ours: weighted, 1 process", 0.6),
         ("weighted, 2 processes", sql_w, "ours: weighted, 2 processes", 0.6),
@@ -264,14 +267,23 @@ def main() -> None:
     ):
         scoring_ratio = med[sql] / med[f"{prefix}, scoring"]
         whole_ratio = med[sql] / med[f"{prefix}, total"]
-        print(f"  {label:24s} {scoring_ratio:.2f} / {whole_ratio:.2f}   (target >= {target})")
+        ok &= scoring_ratio >= target
+        print(
+            f"  {label:24s} {scoring_ratio:.2f} / {whole_ratio:.2f}   (target >= {target}, "
+            f"scoring: {'ok' if scoring_ratio >= target else 'UNDER'})"
+        )
     ours_rate = n / med["ours: weighted, 1 process, total"]
     print(f"ours (weighted, 1 process, whole) / naive save() loop: {ours_rate / naive_rate:.1f}x")
+    switches = runs["ours: weighted, 1 process, switch"]
+    ok &= max(switches) <= 2
     print(
         f"switch for {args.players:,} players, rebuild included: "
-        f"{med['ours: weighted, 1 process, switch']:.2f} s (target <= 2 s); "
+        f"{med['ours: weighted, 1 process, switch']:.2f} s, every repeat "
+        f"{'/'.join(f'{v:.2f}' for v in switches)} s (target <= 2 s each); "
         f"challenge lock held {med['ours: weighted, 1 process, locked'] * 1000:.0f} ms"
     )
+    print("\nall targets met" if ok else "\nsome targets missed (see above)")
+    sys.exit(0 if ok else 1)
 
 
 if __name__ == "__main__":

@@ -205,7 +205,7 @@ def attempts_record(
     caps apply (``ingestion.rules``: raises ``ScheduleClosed``, ``LimitExceeded``).
     ``within`` is called with the result inside the transaction (an idempotency key is
     stored with the attempts); if it raises, nothing is written."""
-    if challenge_active_id(challenge.pk) is None:
+    if challenge.active_version_id is None and challenge_active_id(challenge.pk) is None:
         version_ensure(challenge=challenge)
     external_ids = [item.player for item in inputs]
     practice = rules.schedule_check(challenge=challenge, now=timezone.now())

@@ -120,7 +120,10 @@ def charts_data(
     if version is None:
         return {"axis": "", "distribution": {"labels": [], "counts": []}, "top": []}
     board = board_id or version.pk
-    ranking = R.ranking_current(version_id=board)
+    # The ranking's state as read with the challenge (challenge_public), when it was: the
+    # active version's (a frozen board reads its own).
+    state = getattr(challenge, "ranking_state", None) if board == version.pk else None
+    ranking = R.ranking_current(version_id=board, state=state)
     key = f"podium:charts:{ranking.token}"
     data = cache.get(key)
     if data is None:

@@ -140,7 +140,7 @@ def ranking_current(*, version_id: int, state: State | None = None) -> Ranking:
         max_age = timedelta(milliseconds=settings.PODIUM_RANKING_MAX_AGE_MS)
         if current and max_age and timezone.now() - cached.computed_at < max_age:
             return cached
-        return _recompute(version_id)
+        return _recompute(version_id, max_age=max_age)
     if current:
         return cached
     return _remember(LeaderboardRanking.objects.get(version_id=version_id))
@@ -178,14 +178,21 @@ ORDER BY place
 """
 
 
-def _recompute(version_id: int) -> Ranking:
+def _recompute(version_id: int, *, max_age: timedelta | None = None) -> Ranking:
+    """Recompute the checkpoints. ``max_age`` (entries changed, nothing deleted): a
+    ranking computed that recently, by another request while this one waited for the
+    row, is used as it is; under steady ingestion entries change between any two
+    reads, and readers queued behind one recomputation would each do another."""
     with transaction.atomic():
         row, created = LeaderboardRanking.objects.select_for_update().get_or_create(
             version_id=version_id, defaults={"token": "", "computed_at": timezone.now()}
         )
         entries = LeaderboardEntry.objects.filter(version_id=version_id)
         changed = entries.filter(unranked=True)
-        if not created and not row.stale and row.token and not changed.exists():
+        usable = not created and not row.stale and row.token
+        if usable and max_age and timezone.now() - row.computed_at < max_age:
+            return _remember(row)  # recomputed by another request while we waited
+        if usable and not changed.exists():
             return _remember(row)  # another request recomputed it while we waited
         # Mark first, then read: every row marked here is in the read below (a later
         # statement sees at least as much); a row changed after the mark stays unranked

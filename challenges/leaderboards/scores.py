@@ -423,8 +423,7 @@ def _entries_insert_best(
         cursor.execute(sql, [version_id, *(player_ids or ()), version_id])
 
 
-# Our own table and column names; every value is a parameter.
-_UPSERT_SQL = f"INSERT INTO {{t}} ({_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s)" + _KEEP_BETTER  # noqa: S608
+UPSERT_BATCH = 1000  # rows per statement: 6,000 parameters
 
 
 def entries_upsert(
@@ -446,7 +445,16 @@ def entries_upsert(
     adapt = connection.ops.adapt_datetimefield_value
     params = [
         (version.pk, a.player_id, a.pk, row.score, row.sort_key, adapt(a.created_at))
-        for _, a, row in best.values()
+        for _, a, row in sorted(best.values(), key=lambda b: b[1].player_id)  # lock order
     ]
+    # One statement per batch of rows (one row per player, so no row is hit twice), not
+    # one statement per row.
+    table = LeaderboardEntry._meta.db_table
+    size = min(UPSERT_BATCH, connection.ops.bulk_batch_size(["v", "p", "a", "s", "k", "c"], params))
     with connection.cursor() as cursor:
-        cursor.executemany(_UPSERT_SQL.format(t=LeaderboardEntry._meta.db_table), params)
+        for start in range(0, len(params), size):
+            batch = params[start : start + size]
+            values = ", ".join(["(%s, %s, %s, %s, %s, %s)"] * len(batch))
+            # Our own table and column names; every value is a parameter.
+            sql = f"INSERT INTO {table} ({_COLUMNS}) VALUES {values}" + _KEEP_BETTER  # noqa: S608
+            cursor.execute(sql.format(t=table), [v for row in batch for v in row])

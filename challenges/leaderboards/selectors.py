@@ -7,6 +7,7 @@ entries (let alone the attempts) per request.
 
 from __future__ import annotations
 
+import bisect
 import copy
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -147,26 +148,80 @@ def challenge_public(*, slug: str) -> Challenge | None:
         last_activity = convert(last_activity, field, connection) if last_activity else None
         rescoring, changed = bool(rescoring), bool(changed)
         stale = None if stale is None else bool(stale)
-    key = (pk, updated_at, version_id)
-    challenge = _challenges.get(key)
+    challenge = _challenge_copy(pk, updated_at, version_id)
     if challenge is None:
-        challenge = challenge_list().filter(pk=pk).first()
-        if challenge is None:  # deleted meanwhile
-            return None
-        if len(_challenges) > 1000:
-            _challenges.clear()
-        _challenges[key] = challenge
-    # A per-request copy: the cached object is shared by every request of the process.
-    challenge = copy.copy(challenge)
+        return None
     challenge.rescoring = rescoring
     challenge.last_activity = last_activity
     challenge.ranking_state = R.State(token, stale, changed)
     return challenge
 
 
+def _challenge_copy(pk: int, updated_at: datetime, version_id: int | None) -> Challenge | None:
+    """A per-request copy of the challenge (with its active version) as saved at
+    ``updated_at``: the cached object is shared by every request of the process."""
+    key = (pk, updated_at, version_id)
+    challenge = _challenges.get(key)
+    if challenge is None:
+        challenge = challenge_list(include_inactive=True).filter(pk=pk).first()
+        if challenge is None:  # deleted meanwhile
+            return None
+        if len(_challenges) > 1000:
+            _challenges.clear()
+        _challenges[key] = challenge
+    return copy.copy(challenge)
+
+
+# The API's leaderboard reads the same way as the page: one constant statement for the
+# challenge (by id; inactive ones only for staff) and its ranking's state.
+_BOARD_PROBE_SQL = """
+SELECT c.id, c.updated_at, c.active_version_id, r.token, r.stale,
+       EXISTS (SELECT 1 FROM {entry} e WHERE e.version_id = c.active_version_id
+               AND e.unranked) AS changed
+FROM {challenge} c LEFT JOIN {ranking} r ON r.version_id = c.active_version_id
+WHERE c.id = %s AND (c.is_active OR %s)
+"""
+PK_MAX = 2**63 - 1
+
+
+def challenge_for_board(*, pk: Any, include_inactive: bool = False) -> Challenge | None:
+    """A challenge by id for reading its leaderboard (None: unknown, not an id, or
+    inactive and ``include_inactive`` is false), with ``ranking_state`` read fresh."""
+    try:
+        pk = int(pk)
+    except (TypeError, ValueError):
+        return None
+    if not 0 < pk <= PK_MAX:
+        return None
+    sql = _BOARD_PROBE_SQL.format(
+        entry=LeaderboardEntry._meta.db_table,
+        challenge=Challenge._meta.db_table,
+        ranking=LeaderboardRanking._meta.db_table,
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [pk, include_inactive])
+        found = cursor.fetchone()
+    if found is None:
+        return None
+    pk, updated_at, version_id, token, stale, changed = found
+    if connection.vendor == "sqlite":  # datetimes and booleans come back raw there
+        field = Challenge._meta.get_field("updated_at")
+        updated_at = connection.ops.convert_datetimefield_value(updated_at, field, connection)
+        changed = bool(changed)
+        stale = None if stale is None else bool(stale)
+    challenge = _challenge_copy(pk, updated_at, version_id)
+    if challenge is not None:
+        challenge.ranking_state = R.State(token, stale, changed)
+    return challenge
+
+
 def _ranking(challenge: Challenge, version_id: int) -> R.Ranking:
-    """The ranking, from the state read with the challenge when there is one."""
-    return R.ranking_current(version_id=version_id, state=getattr(challenge, "ranking_state", None))
+    """The ranking, from the state read with the challenge when there is one (that state
+    is the active version's: a frozen board reads its own)."""
+    state = getattr(challenge, "ranking_state", None)
+    if version_id != challenge.active_version_id:
+        state = None
+    return R.ranking_current(version_id=version_id, state=state)
 
 
 # --- leaderboard rows --------------------------------------------------------------------
@@ -241,12 +296,25 @@ LIMIT %s
 """
 _CONDITIONS = {
     "from_key": "(e.sort_key, e.created_at, e.attempt_id) >= (%s, %s, %s)",
+    "after_key": "(e.sort_key, e.created_at, e.attempt_id) > (%s, %s, %s)",
+    "all": "1 = 1",
     # The expression of the trigram index on PostgreSQL (migration 0007); SQLite's LIKE
     # ignores ASCII case by itself.
-    "name_postgresql": "UPPER(p.display_name::text) LIKE UPPER(%s)",
+    "name_postgresql": "UPPER(p.display_name::text) LIKE UPPER(%s) AND {serial}",
+    # One letter: the letters index (migration 0010) finds the players who have it.
+    "letter_postgresql": (
+        "regexp_split_to_array(UPPER(p.display_name::text), '') @> ARRAY[UPPER(%s)]"
+        " AND UPPER(p.display_name::text) LIKE UPPER(%s) AND {serial}"
+    ),
     "name": "p.display_name LIKE %s ESCAPE '\\'",
     "player": "p.external_id = %s",
 }
+
+
+# Always true, and evaluated once; current_schema() is parallel-unsafe, so the planner
+# keeps the statement serial: starting parallel workers for a name search costs more
+# than either walk (and it cannot estimate how far a LIKE reaches along the rank order).
+SERIAL = "COALESCE(current_schema(), '') IS NOT NULL"
 
 
 def _rows_where(version_id: int, condition: str, params: list[Any], limit: int):
@@ -254,7 +322,7 @@ def _rows_where(version_id: int, condition: str, params: list[Any], limit: int):
     sql = _ROWS_SQL.format(
         entry=LeaderboardEntry._meta.db_table,
         player=Player._meta.db_table,
-        condition=_CONDITIONS[condition],
+        condition=_CONDITIONS[condition].format(serial=SERIAL),
     )
     with connection.cursor() as cursor:
         cursor.execute(sql, [version_id, *params, limit])
@@ -274,8 +342,13 @@ def _rows_from_key(version_id: int, key: R.Key, limit: int) -> list[dict[str, An
 def _rows_named(version_id: int, text: str, limit: int) -> list[dict[str, Any]]:
     """Rows whose display name contains ``text`` (any case)."""
     pattern = f"%{connection.ops.prep_for_like_query(text)}%"
-    condition = "name_postgresql" if connection.vendor == "postgresql" else "name"
-    return _rows_where(version_id, condition, [pattern], limit)
+    if connection.vendor != "postgresql":
+        return _rows_where(version_id, "name", [pattern], limit)
+    # The planner weighs the name indexes against walking the rank order (best when
+    # most names match) from their statistics, in a serial plan (SERIAL).
+    if len(text) == 1 and text.isascii():  # (UPPER of some letters is two letters)
+        return _rows_where(version_id, "letter_postgresql", [text, pattern], limit)
+    return _rows_where(version_id, "name_postgresql", [pattern], limit)
 
 
 def _slice(ranking: R.Ranking, *, offset: int, limit: int) -> list[LeaderboardRow]:
@@ -290,16 +363,11 @@ def _slice(ranking: R.Ranking, *, offset: int, limit: int) -> list[LeaderboardRo
     return _rows(values[skip:], ranks[skip:])
 
 
-# How many entries lie from a checkpoint up to a key: the rank of a tie group (rows
-# before its (sort_key, created_at)) or the place of a row (rows up to its full key).
+# How many entries lie from a checkpoint up to a key: the place of a row (rows up to
+# its full key).
 # The plain sort_key bounds repeat the row comparisons for the planner's estimate (it
 # cannot estimate a row comparison, guesses a large range, and plans parallel workers).
 _COUNT_SQL = {
-    "before_tie": (
-        "SELECT %s, COUNT(*) FROM {entry} WHERE version_id = %s"
-        " AND (sort_key, created_at, attempt_id) >= (%s, %s, %s)"
-        " AND (sort_key, created_at) < (%s, %s) AND sort_key BETWEEN %s AND %s"
-    ),
     "up_to": (
         "SELECT %s, COUNT(*) FROM {entry} WHERE version_id = %s"
         " AND (sort_key, created_at, attempt_id) >= (%s, %s, %s)"
@@ -325,22 +393,103 @@ def _counts(version_id: int, kind: str, ranges: list[tuple[R.Key, R.Key]]) -> li
     return [found[i] for i in range(len(ranges))]
 
 
+# For each (checkpoint, key) pair, the entries from the checkpoint up to (not including)
+# the key's tie group (sort_key, created_at): one statement, planned once, whose
+# correlated count reads at most a page of the rank index per pair.
+_BEFORE_TIES_SQL = """
+WITH k(i, s0, c0, a0, s1, c1) AS (VALUES {values})
+SELECT k.i, (SELECT COUNT(*) FROM {entry} e WHERE e.version_id = %s
+             AND (e.sort_key, e.created_at, e.attempt_id) >= (k.s0, k.c0, k.a0)
+             AND (e.sort_key, e.created_at) < (k.s1, k.c1))
+FROM k
+"""
+
+
+# The tie keys (sort_key, created_at) of the entries from a checkpoint up to (not
+# including) a tie group: at most a page of an index-only range.
+_TIES_SQL = (
+    "SELECT %s, sort_key, created_at FROM {entry} WHERE version_id = %s"
+    " AND (sort_key, created_at, attempt_id) >= (%s, %s, %s)"
+    " AND (sort_key, created_at) < (%s, %s) AND sort_key BETWEEN %s AND %s"
+)
+
+
+def _ranks_by_ranges(ranking: R.Ranking, keys: list[R.Key]) -> dict[R.Key, int]:
+    """Ranks when many keys share few checkpoints (e.g. fifty matches on the first
+    pages): one range read per checkpoint, the rows up to the last of its keys."""
+    groups: dict[int, list[R.Key]] = {}
+    for key in keys:
+        groups.setdefault(ranking.checkpoint_before(key), []).append(key)
+    ranks: dict[R.Key, int] = {}
+    ranges = []
+    for j, group in groups.items():
+        untied = [k for k in group if k[:2] != ranking.keys[j][:2]]
+        for key in group:
+            if key not in untied:
+                ranks[key] = ranking.ranks[j]
+        if untied:
+            ranges.append((j, ranking.keys[j], max(untied)))
+    if not ranges:
+        return ranks
+    adapt = connection.ops.adapt_datetimefield_value
+    part = _TIES_SQL.format(entry=LeaderboardEntry._meta.db_table)
+    params: list[Any] = []
+    for j, first, last in ranges:
+        params += [j, ranking.version_id, first[0], adapt(R.from_us(first[1])), first[2]]
+        params += [last[0], adapt(R.from_us(last[1])), first[0], last[0]]
+    with connection.cursor() as cursor:
+        cursor.execute(" UNION ALL ".join([part] * len(ranges)), params)
+        found = cursor.fetchall()
+    if connection.vendor == "sqlite":  # datetimes come back as text there
+        field = LeaderboardEntry._meta.get_field("created_at")
+        convert = connection.ops.convert_datetimefield_value
+        found = [(j, k, convert(c, field, connection)) for j, k, c in found]
+    ties: dict[int, list[tuple[float, int]]] = {j: [] for j, _, _ in ranges}
+    for j, sort_key, created_at in found:
+        ties[j].append((sort_key, R.to_us(created_at)))
+    for j, group in groups.items():
+        before = sorted(ties.get(j, []))
+        for key in group:
+            if key not in ranks:
+                ranks[key] = j * PAGE + bisect.bisect_left(before, key[:2]) + 1
+    return ranks
+
+
 def _ranks_of(ranking: R.Ranking, keys: list[R.Key]) -> dict[R.Key, int]:
     """The competition ranks of entries with these keys, in one query: a key's rank is
     its checkpoint's when they tie, else the checkpoint's place plus the rows before
-    the key's tie group, plus one."""
+    the key's tie group, plus one; those rows counted per key in one statement, or read
+    once per checkpoint when many keys share few checkpoints."""
     if not ranking.keys or not keys:
         return {}
-    checkpoints = [ranking.checkpoint_before(key) for key in keys]
-    counts = _counts(
-        ranking.version_id,
-        "before_tie",
-        [(ranking.keys[j], k) for j, k in zip(checkpoints, keys, strict=True)],
+    if 2 * len({ranking.checkpoint_before(key) for key in keys}) < len(keys):
+        return _ranks_by_ranges(ranking, keys)
+    ranks: dict[R.Key, int] = {}
+    pairs = []
+    for key in keys:
+        j = ranking.checkpoint_before(key)
+        if ranking.keys[j][:2] == key[:2]:
+            ranks[key] = ranking.ranks[j]
+        else:
+            pairs.append((j, key))
+    if not pairs:
+        return ranks
+    adapt = connection.ops.adapt_datetimefield_value
+    cast = "::timestamptz" if connection.vendor == "postgresql" else ""
+    row = f"(%s, %s, %s{cast}, %s, %s, %s{cast})"
+    params: list[Any] = []
+    for i, (j, key) in enumerate(pairs):
+        first = ranking.keys[j]
+        params += [i, first[0], adapt(R.from_us(first[1])), first[2]]
+        params += [key[0], adapt(R.from_us(key[1]))]
+    sql = _BEFORE_TIES_SQL.format(
+        values=", ".join([row] * len(pairs)), entry=LeaderboardEntry._meta.db_table
     )
-    ranks = {}
-    for key, j, before in zip(keys, checkpoints, counts, strict=True):
-        tied = ranking.keys[j][:2] == key[:2]
-        ranks[key] = ranking.ranks[j] if tied else j * PAGE + before + 1
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*params, ranking.version_id])
+        before = dict(cursor.fetchall())
+    for i, (j, key) in enumerate(pairs):
+        ranks[key] = j * PAGE + before[i] + 1
     return ranks
 
 
@@ -362,7 +511,7 @@ def leaderboard_page(
     version = challenge.active_version
     if version is None:
         return LeaderboardPage(None, 0, [])
-    ranking = R.ranking_current(version_id=board_id or version.pk)
+    ranking = _ranking(challenge, board_id or version.pk)
     return LeaderboardPage(version, ranking.entries, _slice(ranking, offset=offset, limit=limit))
 
 
@@ -373,11 +522,12 @@ def leaderboard_player(
     version = challenge.active_version
     if version is None:
         return LeaderboardPage(None, 0, [])
-    ranking = R.ranking_current(version_id=board_id or version.pk)
-    entry = _entries(ranking.version_id).filter(player__external_id=external_id).values(*ROW_FIELDS)
-    found = entry.first()
-    if found is None:
+    board = board_id or version.pk
+    ranking = _ranking(challenge, board)
+    entry = _rows_where(board, "player", [external_id], 1)
+    if not entry:
         return LeaderboardPage(version, ranking.entries, [])
+    found = entry[0]
     key = (found["sort_key"], R.to_us(found["created_at"]), found["attempt_id"])
     rank = _ranks_of(ranking, [key]).get(key, 1)
     return LeaderboardPage(version, ranking.entries, _rows([found], [rank]))
@@ -458,13 +608,18 @@ EXPORT_BATCH = 2000
 
 def leaderboard_stream(*, version_id: int) -> Iterator[LeaderboardRow]:
     """Every row of a version's leaderboard in rank order, read in keyset batches (a
-    constant amount of memory, no OFFSET)."""
+    constant amount of memory, no OFFSET), each one constant statement along the rank
+    index."""
     key: R.Key | None = None
     place = rank = 0
     previous = None
+    adapt = connection.ops.adapt_datetimefield_value
     while True:
-        queryset = R.rows_from(_entries(version_id), key, after=True)
-        batch = list(queryset.values(*ROW_FIELDS)[:EXPORT_BATCH])
+        if key is None:
+            batch = _rows_where(version_id, "all", [], EXPORT_BATCH)
+        else:
+            after = [key[0], adapt(R.from_us(key[1])), key[2]]
+            batch = _rows_where(version_id, "after_key", after, EXPORT_BATCH)
         for v in batch:
             place += 1
             if (v["sort_key"], v["created_at"]) != previous:

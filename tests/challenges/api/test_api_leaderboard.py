@@ -298,6 +298,13 @@ def test_unknown_challenge_is_404(anon_api):
     assert anon_api.get(leaderboard_url(999_999)).status_code == 404
 
 
+@pytest.mark.parametrize("pk", ["abc", "0", "-1", str(2**63), str(2**70), "1e3"])
+def test_challenge_id_that_is_no_id_is_404(anon_api, five, pk):
+    resp = anon_api.get(leaderboard_url(pk))
+
+    assert resp.status_code == 404, resp.content
+
+
 def test_reading_writes_nothing(anon_api, five):
     before = counts()
 

@@ -1,0 +1,189 @@
+"""Shared HTTP load for the benchmarks: gunicorn serving Podium, driven by wrk.
+
+The load generator is wrk (C, one thread, epoll): Debian's package, never a download
+(`apt-get install wrk`). Python clients would share the two cores with the server they
+measure, so their requests/s would say as much about the client as about Podium. Where
+the machine has more than one CPU, wrk is pinned to the last one and gunicorn to the
+others (taskset), so they do not trade places on a core; PostgreSQL is shared and not
+pinned.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def wrk_path() -> str:
+    found = shutil.which("wrk")
+    if found is None:
+        raise SystemExit("wrk is not installed: apt-get install wrk (Debian's package)")
+    return found
+
+
+def _cpus() -> list[int]:
+    return sorted(os.sched_getaffinity(0))
+
+
+def _pinned(command: list[str], cpus: list[int]) -> list[str]:
+    if shutil.which("taskset") is None or len(_cpus()) < 2:
+        return command
+    return ["taskset", "-c", ",".join(map(str, cpus)), *command]
+
+
+def client_cpus() -> list[int]:
+    return _cpus()[-1:]
+
+
+def server_cpus() -> list[int]:
+    cpus = _cpus()
+    return cpus[:-1] if len(cpus) > 1 else cpus
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    """gunicorn serving config.wsgi on a free loopback port, pinned apart from wrk."""
+
+    def __init__(self, env: dict[str, str], *, workers: int = 2, worker_class: str = "sync"):
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        command = [
+            str(Path(sys.executable).with_name("gunicorn")),
+            "config.wsgi:application",
+            "--workers",
+            str(workers),
+            "--worker-class",
+            worker_class,
+            "--bind",
+            f"127.0.0.1:{self.port}",
+            "--log-level",
+            "warning",
+            "--timeout",
+            "120",
+        ]
+        env = {**os.environ, "PYTHONPATH": str(ROOT), **env}
+        self.process = subprocess.Popen(_pinned(command, server_cpus()), cwd=ROOT, env=env)
+
+    def __enter__(self) -> Server:
+        for _ in range(150):
+            try:
+                with urllib.request.urlopen(f"{self.base}/healthz", timeout=2) as resp:  # noqa: S310 (http://127.0.0.1)
+                    if resp.status == 200:
+                        return self
+            except OSError:
+                time.sleep(0.2)
+        self.stop()
+        raise SystemExit("gunicorn did not start")
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(timeout=30)
+
+
+@dataclass(frozen=True)
+class Result:
+    rate: float  # requests/s
+    latency_ms: float  # mean
+    p99_ms: float
+    requests: int
+    errors: int  # non-2xx/3xx answers, socket errors and timeouts
+
+
+_UNITS = {"us": 0.001, "ms": 1.0, "s": 1000.0, "m": 60_000.0}
+
+
+def _ms(text: str) -> float:
+    number, unit = re.fullmatch(r"([\d.]+)(us|ms|s|m)", text).groups()
+    return float(number) * _UNITS[unit]
+
+
+# A POST body for wrk (its Lua script sends the same request on every connection).
+_POST_LUA = """
+wrk.method = "POST"
+wrk.body = {body}
+wrk.headers["Content-Type"] = "application/json"
+{headers}
+"""
+
+
+def wrk(
+    url: str,
+    *,
+    seconds: float,
+    connections: int = 8,
+    body: object | None = None,
+    headers: dict[str, str] | None = None,
+) -> Result:
+    """Drive ``url`` for ``seconds`` (GET, or POST of ``body`` as JSON) and parse wrk's
+    summary."""
+    command = [
+        wrk_path(),
+        "-t1",
+        f"-c{connections}",
+        f"-d{max(1, round(seconds))}s",
+        "--timeout",
+        "60s",
+        "--latency",
+    ]
+    script = None
+    if body is not None:
+        lines = "\n".join(
+            f"wrk.headers[{json.dumps(k)}] = {json.dumps(v)}" for k, v in (headers or {}).items()
+        )
+        lua = _POST_LUA.format(body=_lua_string(json.dumps(body)), headers=lines)
+        script = tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False)
+        script.write(lua)
+        script.close()
+        command += ["-s", script.name]
+    try:
+        done = subprocess.run(
+            _pinned([*command, url], client_cpus()),
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+    finally:
+        if script is not None:
+            os.unlink(script.name)
+    if done.stderr.strip():  # e.g. a script error: wrk would go on sending GETs
+        raise RuntimeError(f"wrk: {done.stderr.strip()}")
+    out = done.stdout
+    rate = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
+    requests = int(re.search(r"(\d+) requests in", out).group(1))
+    latency = _ms(re.search(r"Latency\s+(\S+)", out).group(1))
+    p99 = _ms(re.search(r"\s99%\s+(\S+)", out).group(1))
+    errors = 0
+    found = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    errors += int(found.group(1)) if found else 0
+    found = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", out)
+    errors += sum(map(int, found.groups())) if found else 0
+    return Result(rate, latency, p99, requests, errors)
+
+
+def _lua_string(text: str) -> str:
+    """A Lua long string holding ``text`` exactly (no escapes are processed in it)."""
+    level = 1
+    while f"]{'=' * level}]" in text + "]":  # (the text's last "]" meets the closing)
+        level += 1
+    return f"[{'=' * level}[{text}]{'=' * level}]"
