@@ -166,7 +166,7 @@ class ChallengeViewSet(viewsets.ModelViewSet):
                 many=True,
                 fields={
                     "name": serializers.CharField(),
-                    "type": serializers.ChoiceField(choices=M.TYPES),
+                    "type": serializers.ChoiceField(choices=M.ALL_TYPES),
                     "value": serializers.JSONField(
                         allow_null=True,
                         help_text="A number; an object for frequency and the "

@@ -40,6 +40,10 @@ class ScoringSetupFields(models.Model):
     score_key = models.CharField(max_length=64, blank=True)
     metrics = models.JSONField(default=list, blank=True)
     timeout_ms = models.PositiveIntegerField(default=5000)
+    # Several scorers of a python challenge (DESIGN.md "Python scorers, the full model");
+    # empty: the single-scorer fields above are the one scorer.
+    scorers = models.JSONField(default=list, blank=True)
+    rank_by = models.CharField(max_length=200, blank=True)
 
     SETUP_FIELDS = (
         "scoring_strategy",
@@ -50,6 +54,8 @@ class ScoringSetupFields(models.Model):
         "score_key",
         "metrics",
         "timeout_ms",
+        "scorers",
+        "rank_by",
     )
 
     class Meta:
@@ -190,6 +196,11 @@ class AttemptScore(models.Model):
     sort_key = models.FloatField(null=True)
     details = models.JSONField(null=True, blank=True)
     error = models.TextField(blank=True)
+    # Results of the version's QA scorers, for admins only (never in ``details``, which
+    # the public breakdown and integrations read): {key: {"scores", "metadata",
+    # "failed": [check, ...], "error"?}}; ``qa_failed`` counts failing checks and errors.
+    qa = models.JSONField(null=True, blank=True)
+    qa_failed = models.PositiveSmallIntegerField(default=0, db_default=0)
 
     class Meta:
         indexes = [

@@ -18,6 +18,7 @@ from django.db.models import Exists, F, OuterRef, QuerySet
 
 from scoring import services as scoring
 from scoring.engine.outcome import Outcome
+from scoring.engine.scorers_list import split_qa
 
 from .models import (
     Attempt,
@@ -127,7 +128,10 @@ def scores_replace(
         AttemptScore.objects.bulk_create(rows, batch_size=2000)
         return sum(1 for o in outcomes if o.error)
     table = AttemptScore._meta.db_table
-    columns = "version_id, attempt_id, player_id, created_at, score, sort_key, details, error"
+    columns = (
+        "version_id, attempt_id, player_id, created_at, score, sort_key, details, error, "
+        "qa, qa_failed"
+    )
     failed = 0
     with connection.cursor() as cursor:
         cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")  # checked during COPY, not at commit
@@ -172,10 +176,13 @@ def _copy_lines(
         else:
             score_text = repr(score)
             sort_text = repr(-score if negate else score)
-        details = "\\N" if o.details is None else _copy_text(_details_json(o.details))
+        plain, qa, qa_failed = split_qa(o.details)
+        details = "\\N" if plain is None else _copy_text(_details_json(plain))
         error = _copy_text(o.error) if o.error else ""
+        qa_text = "\\N" if qa is None else _copy_text(json.dumps(qa))
         lines.append(
-            f"{version_id}\t{a[0]}\t{a[1]}\t{a[8]}\t{score_text}\t{sort_text}\t{details}\t{error}\n"
+            f"{version_id}\t{a[0]}\t{a[1]}\t{a[8]}\t{score_text}\t{sort_text}\t{details}"
+            f"\t{error}\t{qa_text}\t{qa_failed}\n"
         )
     return "".join(lines)
 
@@ -252,6 +259,7 @@ def score_rows(
 def _score_row(
     version: ScoringVersion, attempt_id: int, player_id: int, created_at: Any, o: Outcome
 ) -> AttemptScore:
+    details, qa, qa_failed = split_qa(o.details)
     return AttemptScore(
         version=version,
         attempt_id=attempt_id,
@@ -259,8 +267,10 @@ def _score_row(
         created_at=created_at,
         score=o.score,
         sort_key=scoring.sort_key_of(version, o.score),
-        details=o.details,
+        details=details,
         error=o.error,
+        qa=qa,
+        qa_failed=qa_failed,
     )
 
 

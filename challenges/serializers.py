@@ -20,6 +20,7 @@ from .fields import (
     StrictIntegerField,
 )
 from .models import MAX_METRIC, Challenge
+from .permissions import is_staff_member
 from .services import AttemptInput
 
 
@@ -67,6 +68,19 @@ class ChallengeSerializer(StrictSerializer):
     )
     score_key = StrictCharField(max_length=64, required=False, allow_blank=True, default="")
     metrics = JSONListField(required=False, default=list)
+    scorers = JSONListField(
+        required=False,
+        default=list,
+        help_text="Several scorers (python): [{key, type, display_name, purpose, "
+        "compute_scores_snippet, config, metrics}]; staff and admins only.",
+    )
+    rank_by = StrictCharField(
+        max_length=200,
+        required=False,
+        allow_blank=True,
+        default="",
+        help_text="'<scorer key>.<score name>': the score that ranks, with scorers.",
+    )
     tenant_id = StrictCharField(max_length=200, required=False, allow_blank=True, default="")
     app_id = StrictCharField(max_length=200, required=False, allow_blank=True, default="")
     workflow_id = StrictCharField(max_length=200, required=False, allow_blank=True, default="")
@@ -74,6 +88,13 @@ class ChallengeSerializer(StrictSerializer):
     active_version = serializers.SerializerMethodField()
     created_at = serializers.DateTimeField(read_only=True)
     updated_at = serializers.DateTimeField(read_only=True)
+
+    def to_representation(self, instance: Any) -> Any:
+        data = super().to_representation(instance)
+        request = self.context.get("request")
+        if not is_staff_member(getattr(request, "user", None)):
+            data.pop("scorers", None)  # scorers' code, configs and QA checks: staff only
+        return data
 
     def get_active_version(self, obj: Challenge) -> int | None:
         return obj.active_version.number if obj.active_version_id else None

@@ -45,7 +45,10 @@ EMPTY_SETUP = {  # a setup's fields but the strategy and timeout, empty
     "scoring_code": "",
     "score_key": "",
     "metrics": [],
+    "scorers": [],
+    "rank_by": "",
 }
+SINGLE_SCORER = ("scoring_code", "scoring_config", "score_key", "metrics")
 
 
 # --- challenges and versions -------------------------------------------------------------
@@ -87,6 +90,11 @@ def setup_merge(*, challenge: Challenge, changes: dict[str, Any]) -> dict[str, A
     merged = challenge.setup_dict()
     if changes.get("scoring_strategy", merged["scoring_strategy"]) != merged["scoring_strategy"]:
         merged.update(copy.deepcopy(EMPTY_SETUP))
+    # Switching between one scorer and a list: the form the change does not use is cleared.
+    if changes.get("scorers") and not any(name in changes for name in SINGLE_SCORER):
+        merged.update({name: copy.deepcopy(EMPTY_SETUP[name]) for name in SINGLE_SCORER})
+    elif changes.get("scoring_code") and "scorers" not in changes:
+        merged.update(scorers=[], rank_by="")
     merged.update({k: v for k, v in changes.items() if k in SETUP_FIELDS})
     return merged
 
