@@ -23,6 +23,7 @@ from scoring.engine import metrics as M
 from scoring.services import SetupInvalid
 
 from . import rescoring, selectors, services
+from .leaderboards.score_columns import public_details
 from .metrics import challenge_metrics
 from .models import RescoreJob
 from .permissions import CanRecordAttempts, IsScoringAdmin, IsStaffMember, is_scoring_admin
@@ -210,7 +211,7 @@ def _attempt_out(recorded: services.RecordedAttempt, show_errors: bool) -> dict[
     attempt, score = recorded.attempt, recorded.score
     details = score.details if score else None
     if details and not show_errors:  # scorer errors are for admins only
-        details = {k: v for k, v in details.items() if k != "error"} or None
+        details = public_details(details)
     data = AttemptOutSerializer(attempt).data
     data.update(
         version=recorded.version_number, score=score.score if score else None, details=details

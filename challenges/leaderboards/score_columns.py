@@ -1,0 +1,101 @@
+"""Score columns: every score of the ranking scorer on a leaderboard row (DESIGN.md
+"Python scorers, the full model"), the ranking one first; and what of an attempt's
+details the public may see."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from scoring.engine import strategies as S
+from scoring.engine.scorers_list import SCORE, ranking_of
+
+from ..models import AttemptScore, ScoringVersion
+
+
+def public_details(details: Any) -> Any:
+    """Details without any scorer's error (admins only) and without QA (never stored
+    there, dropped here all the same)."""
+    if not isinstance(details, dict):
+        return details
+    out = {k: v for k, v in details.items() if k not in ("error", "qa")}
+    others = out.get("scorers")
+    if isinstance(others, dict):
+        out["scorers"] = {
+            key: {k: v for k, v in entry.items() if k != "error"}
+            for key, entry in others.items()
+            if isinstance(entry, dict)
+        }
+    return out or None
+
+
+def ranking_score_name(version: Any) -> str:
+    """The name of the score that ranks (``""`` when the only score ranks)."""
+    if version.scorers:
+        return ranking_of(version.scorers, version.rank_by)[1]
+    return version.score_key
+
+
+def ranking_scorer(version: Any) -> dict[str, Any] | None:
+    """The ranking scorer of a list (None for a single-scorer setup)."""
+    if not version.scorers:
+        return None
+    key = ranking_of(version.scorers, version.rank_by)[0]
+    return next(s for s in version.scorers if s["key"] == key)
+
+
+def score_scorers(version: Any) -> list[dict[str, Any]]:
+    """The version's ``score`` scorers (never QA), in order."""
+    return [s for s in version.scorers or () if s.get("purpose", SCORE) == SCORE]
+
+
+def ordered(scores: dict[str, Any], first: str) -> dict[str, Any]:
+    """The scores with the ranking one first."""
+    if first in scores:
+        return {first: scores[first], **{k: v for k, v in scores.items() if k != first}}
+    return dict(scores)
+
+
+def row_scores(
+    *, version: ScoringVersion | None, attempt_ids: Iterable[int]
+) -> dict[int, dict[str, Any]]:
+    """``{attempt_id: {score name: value}}`` of the ranking scorer, ranking one first
+    (python versions; empty for the others), in one query."""
+    ids = list(attempt_ids)
+    if version is None or version.scoring_strategy != S.PYTHON or not ids:
+        return {}
+    first = ranking_score_name(version)
+    rows = AttemptScore.objects.filter(version=version, attempt_id__in=ids).values_list(
+        "attempt_id", "details"
+    )
+    out = {}
+    for attempt_id, details in rows:
+        scores = details.get("scores") if isinstance(details, dict) else None
+        out[attempt_id] = ordered(scores if isinstance(scores, dict) else {}, first)
+    return out
+
+
+def other_scorers(details: Any, version: Any) -> list[tuple[str, dict[str, Any]]]:
+    """The other ``score`` scorers' results of an attempt, for its breakdown:
+    [(display name, {score: value})], in the version's order (never QA, never errors)."""
+    if not isinstance(details, dict) or not isinstance(details.get("scorers"), dict):
+        return []
+    found = details["scorers"]
+    out = []
+    for spec in score_scorers(version):
+        entry = found.get(spec["key"])
+        if isinstance(entry, dict) and isinstance(entry.get("scores"), dict):
+            out.append((spec.get("display_name") or spec["key"], entry["scores"]))
+    return out
+
+
+def columns(version: Any, rows: Sequence[dict[str, Any]]) -> list[str]:
+    """The score column names of a page: the ranking score first, then the others in
+    the order the rows give them."""
+    names: dict[str, None] = {}
+    first = ranking_score_name(version) if version is not None else ""
+    if first:
+        names[first] = None
+    for row in rows:
+        names.update(dict.fromkeys(row))
+    return list(names)
