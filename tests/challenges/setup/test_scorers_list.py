@@ -14,7 +14,8 @@ FIRST = """\
 def compute_scores(sample):
     if sample.get("answer") == "boom":
         raise ValueError("first scorer exploded")
-    return {"is_paris": sample.get("answer") == "Paris", "words": len(sample.get("answer", "").split())}
+    answer = sample.get("answer", "")
+    return {"is_paris": answer == "Paris", "words": len(answer.split())}
 """
 SECOND = """\
 def compute_scores(sample, solver_output):
