@@ -23,8 +23,8 @@ from scoring.engine import metrics as M
 from scoring.services import SetupInvalid
 
 from . import rescoring, selectors, services
-from .leaderboards.score_columns import public_details
-from .metrics import challenge_metrics
+from .leaderboards.score_columns import public_details, row_scores
+from .metrics import challenge_metrics, public_metrics
 from .models import RescoreJob
 from .permissions import CanRecordAttempts, IsScoringAdmin, IsStaffMember, is_scoring_admin
 from .serializers import (
@@ -158,7 +158,12 @@ class ChallengeViewSet(viewsets.ModelViewSet):
             "count": page.count,
             "results": page.rows,
         }
-        return Response(LeaderboardSerializer(body).data)
+        data = LeaderboardSerializer(body).data
+        found = row_scores(version=page.version, attempt_ids=[r.attempt_id for r in page.rows])
+        if page.version is not None and page.version.scoring_strategy == "python":
+            for row in data["results"]:  # every score of the ranking scorer, ranking first
+                row["scores"] = found.get(row["attempt_id"], {})
+        return Response(data)
 
     @extend_schema(
         responses={
@@ -173,6 +178,13 @@ class ChallengeViewSet(viewsets.ModelViewSet):
                         help_text="A number; an object for frequency and the "
                         "classification metrics; null when no attempt has the score.",
                     ),
+                    "scorer": serializers.CharField(
+                        required=False, help_text="With several scorers: the scorer's key."
+                    ),
+                    "scorer_name": serializers.CharField(required=False),
+                    "error": serializers.CharField(
+                        required=False, help_text="A python metric's error (admins only)."
+                    ),
                 },
             )
         },
@@ -183,7 +195,10 @@ class ChallengeViewSet(viewsets.ModelViewSet):
     )
     @action(detail=True, methods=["get"])
     def metrics(self, request: Request, pk: str | None = None) -> Response:
-        return Response(challenge_metrics(challenge=self.get_object()))
+        found = challenge_metrics(challenge=self.get_object())
+        if not is_scoring_admin(request.user):
+            found = public_metrics(found)  # a python metric's error is for admins
+        return Response(found)
 
 
 class RescoreJobViewSet(viewsets.GenericViewSet):

@@ -240,6 +240,11 @@ class LeaderboardRowSerializer(serializers.Serializer):
     score = serializers.FloatField()
     attempt_id = serializers.IntegerField()
     created_at = serializers.DateTimeField()
+    scores = serializers.DictField(
+        child=serializers.FloatField(allow_null=True),
+        required=False,
+        help_text="Python scorers: every score of the ranking scorer, the ranking one first.",
+    )
 
 
 class LeaderboardSerializer(serializers.Serializer):

@@ -22,8 +22,9 @@ from django.utils import timezone
 from django.views.decorators.http import require_safe
 
 from . import charts, display, selectors
+from .leaderboards import score_columns
 from .markdown import render_markdown, summary
-from .metrics import challenge_metrics
+from .metrics import challenge_metrics, public_metrics
 from .models import Challenge
 
 SEARCH_MAX = 100  # characters of a name search: display names are at most 200
@@ -162,10 +163,13 @@ class BoardView:
             else {}
         )
         updated = challenge.last_activity or (board.version.scored_at if board.version else None)
+        rows = board_rows(board, setup.scoring_strategy, breakdowns, self.now)
+        header = score_columns.page_columns(board.version, rows, breakdowns)
         return {
             "challenge": challenge,
             "board": board,
-            "rows": board_rows(board, setup.scoring_strategy, breakdowns, self.now),
+            "rows": rows,
+            "score_header": header,
             "numbers": selectors.page_numbers(board.page, board.pages) if board.page else [],
             "detail_url": self.detail_url,
             "refresh_url": self.refresh_url,
@@ -207,7 +211,7 @@ def challenge_detail(request: HttpRequest, slug: str) -> HttpResponse:
             "scoring_sentence": display.scoring_sentence(setup),
             "charts_url": f"{view.detail_url}charts.json",
             # Computed on a cache miss only: at most a minute old (the key has the minute).
-            "metrics": challenge_metrics(challenge=challenge),
+            "metrics": public_metrics(challenge_metrics(challenge=challenge)),
         }
 
     return HttpResponse(view.html(page=extra))
@@ -250,9 +254,11 @@ class _Echo:
 
 
 def _export_rows(challenge: Challenge) -> Iterator[tuple[Any, ...]]:
+    """(the row's cells..., its scores or None): scores for python versions only."""
     if challenge.active_version_id is None:
         return
-    for row in selectors.leaderboard_stream(version_id=challenge.active_version_id):
+    rows = selectors.leaderboard_stream(version_id=challenge.active_version_id)
+    for row, scores in score_columns.with_scores(rows, challenge.active_version):
         yield (
             row.rank,
             row.player_external_id,
@@ -260,6 +266,7 @@ def _export_rows(challenge: Challenge) -> Iterator[tuple[Any, ...]]:
             row.score,
             row.attempt_id,
             row.created_at.isoformat().replace("+00:00", "Z"),
+            scores,
         )
 
 
@@ -278,9 +285,12 @@ def export_csv(request: HttpRequest, slug: str) -> HttpResponse:
     writer = csv.writer(_Echo())
 
     def lines() -> Iterator[str]:
-        yield writer.writerow(EXPORT_COLUMNS)
-        for row in _export_rows(challenge):
-            yield writer.writerow([csv_cell(v) for v in row])
+        rows = _export_rows(challenge)
+        names, rows = score_columns.csv_names(rows)
+        yield writer.writerow([*EXPORT_COLUMNS, *(f"scores.{n}" for n in names)])
+        for *row, scores in rows:
+            extra = [(scores or {}).get(n) for n in names]
+            yield writer.writerow([csv_cell(v) for v in (*row, *extra)])
 
     response = StreamingHttpResponse(lines(), content_type="text/csv; charset=utf-8")
     return _attachment(response, challenge, "csv")
@@ -297,8 +307,11 @@ def export_json(request: HttpRequest, slug: str) -> HttpResponse:
         head = {"challenge": challenge.slug, "version": version.number if version else None}
         yield json.dumps(head)[:-1] + ', "results": ['
         first = True
-        for row in _export_rows(challenge):
-            item = json.dumps(dict(zip(EXPORT_COLUMNS, row, strict=True)))
+        for *row, scores in _export_rows(challenge):
+            item = dict(zip(EXPORT_COLUMNS, row, strict=True))
+            if scores is not None:
+                item["scores"] = scores
+            item = json.dumps(item)
             yield item if first else ", " + item
             first = False
         yield "]}"

@@ -4,7 +4,8 @@ details the public may see."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import itertools
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from scoring.engine import strategies as S
@@ -99,3 +100,72 @@ def columns(version: Any, rows: Sequence[dict[str, Any]]) -> list[str]:
     for row in rows:
         names.update(dict.fromkeys(row))
     return list(names)
+
+
+EXPORT_BATCH = 1000
+CSV_SAMPLE_ROWS = 1000  # the CSV's score columns: the names the first rows have
+
+
+def with_scores(rows: Iterable[Any], version: Any) -> Iterator[tuple[Any, dict | None]]:
+    """Leaderboard rows with their score columns (None unless python), read per batch."""
+    if version is None or version.scoring_strategy != S.PYTHON:
+        for row in rows:
+            yield row, None
+        return
+    iterator = iter(rows)
+    while batch := list(itertools.islice(iterator, EXPORT_BATCH)):
+        found = row_scores(version=version, attempt_ids=[r.attempt_id for r in batch])
+        for row in batch:
+            yield row, found.get(row.attempt_id, {})
+
+
+def csv_names(rows: Iterator[tuple[Any, ...]]) -> tuple[list[str], Iterator[tuple[Any, ...]]]:
+    """The score column names for a CSV (from its first rows: the ranking score first)
+    and the rows, none lost."""
+    head = list(itertools.islice(rows, CSV_SAMPLE_ROWS))
+    names: dict[str, None] = {}
+    for row in head:
+        if row[-1]:
+            names.update(dict.fromkeys(row[-1]))
+    return list(names), itertools.chain(head, rows)
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, float):
+        return f"{value:,.4g}" if abs(value) < 1e6 else f"{value:,.0f}"
+    return str(value)
+
+
+def page_columns(
+    version: Any, rows: list[dict[str, Any]], breakdowns: dict[int, Any]
+) -> list[dict[str, Any]]:
+    """The page's score columns (python versions): each row gets ``scores``, its cells
+    in column order; the header is [{"name", "ranks", "scorer"}], the ranking one first.
+    Read from the breakdowns the page has anyway (no query of its own)."""
+    if version is None or version.scoring_strategy != S.PYTHON:
+        return []
+    per_row = []
+    for row in rows:
+        why = breakdowns.get(row["attempt"])
+        details = why.details if why is not None else None
+        scores = details.get("scores") if isinstance(details, dict) else None
+        per_row.append(scores if isinstance(scores, dict) else {})
+        others = other_scorers(details, version)
+        row["terms"] = [
+            *row["terms"][:-1],
+            *(
+                (f"{name} · {key.replace('_', ' ')}", _cell(value))
+                for name, scores_of in others
+                for key, value in scores_of.items()
+            ),
+            row["terms"][-1],
+        ]
+    names = columns(version, per_row)
+    first = ranking_score_name(version) or (names[0] if len(names) == 1 else "")
+    scorer = ranking_scorer(version)
+    label = (scorer or {}).get("display_name") or ""
+    for row, scores in zip(rows, per_row, strict=True):
+        row["scores"] = [_cell(scores.get(name)) for name in names]
+    return [{"name": n, "ranks": n == first, "scorer": label} for n in names]
