@@ -144,7 +144,7 @@ class Definition:
     included: dict[str, str]  # field path → the file its text was included from
 
     def where(self, field: str) -> str:
-        """"file.yaml, line 12, definition.scorers[0].config" (the nearest known line)."""
+        """ "file.yaml, line 12, definition.scorers[0].config" (the nearest known line)."""
         probe = field
         while probe and probe not in self.lines:
             probe = re.sub(r"(\.[^.\[]*|\[\d+\])$", "", probe)
@@ -259,9 +259,7 @@ def _setup_from(definition: dict[str, Any]) -> dict[str, Any]:
     for key in DEFINITION_KEYS:
         if key in definition and key != "scoring_strategy":
             value = definition[key]
-            setup[key] = (
-                copy.deepcopy(services.EMPTY_SETUP.get(key)) if value is None else value
-            )
+            setup[key] = copy.deepcopy(services.EMPTY_SETUP.get(key)) if value is None else value
     return setup
 
 
@@ -408,4 +406,3 @@ def challenge_dump(*, challenge: Challenge, directory: str | Path) -> list[Path]
         _write(folder / name, code)
         written.append(folder / name)
     return written
-

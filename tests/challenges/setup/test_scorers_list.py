@@ -171,3 +171,69 @@ def test_bad_lists_are_400_naming_the_field(admin_api, change, field):
         field = "scorers[0].compute_scores_snippet"
     assert field in response.json(), response.json()
     assert not Challenge.objects.exists()
+
+
+def body_of(response) -> str:
+    if response.streaming:
+        return b"".join(response.streaming_content).decode()
+    return response.content.decode()
+
+
+def test_qa_is_for_admins_only(admin_api, integration_api, anon_api, client, admin):
+    challenge = create(admin_api, rank_by="second.length")
+    out = record(integration_api, challenge, ["Paris", "sk-123 LEAK", ""])
+    leak_id = out[1]["id"]
+
+    # Public outputs: the page, both exports, the anonymous API: no QA anywhere.
+    slug = challenge.slug
+    public = [
+        client.get(f"/challenges/{slug}/"),
+        client.get(f"/challenges/{slug}/board/"),
+        client.get(f"/challenges/{slug}/leaderboard.csv"),
+        client.get(f"/challenges/{slug}/leaderboard.json"),
+        anon_api.get(leaderboard_url(challenge.pk)),
+        anon_api.get(f"/api/challenges/{challenge.pk}/metrics/"),
+        anon_api.get(detail_url(challenge.pk)),
+        anon_api.get("/api/challenges/"),
+    ]
+    for response in public:
+        assert response.status_code == 200
+        text = body_of(response)
+        for secret in ("no_secret", "not_empty", "leaks", "Leak check", "failing QA"):
+            assert secret not in text, (response.request["PATH_INFO"], secret)
+    # Other scorers' results are public on the breakdown (never their errors).
+    page = body_of(client.get(f"/challenges/{slug}/"))
+    assert "Correctness · is paris" in page
+
+    # The admin: on the attempt, filterable, counted on the dashboard and the rescore list.
+    client.force_login(admin)
+    attempt_page = body_of(client.get(f"/admin/challenges/attempt/{leak_id}/change/"))
+    assert "qa-check--fail" in attempt_page and "no_secret" in attempt_page
+    listing = body_of(client.get("/admin/challenges/attempt/?qa_failing=any"))
+    assert f"/admin/challenges/attempt/{leak_id}/change/" in listing
+    assert f"/admin/challenges/attempt/{out[0]['id']}/change/" not in listing
+    by_key = body_of(client.get("/admin/challenges/attempt/?qa_failing=leaks"))
+    assert f"/admin/challenges/attempt/{leak_id}/change/" in by_key
+    scores = body_of(client.get("/admin/challenges/attemptscore/?qa_failing=any"))
+    assert scores.count("failing</span>") == 2
+    dashboard = body_of(client.get("/admin/"))
+    assert 'data-qa-failing="2"' in dashboard and "2 failing QA" in dashboard
+
+
+def test_rescore_summary_counts_failing_qa(
+    admin_api, integration_api, client, admin, django_capture_on_commit_callbacks
+):
+    from challenges.models import RescoreJob
+
+    challenge = create(admin_api)
+    record(integration_api, challenge, ["Paris", "sk-1", "sk-2"])
+    with django_capture_on_commit_callbacks(execute=True):
+        response = admin_api.post(f"/api/challenges/{challenge.pk}/rescore/")
+    assert response.status_code == 202
+    job = RescoreJob.objects.get()
+    assert job.status == "succeeded"
+    client.force_login(admin)
+    listing = body_of(client.get("/admin/challenges/rescorejob/"))
+    assert "2 failing QA" in listing
+    detail = body_of(client.get(f"/admin/challenges/rescorejob/{job.pk}/change/"))
+    assert "2 failing QA" in detail
