@@ -542,7 +542,12 @@ class RescoreJobAdmin(admin.ModelAdmin):
     actions = ["cancel_selected"]
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[RescoreJob]:
-        return super().get_queryset(request).select_related("challenge", "version")
+        return (
+            super()
+            .get_queryset(request)
+            .select_related("challenge", "version")
+            .annotate(qa_count=qa.qa_failing_count(OuterRef("version")))
+        )
 
     def has_add_permission(self, request: Any) -> bool:
         return False
@@ -580,7 +585,9 @@ class RescoreJobAdmin(admin.ModelAdmin):
 
     @admin.display(description="failing QA")
     def qa_failing(self, obj: RescoreJob, request: HttpRequest | None = None) -> str:
-        count = qa.qa_failing(version_id=obj.version_id)
+        count = getattr(obj, "qa_count", None)
+        if count is None:  # an instance not loaded through get_queryset
+            count = qa.qa_failing(version_id=obj.version_id)
         return qa.qa_link(count, obj.version_id, request.user if request else None)
 
     @admin.display(description="failed", ordering="failed")
