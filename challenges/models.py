@@ -370,3 +370,27 @@ class RescoreChunk(models.Model):
 
     def __str__(self) -> str:
         return f"Chunk {self.number} of job {self.job_id}"
+
+
+class BatchState(models.Model):
+    """The batch scorers of a challenge (``python_batch``): whether a run is scheduled
+    (claimed with a conditional update, so a burst of attempts schedules one run) and
+    what the last run covered."""
+
+    challenge = models.OneToOneField(
+        Challenge, on_delete=models.CASCADE, primary_key=True, related_name="batch_state"
+    )
+    scheduled = models.BooleanField(default=False)
+    requested_at = models.DateTimeField(null=True, blank=True)
+    version = models.ForeignKey(
+        ScoringVersion, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    covered = models.PositiveIntegerField(default=0, help_text="Attempts the last run scored.")
+    last_attempt_id = models.BigIntegerField(default=0)
+    runs = models.PositiveIntegerField(default=0)
+    last_run_at = models.DateTimeField(null=True, blank=True)
+    last_run_ms = models.FloatField(null=True, blank=True)
+    error = models.TextField(blank=True)
+
+    def __str__(self) -> str:
+        return f"Batch state of {self.challenge_id}"

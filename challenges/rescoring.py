@@ -265,6 +265,7 @@ def job_finalize(*, job_id: int) -> bool:
     the plan that still lack a score get one and the pointer moves: readers see the old
     version or the new one, never a mix."""
     started = time.perf_counter()
+    _batch_before_switch(job_id)
     with transaction.atomic():
         job = RescoreJob.objects.select_for_update().filter(pk=job_id).first()
         if job is None or not _ready(job):
@@ -272,6 +273,11 @@ def job_finalize(*, job_id: int) -> bool:
         scores.entries_rebuild(version=ScoringVersion.objects.get(pk=job.version_id))
     rebuilt = time.perf_counter()
     job = _switch(job_id)
+    if job is not None and job.version.scorers:
+        from . import batch_scoring
+
+        if batch_scoring.has_batch(job.version):  # attempts recorded during the run
+            batch_scoring.batch_request(challenge_id=job.challenge_id)
     if job is not None:
         logger.info(
             "rescore switched",
@@ -284,6 +290,17 @@ def job_finalize(*, job_id: int) -> bool:
             },
         )
     return job is not None
+
+
+def _batch_before_switch(job_id: int) -> None:
+    """A version with batch scorers runs them before it goes live (outside any lock);
+    attempts recorded after this are pending until the next batch run."""
+    from . import batch_scoring
+
+    job = RescoreJob.objects.select_related("version__challenge").filter(pk=job_id).first()
+    if job is not None and _ready(job) and batch_scoring.has_batch(job.version):
+        batch_scoring.batch_score_version(version=job.version)
+        transaction.on_commit(lambda: batch_scoring.batch_request(challenge_id=job.challenge_id))
 
 
 def _ms_since(start: float, end: float | None = None) -> float:

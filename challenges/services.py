@@ -22,7 +22,7 @@ from scoring import services as scoring
 from scoring.engine import strategies as S
 from scoring.engine.outcome import Outcome
 
-from . import rescoring, scores
+from . import batch_scoring, rescoring, scores
 from .models import (
     Attempt,
     AttemptScore,
@@ -300,6 +300,8 @@ def attempts_record(
             scores.entries_upsert(version=version, attempts=attempts, rows=rows)
             if version.pk == active_id:
                 active_rows, active_number = list(rows), version.number
+    if any(batch_scoring.has_batch(v) for v in versions):
+        batch_scoring.batch_request(challenge_id=challenge.pk)  # pending until the next run
     logger.info(
         "attempts recorded",
         extra={

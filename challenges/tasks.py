@@ -60,6 +60,14 @@ def rescore_resume() -> None:
     rescoring.jobs_resume(send_dispatch=rescore_dispatch.delay)
 
 
+@shared_task(acks_late=True, reject_on_worker_lost=True, autoretry_for=TRANSIENT, max_retries=5)
+def batch_score(challenge_id: int) -> None:
+    """Run a challenge's batch scorers (scheduled, debounced, by batch_request)."""
+    from .batch_scoring import batch_run
+
+    batch_run(challenge_id=challenge_id)
+
+
 @worker_ready.connect
 def _resume_on_worker_start(sender: object = None, **kwargs: object) -> None:
     # A job whose worker was killed resumes when a worker starts again.

@@ -22,6 +22,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_safe
 
 from . import charts, display, selectors
+from .batch_scoring import batch_coverage
 from .leaderboards import score_columns
 from .markdown import render_markdown, summary
 from .metrics import challenge_metrics, public_metrics
@@ -132,6 +133,7 @@ class BoardView:
                 (
                     challenge.pk,
                     challenge.slug,
+                    challenge.updated_at,  # a batch run's new scores (same version) bump it
                     challenge.rescoring,
                     challenge.last_activity,
                     board.version.pk if board.version else None,
@@ -212,6 +214,7 @@ def challenge_detail(request: HttpRequest, slug: str) -> HttpResponse:
             "charts_url": f"{view.detail_url}charts.json",
             # Computed on a cache miss only: at most a minute old (the key has the minute).
             "metrics": public_metrics(challenge_metrics(challenge=challenge)),
+            "batch_coverage": batch_coverage(challenge=challenge),
         }
 
     return HttpResponse(view.html(page=extra))

@@ -280,3 +280,36 @@ def split_qa(details: Any) -> tuple[Any, dict[str, Any] | None, int]:
     qa = details.pop("qa")
     failed = sum(len(e.get("failed", ())) + (1 if "error" in e else 0) for e in qa.values())
     return details, qa, min(failed, 32767)
+
+
+def batch_specs(scorers: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    return [s for s in scorers if s.get("type", PYTHON_TYPE) == BATCH_TYPE]
+
+
+def merge_batch(
+    *,
+    score: float | None,
+    details: Any,
+    error: str,
+    qa: Any,
+    spec: Mapping[str, Any],
+    rank_key: str,
+    result: Any,
+) -> tuple[float | None, dict[str, Any], str, dict[str, Any] | None, int]:
+    """A stored score row with one batch scorer's Result merged in: (score, details,
+    error, qa, qa_failed). Only a ranking batch scorer changes the score."""
+    details = dict(details) if isinstance(details, dict) else {"scores": {}, "metadata": {}}
+    qa = dict(qa) if isinstance(qa, dict) else None
+    key = spec["key"]
+    if spec.get("purpose", SCORE) == QA:
+        qa = {**(qa or {}), key: _entry(result, qa=True)}
+    elif key == rank_key:
+        others = details.get("scorers")
+        details = dict(result.outcome.details or {"scores": result.scores, "metadata": {}})
+        if others:
+            details["scorers"] = others
+        score, error = result.outcome.score, result.outcome.error
+    else:
+        details["scorers"] = {**(details.get("scorers") or {}), key: _entry(result, qa=False)}
+    _, _, failed = split_qa({"qa": qa} if qa else None)
+    return score, details, error, qa, failed
