@@ -205,3 +205,26 @@ def test_too_large_a_batch_is_refused_with_the_reason(
     assert "over the 2 one batch call may take" in run.error
     assert "PODIUM_BATCH_MAX_ATTEMPTS" in BatchState.objects.get(pk=challenge.pk).error
     assert AttemptScore.objects.filter(score=None).count() == 3
+
+
+def test_a_rescore_runs_the_batch_before_it_switches(
+    challenge, admin_api, integration_api, anon_api, runs_queued, django_capture_on_commit_callbacks
+):
+    with django_capture_on_commit_callbacks(execute=True):
+        for i in range(4):
+            post(integration_api, challenge, f"p{i}", "a" * (4 - i), 1000 + i)
+    batch_scoring.batch_run(challenge_id=challenge.pk)
+    scorers = [dict(s) for s in BODY["scorers"]]
+    scorers[1]["compute_scores_snippet"] = RANK_NORMALISED.replace(
+        "bisect_left(ordered, n) / top", "1 - bisect_left(ordered, n) / top"
+    )
+    with django_capture_on_commit_callbacks(execute=True):
+        response = admin_api.patch(
+            f"/api/challenges/{challenge.pk}/", {"scorers": scorers}, format="json"
+        )
+    assert response.status_code == 200
+    challenge.refresh_from_db()
+    assert challenge.active_version.number == 2
+    result = board(anon_api, challenge)
+    assert result["count"] == 4  # never went live with pending scores
+    assert [r["player"] for r in result["results"]] == ["p3", "p2", "p1", "p0"]
