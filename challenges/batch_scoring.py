@@ -24,7 +24,6 @@ refused with that reason, shown to admins, and the attempts stay pending.
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from dataclasses import dataclass
@@ -37,10 +36,9 @@ from django.utils import timezone
 
 from scoring import sandbox
 from scoring.engine import strategies as S
-from scoring.engine.protocol import AttemptMetrics
 from scoring.engine.scorers_list import batch_specs, merge_batch, ranking_of
-from scoring.engine.shims import batch_program_code
-from scoring.engine.snippet import AttemptPayload, Program, SnippetInvalid, encode_item, interpret
+from scoring.engine.shims import batch_results
+from scoring.engine.snippet import SnippetInvalid
 
 from . import scores
 from .models import Attempt, AttemptScore, BatchState, Challenge, ScoringVersion
@@ -92,36 +90,24 @@ def _run_scorer(
 ) -> list[Any]:
     """One batch scorer's Results over the rows, in order (never raises for what the
     snippet does: a failed call fails every attempt with its error)."""
-    samples = [r[1] if isinstance(r[1], dict) else {} for r in rows]
-    outputs = [(r[2] or "", r[3]) for r in rows]
-    try:
-        code, entry = batch_program_code(
-            spec["compute_scores_snippet"], spec.get("config") or {}, samples, outputs
-        )
-    except SnippetInvalid as exc:
-        raise BatchRefused(str(exc)) from exc
-    if entry.arity == 1:
-        code, entry = batch_program_code(
-            spec["compute_scores_snippet"], spec.get("config") or {}, samples, None
-        )
     try:
         pool = sandbox.shared_pool()
     except sandbox.SandboxUnavailable as exc:
         raise BatchRefused(str(exc)) from exc
-    program = Program(
-        owner=f"ScoringVersion {version.pk} batch {spec['key']}",
-        code=code,
-        arity=1,
-        is_async=entry.is_async,
-        timeout_ms=version.timeout_ms,
-    )
-    items = [
-        encode_item(AttemptMetrics(), AttemptPayload(json.dumps({"i": i})), 1)
-        for i in range(len(rows))
-    ]
     rank_key, rank_score = ranking_of(version.scorers, version.rank_by)
-    score_key = rank_score if spec["key"] == rank_key else ""
-    return [interpret(raw, score_key) for raw in pool.run(program, items)]
+    try:
+        return batch_results(
+            code=spec["compute_scores_snippet"],
+            config=spec.get("config") or {},
+            samples=[r[1] if isinstance(r[1], dict) else {} for r in rows],
+            outputs=[(r[2] or "", r[3]) for r in rows],
+            owner=f"ScoringVersion {version.pk} batch {spec['key']}",
+            timeout_ms=version.timeout_ms,
+            score_key=rank_score if spec["key"] == rank_key else "",
+            sandbox=pool,
+        )
+    except SnippetInvalid as exc:
+        raise BatchRefused(str(exc)) from exc
 
 
 @dataclass(frozen=True)

@@ -149,3 +149,33 @@ def batch_program_code(
         aw="await " if entry.is_async else "",
     )
     return rendered + shim, entry
+
+
+def batch_results(
+    *,
+    code: str,
+    config: dict[str, Any],
+    samples: list[Any],
+    outputs: list[tuple[str, Any]],
+    owner: str,
+    timeout_ms: int,
+    score_key: str,
+    sandbox: Any,
+) -> list[Any]:
+    """A batch scorer's snippet Results (``snippet.Result``), one per sample, in order:
+    one call of ``compute_batch_scores`` per sandbox worker, every answer checked by the
+    snippet contract. A failed call fails every sample with its error. Raises
+    SnippetInvalid for code that cannot run."""
+    from .protocol import AttemptMetrics
+    from .snippet import AttemptPayload, Program, encode_item, interpret
+
+    _, entry = batch_check(code, config)
+    program_code, entry = batch_program_code(
+        code, config, samples, outputs if entry.arity == 2 else None
+    )
+    program = Program(
+        owner=owner, code=program_code, arity=1, is_async=entry.is_async, timeout_ms=timeout_ms
+    )
+    metrics = AttemptMetrics()
+    items = [encode_item(metrics, AttemptPayload(f'{{"i": {i}}}'), 1) for i in range(len(samples))]
+    return [interpret(raw, score_key) for raw in sandbox.run(program, items)]
