@@ -33,7 +33,7 @@ from scoring.engine.protocol import ConfigError, RegistryError
 from scoring.registry import registry
 from scoring.services import SetupInvalid, setup_validate
 
-from . import services
+from . import admin_scorers, services
 from .models import Attempt, Challenge, ScoringStrategy
 
 # A setup change on a challenge with more attempts than this asks for confirmation.
@@ -270,6 +270,14 @@ class ChallengeAdminForm(forms.ModelForm):
         label="Score key",
         help_text="The score that ranks the leaderboard (required with several scores).",
     )
+    rank_by = forms.CharField(
+        required=False,
+        max_length=200,
+        label="Ranking score",
+        widget=forms.TextInput(attrs={"list": "rank-by-options", "class": "vTextField"}),
+        help_text="With several scorers: '<scorer key>.<score>'. Try it lists the scores "
+        "the scorers returned.",
+    )
     # Errors about the metrics list as a whole land here; its rows are generated.
     metrics = forms.JSONField(required=False, widget=forms.HiddenInput, label="Metrics")
     timeout_ms = forms.IntegerField(
@@ -299,6 +307,10 @@ class ChallengeAdminForm(forms.ModelForm):
         self._weight_fields()
         self._template_fields()
         self._metric_fields()
+        python = instance.pk and instance.scoring_strategy == S.PYTHON
+        saved_scorers = list(instance.scorers or []) if python else []
+        self.scorer_row_count = admin_scorers.add_scorer_fields(self, saved_scorers)
+        self._scorer_rows_of: list[int] = []
         self.fields[
             "confirm_rescore"
         ].label = f"Rescore all {self.attempt_count:,} attempts with the new setup"
@@ -404,9 +416,12 @@ class ChallengeAdminForm(forms.ModelForm):
             "metrics",
             "timeout_ms",
             "confirm_rescore",
+            "rank_by",
         ]
         generated = [
-            n for n in self.fields if n.startswith((WEIGHT_PREFIX, TEMPLATE_PREFIX, METRIC_PREFIX))
+            n
+            for n in self.fields
+            if n.startswith((WEIGHT_PREFIX, TEMPLATE_PREFIX, METRIC_PREFIX, admin_scorers.PREFIX))
         ]
         return fixed + generated
 
@@ -422,6 +437,9 @@ class ChallengeAdminForm(forms.ModelForm):
             p.plugin_id: {"entrypoint": p.entrypoint, "has_form": bool(p.weights)}
             for p in self.plugins.values()
         }
+
+    def scorer_rows(self) -> list[dict[str, forms.BoundField]]:
+        return admin_scorers.scorer_rows(self, self.scorer_row_count)
 
     def template_fields(self) -> list[forms.BoundField]:
         return [self[n] for n in self.fields if n.startswith(TEMPLATE_PREFIX)]
@@ -471,8 +489,12 @@ class ChallengeAdminForm(forms.ModelForm):
                 used |= {s.field_name(plugin.plugin_id) for s in plugin.weights}
             return used | {"scoring_strategy", "timeout_ms"}
         if strategy == S.PYTHON:
-            used = {"scoring_code", "score_key", "metrics", "scoring_config"}
-            used |= {n for n in self.fields if n.startswith((TEMPLATE_PREFIX, METRIC_PREFIX))}
+            used = {"scoring_code", "score_key", "metrics", "scoring_config", "rank_by"}
+            used |= {
+                n
+                for n in self.fields
+                if n.startswith((TEMPLATE_PREFIX, METRIC_PREFIX, admin_scorers.PREFIX))
+            }
             return used | {"scoring_strategy", "timeout_ms"}
         return {"scoring_strategy"}
 
@@ -513,6 +535,14 @@ class ChallengeAdminForm(forms.ModelForm):
     ) -> None:
         """A ``setup_validate`` error on its input: config errors ("KEY: message; …") on
         the weight or template input of KEY, unless that input has its own error."""
+        row_input = admin_scorers.error_field(field, self._scorer_rows_of)
+        if row_input is not None:
+            if row_input not in self._errors:
+                self.add_error(row_input, message)
+            return
+        if field == "scorers":
+            self.add_error(None, f"Scorers: {message}")
+            return
         if field != "scoring_config":
             if field not in self._errors:
                 self.add_error(field if field in self.fields else None, message)
@@ -592,6 +622,12 @@ class ChallengeAdminForm(forms.ModelForm):
                 )
         setup["scoring_config"] = config
         setup["metrics"] = self._metrics(cleaned)
+        scorers, self._scorer_rows_of = admin_scorers.clean_scorers(
+            self, cleaned, self.scorer_row_count
+        )
+        if scorers:
+            setup["scorers"] = scorers
+            setup["rank_by"] = (cleaned.get("rank_by") or "").strip()
 
     def _metrics(self, cleaned: dict[str, Any]) -> list[dict[str, str]]:
         metrics = []

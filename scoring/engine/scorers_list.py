@@ -131,27 +131,34 @@ def validate_scorers(scorers: Any, rank_by: Any) -> tuple[list[dict[str, Any]], 
                 "metrics": metrics,
             }
         )
-    if errors:
-        raise ScorersInvalid(errors)
     if not any(s["purpose"] == SCORE for s in out):
-        raise ScorersInvalid({"scorers": "At least one scorer must have purpose 'score'."})
+        errors.setdefault("scorers", "At least one scorer must have purpose 'score'.")
     if rank_by in (None, ""):
         rank_by = ""
-    if not isinstance(rank_by, str) or len(rank_by) > 200:
-        raise ScorersInvalid({"rank_by": "'<scorer key>.<score name>'."})
-    if rank_by:
-        key, _, score = rank_by.partition(".")
-        found = next((s for s in out if s["key"] == key), None)
-        if found is None or not score:
-            keys = ", ".join(s["key"] for s in out)
-            raise ScorersInvalid(
-                {"rank_by": f"'<scorer key>.<score name>' with a key among: {keys}."}
-            )
-        if found["purpose"] == QA:
-            raise ScorersInvalid({"rank_by": f"{key!r} is a QA scorer; QA is never ranked."})
-        if not score.isprintable() or len(score) > 64:
-            raise ScorersInvalid({"rank_by": "The score name: 1–64 printable characters."})
+    message = _rank_by_error(out, rank_by)
+    if message:
+        errors["rank_by"] = message
+    if errors:
+        raise ScorersInvalid(errors)
     return out, rank_by
+
+
+def _rank_by_error(scorers: list[dict[str, Any]], rank_by: Any) -> str:
+    """Why ``rank_by`` cannot rank this list ("" when it can)."""
+    if not isinstance(rank_by, str) or len(rank_by) > 200:
+        return "'<scorer key>.<score name>'."
+    if not rank_by:
+        return ""
+    key, _, score = rank_by.partition(".")
+    found = next((s for s in scorers if s["key"] == key), None)
+    if found is None or not score:
+        keys = ", ".join(str(s["key"]) for s in scorers)
+        return f"'<scorer key>.<score name>' with a key among: {keys}."
+    if found["purpose"] == QA:
+        return f"{key!r} is a QA scorer; QA is never ranked."
+    if not score.isprintable() or len(score) > 64:
+        return "The score name: 1–64 printable characters."
+    return ""
 
 
 def ranking_of(scorers: Sequence[Mapping[str, Any]], rank_by: str) -> tuple[str, str]:
