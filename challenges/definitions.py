@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from django.db import transaction
+from django.db import IntegrityError, transaction
 
 from scoring import services as scoring
 from scoring.engine import strategies as S
@@ -84,11 +84,22 @@ class _Include:
 
 
 class _Loader(yaml.SafeLoader):
-    """Safe loading plus ``!include``, confined to the definition's folder."""
+    """Safe loading plus ``!include``, confined to the definition's folder. Aliases
+    (``*name``) are refused: a definition needs none, and a few nested ones expand to
+    billions of values for whoever walks the result."""
 
     folder: Path
     source: str
     included: dict[int, str]  # id of the constructed text → the file it came from
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            mark = self.peek_event().start_mark
+            raise DefinitionInvalid(
+                f"{self.source}, line {mark.line + 1}: aliases (*name) are not allowed; "
+                "write the value out"
+            )
+        return super().compose_node(parent, index)
 
 
 def _include(loader: _Loader, node: yaml.Node) -> str:
@@ -209,12 +220,17 @@ def definition_load(*, path: str | Path) -> Definition:
         raise DefinitionInvalid(f"{source}{line}: {exc.problem or exc.context}{context}") from None
     except yaml.YAMLError as exc:
         raise DefinitionInvalid(f"{source}: {exc}") from None
+    except RecursionError:
+        raise DefinitionInvalid(f"{source}: nested too deeply") from None
     finally:
         loader.dispose()
     lines: dict[str, int] = {}
-    _lines(node, "", lines)
     included: dict[str, str] = {}
-    _origins(data, "", loader.included, included)
+    try:
+        _lines(node, "", lines)
+        _origins(data, "", loader.included, included)
+    except RecursionError:
+        raise DefinitionInvalid(f"{source}: nested too deeply") from None
 
     def fail(field: str, message: str) -> DefinitionInvalid:
         return DefinitionInvalid(
@@ -291,7 +307,14 @@ def challenge_apply(*, path: str | Path, by: Any = None) -> ApplyResult:
         with transaction.atomic():
             challenge = Challenge.objects.select_for_update().filter(slug=info["slug"]).first()
             if challenge is None:
-                created = services.challenge_create(data={**info, **setup}, by=by)
+                try:
+                    with transaction.atomic():
+                        created = services.challenge_create(data={**info, **setup}, by=by)
+                except IntegrityError:
+                    raise DefinitionInvalid(
+                        f"{definition.where('slug')}: a challenge with this slug was created "
+                        "meanwhile; apply the file again to update it"
+                    ) from None
                 return ApplyResult(created, True, True, created.active_version, None)
             valid = scoring.setup_validate(setup=setup)
             same_setup = valid == challenge.setup_dict()

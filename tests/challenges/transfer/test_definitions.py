@@ -221,3 +221,31 @@ def test_command_reports_errors_without_a_traceback(tmp_path):
         call_command("challenge_apply", str(tmp_path / "missing.yaml"))
     with pytest.raises(CommandError, match="No challenge"):
         call_command("challenge_dump", "nope", str(tmp_path))
+
+
+def test_aliases_and_deep_nesting_are_refused(tmp_path):
+    bomb = "a: &a [x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]\n"
+    with pytest.raises(DefinitionInvalid, match=r"challenge.yaml, line 2: aliases"):
+        challenge_apply(path=write(tmp_path, bomb))
+    deep = "name: x\nslug: x\ndefinition: " + "[" * 5000 + "]" * 5000 + "\n"
+    with pytest.raises(DefinitionInvalid, match=r"nested too deeply|definition"):
+        challenge_apply(path=write(tmp_path, deep))
+
+
+def test_python_metric_snippets_are_dumped_as_files_and_round_trip(tmp_path):
+    metric = "def compute_metric(scores):\n    return len(scores)\n"
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "count.py").write_text(metric)
+    yaml_text = YAML.replace(
+        '          name: "Field Completeness"\n',
+        '          name: "Field Completeness"\n'
+        '        - type: "python"\n'
+        '          name: "Count"\n'
+        '          compute_metric_snippet: !include "count.py"\n',
+    )
+    challenge_apply(path=write(tmp_path / "in", yaml_text))
+    challenge = Challenge.objects.get(slug="field-completeness")
+    assert challenge.scorers[0]["metrics"][1]["compute_metric_snippet"] == metric
+    files = challenge_dump(challenge=challenge, directory=tmp_path / "out")
+    assert (tmp_path / "out" / "completeness_metric_2.py").read_text() == metric
+    assert not challenge_apply(path=files[0]).changed
