@@ -275,8 +275,8 @@ class ChallengeAdminForm(forms.ModelForm):
         max_length=200,
         label="Ranking score",
         widget=forms.TextInput(attrs={"list": "rank-by-options", "class": "vTextField"}),
-        help_text="With several scorers: '<scorer key>.<score>'. Try it lists the scores "
-        "the scorers returned.",
+        help_text="With several scorers: '<scorer key>.<score>'. A trial run of the setup "
+        "suggests the scores the scorers returned.",
     )
     # Errors about the metrics list as a whole land here; its rows are generated.
     metrics = forms.JSONField(required=False, widget=forms.HiddenInput, label="Metrics")
