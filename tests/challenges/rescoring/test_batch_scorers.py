@@ -228,3 +228,55 @@ def test_a_rescore_runs_the_batch_before_it_switches(
     result = board(anon_api, challenge)
     assert result["count"] == 4  # never went live with pending scores
     assert [r["player"] for r in result["results"]] == ["p3", "p2", "p1", "p0"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_readers_never_see_a_half_switched_run(admin_api, integration_api, monkeypatch):
+    """PostgreSQL: while a run's transaction has written every score and rebuilt the
+    leaderboard but not committed, another connection still reads the previous run's
+    leaderboard, whole; right after the commit, the new one, whole."""
+    import threading
+
+    from django.db import connection, connections
+
+    if connection.vendor != "postgresql":
+        pytest.skip("concurrent readers need PostgreSQL")
+    from challenges import scores, tasks
+
+    monkeypatch.setattr(tasks.batch_score, "apply_async", lambda args, countdown: None)
+    response = admin_api.post("/api/challenges/", BODY, format="json")
+    challenge = Challenge.objects.get(pk=response.json()["id"])
+    for i in range(6):
+        post(integration_api, challenge, f"p{i}", "a" * i, 1000 + i)
+    batch_scoring.batch_run(challenge_id=challenge.pk)
+    version_id = challenge.active_version_id
+
+    def snapshot() -> list[tuple]:
+        rows = LeaderboardEntry.objects.filter(version_id=version_id).order_by("player_id")
+        return list(rows.values_list("player_id", "attempt_id", "score"))
+
+    before = snapshot()
+    for i in range(6, 9):
+        post(integration_api, challenge, f"p{i}", "b" * (10 + i), 2000 + i)
+    seen: list[list[tuple]] = []
+    real = scores.entries_rebuild
+
+    def rebuild_then_look(**kwargs):
+        real(**kwargs)
+
+        def read():
+            try:
+                seen.append(snapshot())
+            finally:
+                connections.close_all()
+
+        reader = threading.Thread(target=read)
+        reader.start()
+        reader.join()
+
+    monkeypatch.setattr(scores, "entries_rebuild", rebuild_then_look)
+    run = batch_scoring.batch_run(challenge_id=challenge.pk)
+    assert run.covered == 9
+    assert seen == [before]  # mid-transaction: the previous run's leaderboard, whole
+    after = snapshot()
+    assert len(after) == 9 and after != before

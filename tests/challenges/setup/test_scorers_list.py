@@ -237,3 +237,23 @@ def test_rescore_summary_counts_failing_qa(
     assert "2 failing QA" in listing
     detail = body_of(client.get(f"/admin/challenges/rescorejob/{job.pk}/change/"))
     assert "2 failing QA" in detail
+
+
+def test_version_history_summarises_and_diffs_the_list():
+    from challenges.versions import setup_summary, version_diff
+
+    before = {"scoring_strategy": "python", "scorers": SCORERS, "rank_by": "second.length"}
+    moved = [
+        dict(SCORERS[1]),
+        {**SCORERS[0], "compute_scores_snippet": FIRST.replace("Paris", "Rome")},
+    ]
+    after = {"scoring_strategy": "python", "scorers": moved, "rank_by": "first.words"}
+    assert setup_summary(before) == "Python snippet, 3 scorers (1 QA), ranked by second.length"
+    changes = {c.label: c for c in version_diff(before, after)}
+    assert changes["Scorer leaks"].after == "(removed)"
+    assert (changes["Scorer first"].before, changes["Scorer first"].after) == (
+        "position 1",
+        "position 2",
+    )
+    assert any("Rome" in line for line in changes["Scorer first code"].lines)
+    assert changes["Ranking score"].after == "first.words"
