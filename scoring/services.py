@@ -370,6 +370,19 @@ def rows_scorer(
         payloads = [_payload(*found.get(r[0], missing), arity) for r in rows]
         return snippet.score_many(items, payloads)
 
+    if isinstance(scorer, ScorerList) and attempts:
+        # Several scorers take turns on the pool's few workers: each batch would start
+        # them afresh. Every attempt of the range is scored at the first call instead
+        # (one turn per scorer), and each batch is served from that.
+        done: dict[int, Outcome] = {}
+
+        def score_all(rows: Sequence[Any]) -> list[Outcome]:
+            if not done:
+                done.update(zip((a[0] for a in attempts), score(attempts), strict=True))
+            return [done[r[0]] if r[0] in done else score([r])[0] for r in rows]
+
+        return score_all
+
     return score
 
 
