@@ -37,7 +37,17 @@ from .metrics import MetricsInvalid, validate_metrics
 from .outcome import Outcome
 from .protocol import AttemptMetrics, ConfigError, ScoringContext
 from .shims import batch_check
-from .snippet import AttemptPayload, Sandbox, SnippetInvalid, SnippetScorer, SnippetSetup, prepare
+from .snippet import (
+    AttemptPayload,
+    Program,
+    Sandbox,
+    SnippetInvalid,
+    SnippetScorer,
+    SnippetSetup,
+    encode_item,
+    interpret,
+    prepare,
+)
 from .strategies import PYTHON, get_strategy
 
 SCORE, QA = "score", "qa"
@@ -216,10 +226,28 @@ class ScorerList:
             self.runners.append((spec, runner))
         arities = [r.program.arity for _, r in self.runners if r is not None]
         self.arity = max(arities, default=1)
+        live = [(s["key"], r) for s, r in self.runners if r is not None]
+        self.sandbox = sandbox
+        # Two or more per-attempt scorers run as one program (one worker turn per batch,
+        # not one per scorer: the pool has a few workers, and switching programs starts
+        # them afresh). An attempt the joint run cannot answer as a whole (a timeout, a
+        # result over the size cap, a crash) is scored by each scorer alone.
+        self.joint: Program | None = None
+        if len(live) > 1:
+            self.joint = Program(
+                owner=f"{owner} scorers",
+                code=joint_code([(key, r.program) for key, r in live]),
+                arity=self.arity,
+                is_async=any(r.program.is_async for _, r in live),
+                timeout_ms=min(timeout_ms * len(live), 60_000),
+            )
 
     @property
     def ranks_in_batch(self) -> bool:
         return any(s["key"] == self.rank_key and r is None for s, r in self.runners)
+
+    def _score_key(self, key: str) -> str:
+        return self.rank_score if key == self.rank_key else ""
 
     def results(
         self,
@@ -227,11 +255,33 @@ class ScorerList:
         payloads: Sequence[AttemptPayload] | None = None,
     ) -> dict[str, list[Any]]:
         """Each per-attempt scorer's snippet Results, by key (batch scorers absent)."""
-        return {
-            spec["key"]: runner.results(items, payloads)
-            for spec, runner in self.runners
-            if runner is not None
-        }
+        live = [(spec["key"], r) for spec, r in self.runners if r is not None]
+        if self.joint is None or not items:
+            return {key: runner.results(items, payloads) for key, runner in live}
+        if payloads is None:
+            payloads = [AttemptPayload()] * len(items)
+        encoded = [
+            encode_item(metrics, payload, self.arity)
+            for (metrics, _), payload in zip(items, payloads, strict=True)
+        ]
+        out: dict[str, list[Any]] = {key: [None] * len(items) for key, _ in live}
+        alone: list[int] = []
+        for i, (ok, value, _ms) in enumerate(self.sandbox.run(self.joint, encoded)):
+            answers = value if ok and type(value) is dict else None
+            if answers is None or any(_joint_answer(answers.get(k)) is None for k, _ in live):
+                alone.append(i)
+                continue
+            for key, _ in live:
+                out[key][i] = interpret(_joint_answer(answers[key]), self._score_key(key))
+        if alone:
+            subset_items = [items[i] for i in alone]
+            subset_payloads = [payloads[i] for i in alone]
+            for key, runner in live:
+                for i, result in zip(
+                    alone, runner.results(subset_items, subset_payloads), strict=True
+                ):
+                    out[key][i] = result
+        return out
 
     def score_many(
         self,
@@ -239,6 +289,56 @@ class ScorerList:
         payloads: Sequence[AttemptPayload] | None = None,
     ) -> list[Outcome]:
         return combine(self.specs, self.rank_key, self.results(items, payloads), len(items))
+
+
+def _joint_answer(entry: Any) -> tuple[bool, Any, float | None] | None:
+    """One scorer's part of a joint answer as a raw snippet answer, or None when it is
+    not [0 or 1, value, ms]."""
+    if type(entry) is not list or len(entry) != 3 or entry[0] not in (0, 1):
+        return None
+    ms = entry[2] if type(entry[2]) is float else None
+    if entry[0] == 1 and type(entry[1]) is not str:
+        return None
+    return (entry[0] == 0, entry[1], ms)
+
+
+_JOINT = """
+
+import time as _podium_time
+
+_podium_scorers = []
+for _podium_key, _podium_source, _podium_arity in _PODIUM_SOURCES:
+    _podium_namespace = {{"__name__": "scorer_" + _podium_key}}
+    exec(compile(_podium_source, "<scorer " + _podium_key + ">", "exec"), _podium_namespace)
+    _podium_scorers.append((_podium_key, _podium_namespace["compute_scores"], _podium_arity))
+del _podium_key, _podium_source, _podium_arity, _podium_namespace
+
+
+{kw}def compute_scores(sample, solver_output=None):
+    answers = {{}}
+    for key, function, arity in _podium_scorers:
+        started = _podium_time.perf_counter()
+        try:
+            own = dict(sample)  # a scorer that changes its sample changes no other's
+            result = function(own) if arity == 1 else function(own, solver_output)
+            if {is_async} and hasattr(result, "__await__"):
+                result = {aw}result
+            answers[key] = [0, result, (_podium_time.perf_counter() - started) * 1000.0]
+        except Exception as exc:
+            text = (type(exc).__name__ + ": " + str(exc))[:2000]
+            answers[key] = [1, text, (_podium_time.perf_counter() - started) * 1000.0]
+    return answers
+"""
+
+
+def joint_code(programs: Sequence[tuple[str, Program]]) -> str:
+    """One module running several scorers' (rendered) code, each in its own namespace;
+    its compute_scores answers {key: [0, result, ms] or [1, error, ms]}."""
+    is_async = any(p.is_async for _, p in programs)
+    sources = [(key, p.code, p.arity) for key, p in programs]
+    return f"_PODIUM_SOURCES = {sources!r}\n" + _JOINT.format(
+        kw="async " if is_async else "", aw="await " if is_async else "", is_async=is_async
+    )
 
 
 def combine(
