@@ -14,7 +14,9 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from .snippet import MAX_CODE_CHARS, PLACEHOLDER, SnippetInvalid, render
+from .snippet import SnippetInvalid, prepare
+
+_STAND_IN = "\n\n\ndef compute_scores(sample):  # stand-in\n    return {}\n"
 
 
 @dataclass(frozen=True)
@@ -31,22 +33,19 @@ def check_function(
     keyed by ``field``."""
     if not isinstance(code, str) or not code.strip():
         raise SnippetInvalid({field: f"Required: Python code defining {name}."})
-    if len(code) > MAX_CODE_CHARS:
-        raise SnippetInvalid({field: f"At most {MAX_CODE_CHARS:,} characters."})
-    if "\x00" in code:
-        raise SnippetInvalid({field: "The code contains a null byte."})
-    for match in PLACEHOLDER.finditer(code):
-        if config.get(match.group(1)) is None:
-            line = code.count("\n", 0, match.start()) + 1
-            raise SnippetInvalid(
-                {"scoring_config": f"no value for << config.{match.group(1)} >> (line {line})"}
-            )
-    rendered = render(code, config)
+    # Every rule of a snippet (size, placeholders, syntax) through snippet.prepare, with
+    # a stand-in compute_scores appended (the shim's own replaces it when it runs).
+    try:
+        rendered = prepare(code + _STAND_IN, config).code
+    except SnippetInvalid as exc:
+        raise SnippetInvalid(
+            {(field if k == "scoring_code" else k): m for k, m in exc.errors.items()}
+        ) from None
+    if rendered.endswith(_STAND_IN):
+        rendered = rendered[: -len(_STAND_IN)]
     try:
         tree = ast.parse(rendered, "<snippet>")
-    except SyntaxError as exc:
-        raise SnippetInvalid({field: f"Line {exc.lineno}: {exc.msg}."}) from None
-    except (ValueError, RecursionError, MemoryError) as exc:
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
         raise SnippetInvalid({field: f"The code cannot be parsed: {exc}."}) from None
     found = None
     for node in tree.body:

@@ -162,6 +162,29 @@ def test_single_scorer_body_keeps_working_and_migrates_without_rescore(admin_api
         ({"rank_by": "nope.x"}, "rank_by"),
         ({"scoring_code": SECOND}, "scoring_code"),
         ({"scorers": "no"}, "scorers"),
+        (
+            {
+                "scorers": [
+                    SCORERS[1],
+                    {
+                        "key": "batch",
+                        "type": "python_batch",
+                        "compute_scores_snippet": "def compute_batch_scores(samples):\n"
+                        "    return [{'x': << config.k >>} for s in samples]\n",
+                    },
+                ]
+            },
+            "scorers[1].config",
+        ),
+        (
+            {
+                "scorers": [
+                    SCORERS[1],
+                    {"key": "b", "type": "python_batch", "compute_scores_snippet": FIRST},
+                ]
+            },
+            "scorers[1].compute_scores_snippet",
+        ),
     ],
 )
 def test_bad_lists_are_400_naming_the_field(admin_api, change, field):
