@@ -280,3 +280,18 @@ def test_readers_never_see_a_half_switched_run(admin_api, integration_api, monke
     assert seen == [before]  # mid-transaction: the previous run's leaderboard, whole
     after = snapshot()
     assert len(after) == 9 and after != before
+
+
+def test_try_it_runs_the_batch_scorer_over_the_tried_attempts(
+    challenge, integration_api, runs_queued, django_capture_on_commit_callbacks
+):
+    from challenges import preview
+
+    with django_capture_on_commit_callbacks(execute=True):
+        for i in range(3):
+            post(integration_api, challenge, f"p{i}", "a" * (i + 1), 1000 + i)
+    result = preview.try_setup(challenge=challenge, setup=challenge.setup_dict())
+    by_player = {r.attempt.player.external_id: r for r in result.rows}
+    assert {p: r.score for p, r in by_player.items()} == {"p0": 0.0, "p1": 0.5, "p2": 1.0}
+    assert by_player["p2"].details["scorers"]["basic"]["scores"] == {"has_answer": 1.0}
+    assert "pending" not in by_player["p2"].details
