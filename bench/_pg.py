@@ -40,10 +40,10 @@ def load(*, players: int, attempts: int, setup: dict, seed: int = 1):
     with version 1 active and scored (by SQL: the set-up, not what is measured)."""
     from django.db import connection
 
-    from challenges import services
     from challenges.models import Attempt, Player
+    from challenges.setup import services as setup_services
 
-    challenge = services.challenge_create(data={"name": "Bench", **setup})
+    challenge = setup_services.challenge_create(data={"name": "Bench", **setup})
     rng = random.Random(seed)
     base = int(datetime(2026, 1, 1, tzinfo=UTC).timestamp())
     started = time.perf_counter()

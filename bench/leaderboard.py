@@ -17,7 +17,10 @@ players ahead for the player's rank). Then it serves the first page with gunicor
 sync workers) on a loopback port above 20000 and drives it with a small asyncio client.
 
     .venv/bin/python bench/leaderboard.py [--attempts 1000000] [--players 100000]
-        [--requests 400] [--seconds 10] [--concurrency 8] [--reuse]
+        [--requests 400] [--seconds 10] [--concurrency 8] [--reuse] [--frozen]
+
+``--frozen`` freezes the board after loading: every request then reads the public's
+frozen board (challenges/leaderboards/freeze.py), the bare SQL the same rows.
 
 Targets (2-core machine): each request's p99 <= 15 ms; >= 500 requests/s under gunicorn.
 """
@@ -90,14 +93,16 @@ def prepare(args: argparse.Namespace) -> tuple[int, int]:
         challenge = Challenge.objects.get(slug=SLUG)
         return challenge.pk, challenge.active_version_id
     _pg.setup_django(URL)
-    from challenges import rescoring
     from challenges.models import Challenge
+    from challenges.rescoring import jobs as rescoring
 
     challenge = _pg.load(
         players=args.players, attempts=args.attempts, setup={"slug": SLUG, **WEIGHTED}
     )
     started = time.perf_counter()
-    job = rescoring.rescore_start(challenge=Challenge.objects.get(pk=challenge.pk))
+    from challenges.setup import services as setup_services
+
+    job = setup_services.challenge_rescore(challenge=Challenge.objects.get(pk=challenge.pk))
     for chunk_id in job.chunks.order_by("number").values_list("pk", flat=True):
         rescoring.chunk_run(chunk_id=chunk_id, finalize=False)
     assert rescoring.job_finalize(job_id=job.pk)
@@ -113,13 +118,35 @@ def warm(version_id: int) -> None:
     autovacuum would, so measurements see the steady state."""
     from django.db import connection
 
-    from challenges import ranking
+    from challenges.leaderboards import ranking
 
     started = time.perf_counter()
     ranking.ranking_current(version_id=version_id)
     print(f"first ranking of the new version: {time.perf_counter() - started:.2f}s (once)")
     with connection.cursor() as cursor:
         cursor.execute("VACUUM ANALYZE challenges_leaderboardentry")
+
+
+def freeze_board() -> int:
+    """Freeze the bench challenge now: the anonymous requests below read its frozen
+    board (built once here, as the first frozen read would). Returns the board's id, which
+    the bare SQL reads too."""
+    from django.db import connection
+    from django.utils import timezone
+
+    from challenges.leaderboards import freeze
+    from challenges.models import Challenge
+    from challenges.setup import services as setup_services
+
+    challenge = Challenge.objects.get(slug=SLUG)
+    setup_services.challenge_update(challenge=challenge, data={"freeze_at": timezone.now()})
+    challenge.refresh_from_db()
+    started = time.perf_counter()
+    board = freeze.frozen_ensure(challenge=challenge)
+    print(f"frozen board built: {time.perf_counter() - started:.2f}s (once per freeze)")
+    with connection.cursor() as cursor:
+        cursor.execute("VACUUM ANALYZE challenges_leaderboardentry")
+    return board
 
 
 def _pct(values: list[float], q: float) -> float:
@@ -267,10 +294,17 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--reuse", action="store_true", help="keep an already loaded database")
+    parser.add_argument(
+        "--frozen",
+        action="store_true",
+        help="freeze the board first: measure the public's frozen board (DESIGN.md freeze)",
+    )
     args = parser.parse_args()
     _environment()
     _, version_id = prepare(args)
     warm(version_id)
+    if args.frozen:
+        version_id = freeze_board()
     fast = measure(version_id, args.requests)
     served = throughput(args.seconds, args.concurrency)
     print("\nall targets met" if fast and served else "\nsome targets missed (see above)")

@@ -146,14 +146,16 @@ def main() -> None:
     from django.db import connection
     from rest_framework.authtoken.models import Token
 
-    from challenges import rescoring
     from challenges.models import Attempt, AttemptScore, Challenge, RescoreJob
+    from challenges.rescoring import jobs as rescoring
 
     redis.Redis.from_url(redis_url).flushdb()
     challenge = load(
         players=args.players, attempts=args.attempts, setup={"scoring_strategy": "fastest"}
     )
-    rescoring.job_run_inline(job=rescoring.rescore_start(challenge=challenge))  # scores v2
+    from challenges.setup import services as setup_services
+
+    rescoring.job_run_inline(job=setup_services.challenge_rescore(challenge=challenge))  # scores v2
     users = get_user_model().objects
     admin = users.create_superuser("bench-admin", "a@example.com", secrets.token_urlsafe())
     grader = users.create_user("bench-grader")

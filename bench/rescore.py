@@ -72,15 +72,16 @@ def _version(challenge, setup: dict):
     """A new version of ``challenge`` with ``setup`` (no job: the SQL reference's)."""
     from django.db import transaction
 
-    from challenges import services
-    from challenges.models import Challenge
+    from challenges.models import Challenge, ScoringVersion
 
     with transaction.atomic():
         locked = Challenge.objects.select_for_update().get(pk=challenge.pk)
         for key, value in setup.items():
             setattr(locked, key, value)
+        # The version first: Challenge.save() refuses a setup no version holds.
+        version = ScoringVersion.objects.create_next(challenge=locked, by=None, reason="bench")
         locked.save()
-        return services.version_create(challenge=locked, by=None, reason="bench")
+        return version
 
 
 def _drop_scores(version) -> None:
@@ -118,7 +119,7 @@ def sql_reference(challenge, sql: str, setup: dict) -> float:
 
 
 def _run_chunk(chunk_id: int) -> None:
-    from challenges import rescoring
+    from challenges.rescoring import jobs as rescoring
 
     rescoring.chunk_run(chunk_id=chunk_id, finalize=False)
 
@@ -129,15 +130,17 @@ def ours(challenge, setup: dict, *, processes: int) -> dict[str, float]:
     ("switch"), and the switch alone ("locked": the part that holds the challenge lock)."""
     from django.db import connections
 
-    from challenges import rescoring
     from challenges.models import Challenge, RescoreJob
+    from challenges.rescoring import jobs as rescoring
 
     challenge = Challenge.objects.get(pk=challenge.pk)
     for key, value in setup.items():
         setattr(challenge, key, value)
     challenge.save()
     started = time.perf_counter()
-    job = rescoring.rescore_start(challenge=challenge)
+    from challenges.setup import services as setup_services
+
+    job = setup_services.challenge_rescore(challenge=challenge)
     chunk_ids = list(job.chunks.order_by("number").values_list("pk", flat=True))
     if processes == 1:
         for chunk_id in chunk_ids:

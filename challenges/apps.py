@@ -6,5 +6,10 @@ class ChallengesConfig(AppConfig):
     verbose_name = "Challenges"
 
     def ready(self) -> None:
+        from config.paths import var_dirs_create
+
+        var_dirs_create()
         # The public ranking's receivers: deletions mark checkpoints stale.
-        from . import ranking  # noqa: F401
+        # The Celery tasks: their receiver sends a queued rescore job to the workers.
+        from challenges import tasks  # noqa: F401
+        from challenges.leaderboards import ranking  # noqa: F401

@@ -8,22 +8,28 @@ attempt per version, so a leaderboard page never scans all attempts.
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 from django.db import models
 from django.db.models import F, Q
 
 from scoring.engine import strategies as S
+from scoring.engine.protocol import MAX_TIMEOUT_MS
+
+from .text import TextSafeJSONDecoder
 
 MAX_METRIC = 2**53 - 1  # exact in JSON and in a float: no client sees a rounded value
 
 
 class ScoringStrategy(models.TextChoices):
-    FIRST = S.FIRST, S.STRATEGIES[S.FIRST].label
-    FASTEST = S.FASTEST, S.STRATEGIES[S.FASTEST].label
-    FEWEST_TOKENS = S.FEWEST_TOKENS, S.STRATEGIES[S.FEWEST_TOKENS].label
-    HIGHEST_RATING = S.HIGHEST_RATING, S.STRATEGIES[S.HIGHEST_RATING].label
-    CUSTOM = S.CUSTOM, "Scorer plugin"
-    PYTHON = S.PYTHON, "Python snippet"
+    # One name per strategy, from the engine (scoring/engine/strategies.py).
+    FIRST = S.FIRST, S.STRATEGIES[S.FIRST].chosen_as
+    FASTEST = S.FASTEST, S.STRATEGIES[S.FASTEST].chosen_as
+    FEWEST_TOKENS = S.FEWEST_TOKENS, S.STRATEGIES[S.FEWEST_TOKENS].chosen_as
+    HIGHEST_RATING = S.HIGHEST_RATING, S.STRATEGIES[S.HIGHEST_RATING].chosen_as
+    CUSTOM = S.CUSTOM, S.STRATEGIES[S.CUSTOM].chosen_as
+    PYTHON = S.PYTHON, S.STRATEGIES[S.PYTHON].chosen_as
 
 
 class ScoringSetupFields(models.Model):
@@ -35,15 +41,20 @@ class ScoringSetupFields(models.Model):
     )
     scoring_plugin_id = models.CharField(max_length=200, blank=True)
     scoring_entrypoint = models.CharField(max_length=300, blank=True)
-    scoring_config = models.JSONField(default=dict, blank=True)
+    scoring_config = models.JSONField(default=dict, blank=True, decoder=TextSafeJSONDecoder)
     scoring_code = models.TextField(blank=True)
     score_key = models.CharField(max_length=64, blank=True)
-    metrics = models.JSONField(default=list, blank=True)
+    metrics = models.JSONField(default=list, blank=True, decoder=TextSafeJSONDecoder)
     timeout_ms = models.PositiveIntegerField(default=5000)
     # Several scorers of a python challenge (DESIGN.md "Python scorers, the full model");
     # empty: the single-scorer fields above are the one scorer.
     scorers = models.JSONField(default=list, blank=True)
     rank_by = models.CharField(max_length=200, blank=True)
+    # Python snippets: the ranking score orders ascending (a loss, an error) when set.
+    lower_is_better = models.BooleanField(default=False)
+    # Python snippets saved before issue 20 saw the five metrics merged into ``sample``;
+    # those challenges keep it (set by migration), new ones get exactly their row.
+    sample_with_metrics = models.BooleanField(default=False)
 
     SETUP_FIELDS = (
         "scoring_strategy",
@@ -56,6 +67,8 @@ class ScoringSetupFields(models.Model):
         "timeout_ms",
         "scorers",
         "rank_by",
+        "lower_is_better",
+        "sample_with_metrics",
     )
 
     class Meta:
@@ -63,6 +76,18 @@ class ScoringSetupFields(models.Model):
 
     def setup_dict(self) -> dict:
         return {name: getattr(self, name) for name in self.SETUP_FIELDS}
+
+
+class LateAttempts(models.TextChoices):
+    REFUSE = "refuse", "Refuse them (409)"
+    PRACTICE = "practice", "Record them as practice (scored, never ranked)"
+
+
+class ScoringSetupUnversioned(ValueError):
+    """A challenge's scoring setup was changed and saved without a scoring version."""
+
+
+VERSIONING_SERVICE = "challenges.setup.services.challenge_update(challenge=..., data={...})"
 
 
 class Challenge(ScoringSetupFields):
@@ -77,6 +102,23 @@ class Challenge(ScoringSetupFields):
     active_version = models.ForeignKey(
         "ScoringVersion", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
+    # Running a competition (DESIGN.md): the window attempts are ranked in, and caps.
+    opens_at = models.DateTimeField(null=True, blank=True)
+    closes_at = models.DateTimeField(null=True, blank=True)
+    late_attempts = models.CharField(
+        max_length=16,
+        choices=LateAttempts.choices,
+        default=LateAttempts.REFUSE,
+        db_default=LateAttempts.REFUSE,  # rows written by raw SQL (COPY) get it too
+    )
+    attempts_per_day = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Per player, in any rolling 24 hours."
+    )
+    attempts_total = models.PositiveIntegerField(null=True, blank=True, help_text="Per player.")
+    # The board freeze (challenges/leaderboards/freeze.py): from freeze_at until revealed_at
+    # the public sees the standings of the attempts recorded before freeze_at.
+    freeze_at = models.DateTimeField(null=True, blank=True)
+    revealed_at = models.DateTimeField(null=True, blank=True, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -85,17 +127,67 @@ class Challenge(ScoringSetupFields):
         permissions = [("change_scoring", "Can change how a challenge is scored")]
         constraints = [
             models.CheckConstraint(
+                condition=Q(opens_at__isnull=True)
+                | Q(closes_at__isnull=True)
+                | Q(closes_at__gt=F("opens_at")),
+                name="challenge_window_ordered",
+            ),
+            models.CheckConstraint(
+                condition=Q(late_attempts__in=LateAttempts.values),
+                name="challenge_late_attempts_known",
+            ),
+            models.CheckConstraint(
+                condition=Q(attempts_per_day__isnull=True) | Q(attempts_per_day__gte=1),
+                name="challenge_attempts_per_day_positive",
+            ),
+            models.CheckConstraint(
+                condition=Q(attempts_total__isnull=True) | Q(attempts_total__gte=1),
+                name="challenge_attempts_total_positive",
+            ),
+            models.CheckConstraint(
                 condition=Q(scoring_strategy__in=ScoringStrategy.values),
                 name="challenge_strategy_known",
             ),
             models.CheckConstraint(
-                condition=Q(timeout_ms__gte=1, timeout_ms__lte=60_000),
+                condition=Q(timeout_ms__gte=1, timeout_ms__lte=MAX_TIMEOUT_MS),
                 name="challenge_timeout_range",
             ),
         ]
 
     def __str__(self) -> str:
         return self.name
+
+    def save(self, *args: object, **kwargs: object) -> None:
+        """Refuse a scoring setup that no version holds: scores belong to versions, and
+        a setup saved beside them would score attempts under no version, silently."""
+        update_fields = kwargs.get("update_fields")
+        touches_setup = update_fields is None or bool(
+            set(update_fields) & set(self.SETUP_FIELDS)  # type: ignore[arg-type]
+        )
+        if not self._state.adding and touches_setup:
+            self._check_setup_versioned()
+        super().save(*args, **kwargs)  # type: ignore[arg-type]
+
+    def _check_setup_versioned(self) -> None:
+        setup = self.setup_dict()
+        versions = ScoringVersion.objects.filter(challenge_id=self.pk)
+        if not versions.exists():
+            return  # made without the service (fixtures, the ORM): attempts make version 1
+        same = versions.filter(
+            scoring_strategy=setup["scoring_strategy"],
+            scoring_plugin_id=setup["scoring_plugin_id"],
+            scoring_entrypoint=setup["scoring_entrypoint"],
+            score_key=setup["score_key"],
+            timeout_ms=setup["timeout_ms"],
+        )
+        if any(version.setup_dict() == setup for version in same):
+            return
+        raise ScoringSetupUnversioned(
+            f"The scoring setup of challenge {self.pk} changed but no scoring version holds "
+            f"it. Change a setup with {VERSIONING_SERVICE}: it validates the setup, makes a "
+            "new version and rescores the attempts (the admin and PATCH /api/challenges/{id}/ "
+            "use it)."
+        )
 
 
 class Player(models.Model):
@@ -118,14 +210,26 @@ class Attempt(models.Model):
     elapsed_ms = models.BigIntegerField(null=True, blank=True)
     rating = models.SmallIntegerField(null=True, blank=True)
     created_at = models.DateTimeField(db_index=True)  # millisecond precision
-    sample = models.JSONField(null=True, blank=True)
+    sample = models.JSONField(null=True, blank=True, decoder=TextSafeJSONDecoder)
     output = models.TextField(blank=True)
-    messages = models.JSONField(null=True, blank=True)
+    messages = models.JSONField(null=True, blank=True, decoder=TextSafeJSONDecoder)
     recorded_at = models.DateTimeField(auto_now_add=True)
+    # Recorded outside the challenge's window: stored and scored, never ranked.
+    practice = models.BooleanField(default=False, db_default=False)
+    # Hidden by a moderator (challenges/ingestion/moderation.py): never in a public output.
+    hidden = models.BooleanField(default=False, db_default=False)
 
     class Meta:
         ordering = ["-created_at", "-id"]
         indexes = [
+            # Small: only the attempts a leaderboard must leave out (the rebuild anti-joins it).
+            models.Index(
+                fields=["id"], name="attempt_unranked", condition=Q(practice=True) | Q(hidden=True)
+            ),
+            # The submission caps count a player's recent attempts on a challenge.
+            models.Index(
+                fields=["player", "challenge", "recorded_at"], name="attempt_player_recorded"
+            ),
             models.Index(fields=["challenge", "created_at"], name="attempt_challenge_created"),
             # A rescore plans and reads a challenge's attempts by id ranges.
             models.Index(fields=["challenge", "id"], name="attempt_challenge_id"),
@@ -151,6 +255,20 @@ class Attempt(models.Model):
         return f"Attempt {self.pk} by {self.player_id} on {self.challenge_id}"
 
 
+class ScoringVersionManager(models.Manager["ScoringVersion"]):
+    def create_next(self, *, challenge: Challenge, by: Any, reason: str) -> ScoringVersion:
+        """A new version holding the challenge's current setup (call with the challenge
+        row locked, or in its creating transaction, so numbers never collide)."""
+        last = challenge.versions.order_by("-number").values_list("number", flat=True).first()
+        return self.create(
+            challenge=challenge,
+            number=(last or 0) + 1,
+            reason=reason,
+            created_by=by if getattr(by, "is_authenticated", False) else None,
+            **challenge.setup_dict(),
+        )
+
+
 class ScoringVersion(ScoringSetupFields):
     """A challenge's scoring setup at one point in time; scores belong to a version."""
 
@@ -163,6 +281,8 @@ class ScoringVersion(ScoringSetupFields):
     reason = models.CharField(max_length=200, blank=True, help_text="Why it was made.")
     # Set when every attempt has a score under this version (then it may become active).
     scored_at = models.DateTimeField(null=True, blank=True)
+
+    objects = ScoringVersionManager()
 
     class Meta:
         ordering = ["challenge", "-number"]
@@ -194,7 +314,7 @@ class AttemptScore(models.Model):
     score = models.FloatField(null=True)
     # Ascending ranking key: the score, negated for "higher is better" strategies.
     sort_key = models.FloatField(null=True)
-    details = models.JSONField(null=True, blank=True)
+    details = models.JSONField(null=True, blank=True, decoder=TextSafeJSONDecoder)
     error = models.TextField(blank=True)
     # Results of the version's QA scorers, for admins only (never in ``details``, which
     # the public breakdown and integrations read): {key: {"scores", "metadata",
@@ -284,8 +404,14 @@ class LeaderboardRanking(models.Model):
     entries changed (challenges/ranking.py); ``stale`` marks deletions, which leave no
     changed row behind."""
 
+    # No constraint: a frozen board's ranking is keyed by the negated version id (see
+    # challenges/leaderboards/freeze.py), which names no version row.
     version = models.OneToOneField(
-        ScoringVersion, on_delete=models.CASCADE, primary_key=True, related_name="ranking"
+        ScoringVersion,
+        on_delete=models.CASCADE,
+        primary_key=True,
+        related_name="ranking",
+        db_constraint=False,
     )
     token = models.CharField(max_length=32, help_text="Changes with every recomputation.")
     stale = models.BooleanField(default=False)
@@ -351,14 +477,18 @@ class RescoreJob(models.Model):
 class RescoreChunk(models.Model):
     """A range of a challenge's attempts (by id, inclusive) that one task scores.
 
-    ``done_at`` is set in the same transaction that writes the chunk's scores, so a
-    retried or duplicated chunk task finds it done and writes nothing twice."""
+    Its scores are written batch by batch, each batch in a short transaction that
+    replaces the batch's rows; ``done_at`` is set once the last batch is written, so a
+    retried or duplicated chunk task rewrites the same rows or finds it done."""
 
     job = models.ForeignKey(RescoreJob, on_delete=models.CASCADE, related_name="chunks")
     number = models.PositiveIntegerField()
     first_attempt_id = models.BigIntegerField()
     last_attempt_id = models.BigIntegerField()
     done_at = models.DateTimeField(null=True, blank=True)
+    # When a task last showed it works on the chunk: sent, or a batch of scores written.
+    # The watchdog re-sends the chunks of a job whose chunks all fell silent.
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
     scored = models.PositiveIntegerField(default=0)
     failed = models.PositiveIntegerField(default=0)
 
@@ -394,3 +524,119 @@ class BatchState(models.Model):
 
     def __str__(self) -> str:
         return f"Batch state of {self.challenge_id}"
+
+
+class PlayerHide(models.Model):
+    """A player hidden by a moderator from one challenge, or from all (``challenge``
+    null). Their attempts stay (and are scored); no public output shows them."""
+
+    player = models.ForeignKey(Player, on_delete=models.CASCADE, related_name="hides")
+    challenge = models.ForeignKey(
+        Challenge, null=True, blank=True, on_delete=models.CASCADE, related_name="player_hides"
+    )
+    reason = models.CharField(max_length=500)
+    hidden_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    hidden_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-hidden_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["player", "challenge"],
+                condition=Q(challenge__isnull=False),
+                name="hide_player_challenge",
+            ),
+            models.UniqueConstraint(
+                fields=["player"], condition=Q(challenge__isnull=True), name="hide_player_all"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        where = self.challenge or "all challenges"
+        return f"{self.player} hidden from {where}"
+
+
+class AuditEvent(models.Model):
+    """One change of what players see: who, when, from where, what (before/after), why.
+
+    Append-only: the admin and the API offer no change or delete, ``save`` refuses to
+    update a stored event, and on PostgreSQL a trigger refuses UPDATE and DELETE
+    (migration 0010). The challenge and the actor are kept by id without a constraint,
+    so deleting either never rewrites the history."""
+
+    class Via(models.TextChoices):
+        ADMIN = "admin"
+        API = "api"
+        COMMAND = "command"
+
+    at = models.DateTimeField(auto_now_add=True, db_index=True)
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        related_name="+",
+    )
+    actor_name = models.CharField(max_length=150, blank=True)
+    via = models.CharField(max_length=16, choices=Via.choices)
+    kind = models.CharField(max_length=32, db_index=True)
+    challenge = models.ForeignKey(
+        Challenge,
+        null=True,
+        blank=True,
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        related_name="+",
+    )
+    challenge_name = models.CharField(max_length=200, blank=True)
+    before = models.JSONField(null=True, blank=True)
+    after = models.JSONField(null=True, blank=True)
+    reason = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-at", "-id"]
+        indexes = [models.Index(fields=["challenge", "at"], name="audit_challenge_at")]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(via__in=["admin", "api", "command"]), name="audit_via_known"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} by {self.actor_name or 'system'} via {self.via}"
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        if self.pk is not None and not self._state.adding:
+            raise ValueError("Audit events are append-only.")
+        super().save(*args, **kwargs)
+
+    def delete(self, *args: Any, **kwargs: Any) -> Any:
+        raise ValueError("Audit events are append-only.")
+
+
+class IdempotencyRecord(models.Model):
+    """The first response to an attempts POST that carried an ``Idempotency-Key``: a
+    retry with the same key gets it back and writes nothing (challenges/ingestion/
+    idempotency.py). Written in the transaction that records the attempts, so it exists
+    exactly when they do. Kept ``PODIUM_IDEMPOTENCY_KEEP_H`` hours (at least 24)."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE)
+    challenge = models.ForeignKey(Challenge, on_delete=models.CASCADE)
+    key = models.CharField(max_length=200)
+    body_sha256 = models.CharField(max_length=64)
+    status_code = models.PositiveSmallIntegerField()
+    response = models.JSONField()
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["user", "challenge", "key"], name="idempotency_user_challenge_key"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"Idempotency key {self.key!r} of user {self.user_id}"

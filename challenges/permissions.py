@@ -41,3 +41,13 @@ class CanRecordAttempts(BasePermission):
     def has_permission(self, request: Any, view: Any) -> bool:
         user = request.user
         return bool(user and user.is_authenticated and user.has_perm(RECORD_ATTEMPTS))
+
+
+class DenyAll(BasePermission):
+    """The API's default (DEFAULT_PERMISSION_CLASSES): a view that does not say who may
+    use it is closed to everyone, not open."""
+
+    message = "This route states no permission, so nobody may use it."
+
+    def has_permission(self, request: Any, view: Any) -> bool:
+        return False

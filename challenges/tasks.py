@@ -2,6 +2,11 @@
 
 Every task is safe to run twice (acks_late redelivers a task whose worker died): the
 services check state with conditional updates and row locks.
+
+Transient errors (a lost database connection, a deadlock, a serialization failure, the
+broker away: ``config.transient``) are retried with backoff and never fail a job: when
+the retries run out the job stays as it is and the periodic watchdog resumes it. Any
+other error fails the job, with the reason in the worker log.
 """
 
 from __future__ import annotations
@@ -10,43 +15,84 @@ import logging
 
 from celery import shared_task
 from celery.signals import worker_ready
-from django.db import DatabaseError, InterfaceError
+from celery.utils.time import get_exponential_backoff_interval
+from django.conf import settings
+from django.dispatch import receiver
 
-from . import rescoring
+from challenges.ingestion import budget, idempotency
+from challenges.rescoring import batch
+from challenges.rescoring import jobs as rescoring
+from config.transient import TRANSIENT, forget_connection, is_transient
 
 logger = logging.getLogger(__name__)
-TRANSIENT = (DatabaseError, InterfaceError, ConnectionError)
+RETRIES = {
+    "autoretry_for": TRANSIENT,
+    "retry_backoff": 1,
+    "retry_backoff_max": 60,
+    "retry_jitter": True,
+    "max_retries": 8,
+}
 
 
-@shared_task(acks_late=True, reject_on_worker_lost=True)
-def rescore_dispatch(job_id: int) -> None:
-    """Queue a task per unfinished chunk of a job."""
-    rescoring.job_dispatch(job_id=job_id, send_chunk=rescore_chunk.delay)
+def _retry_or_give_up(task, task_name: str, exc: BaseException) -> None:
+    """Retry a task after a transient error, waiting 1, 2, 4 … 60 s (with jitter); after
+    the last retry, leave the job to the watchdog."""
+    forget_connection()
+    if task.request.retries >= task.max_retries:
+        _give_up_quietly(task_name, exc)
+        return
+    countdown = get_exponential_backoff_interval(
+        factor=1, retries=task.request.retries, maximum=60, full_jitter=True
+    )
+    raise task.retry(exc=exc, countdown=countdown)
+
+
+def _give_up_quietly(task_name: str, exc: BaseException) -> None:
+    logger.warning(
+        "%s: transient errors outlasted the retries (%r); the watchdog resumes the job",
+        task_name,
+        exc,
+    )
 
 
 @shared_task(
+    name="challenges.tasks.rescore_dispatch",
     bind=True,
     acks_late=True,
     reject_on_worker_lost=True,
-    autoretry_for=TRANSIENT,
-    retry_backoff=2,
-    max_retries=5,
+    max_retries=8,
+)
+def rescore_dispatch(self, job_id: int) -> None:
+    """Queue a task per unfinished chunk of a job."""
+    try:
+        rescoring.job_dispatch(job_id=job_id, send_chunk=rescore_chunk.delay)
+    except Exception as exc:
+        if not is_transient(exc):
+            raise
+        _retry_or_give_up(self, "rescore_dispatch", exc)
+
+
+@shared_task(
+    name="challenges.tasks.rescore_chunk",
+    bind=True,
+    acks_late=True,
+    reject_on_worker_lost=True,
+    max_retries=8,
 )
 def rescore_chunk(self, chunk_id: int) -> None:
     """Score one chunk; the last chunk of a job also switches the active version."""
     try:
         rescoring.chunk_run(chunk_id=chunk_id)
-    except TRANSIENT:
-        if self.request.retries >= self.max_retries:
-            _fail_job_of_chunk(chunk_id)
-        raise
-    except Exception:
+    except Exception as exc:
+        if is_transient(exc):
+            _retry_or_give_up(self, "rescore_chunk", exc)
+            return
         _fail_job_of_chunk(chunk_id)
         raise
 
 
 def _fail_job_of_chunk(chunk_id: int) -> None:
-    from .models import RescoreChunk
+    from challenges.models import RescoreChunk
 
     job_id = RescoreChunk.objects.filter(pk=chunk_id).values_list("job_id", flat=True).first()
     if job_id is not None:
@@ -54,21 +100,92 @@ def _fail_job_of_chunk(chunk_id: int) -> None:
         rescoring.job_fail(job_id=job_id, error=f"Chunk {chunk_id} failed; see the worker log.")
 
 
-@shared_task(acks_late=True, reject_on_worker_lost=True)
+@shared_task(
+    name="challenges.tasks.rescore_resume", acks_late=True, reject_on_worker_lost=True, **RETRIES
+)
 def rescore_resume() -> None:
-    """Re-queue the unfinished chunks of every queued or running job."""
-    rescoring.jobs_resume(send_dispatch=rescore_dispatch.delay)
+    """Resume the queued or running jobs that show no progress (run when a worker starts:
+    a job in progress elsewhere is not sent twice)."""
+    rescoring.jobs_resume(
+        send_dispatch=rescore_dispatch.delay, stalled_for_s=settings.PODIUM_RESCORE_STALL_S
+    )
 
 
-@shared_task(acks_late=True, reject_on_worker_lost=True, autoretry_for=TRANSIENT, max_retries=5)
+@shared_task(
+    name="challenges.tasks.rescore_watchdog", acks_late=False, ignore_result=True, **RETRIES
+)
+def rescore_watchdog() -> None:
+    """Periodic (Celery beat, ``CELERY_BEAT_SCHEDULE``): resume stalled jobs."""
+    rescoring.jobs_resume(
+        send_dispatch=rescore_dispatch.delay, stalled_for_s=settings.PODIUM_RESCORE_STALL_S
+    )
+
+
+@receiver(rescoring.job_queued)
+def _dispatch_queued_job(sender: object = None, *, job_id: int, **kwargs: object) -> None:
+    rescore_dispatch.delay(job_id)
+
+
+@shared_task(
+    name="challenges.tasks.attempts_score_pending",
+    acks_late=True,
+    reject_on_worker_lost=True,
+    autoretry_for=TRANSIENT,
+    retry_backoff=2,
+    max_retries=5,
+)
+def attempts_score_pending(challenge_id: int, attempt_ids: list[int] | None = None) -> None:
+    """Score attempts a request stored as pending (its scoring budget ran out)."""
+    budget.attempts_score_pending(challenge_id=challenge_id, attempt_ids=attempt_ids)
+
+
+@shared_task(
+    name="challenges.tasks.attempts_pending_sweep", acks_late=True, reject_on_worker_lost=True
+)
+def attempts_pending_sweep() -> None:
+    """Queue the pending attempts of every challenge (some may have missed their task
+    during a broker outage)."""
+    budget.pending_sweep()
+
+
+@receiver(budget.attempts_pending)
+def _score_pending(
+    sender: object = None, *, challenge_id: int, attempt_ids: list[int] | None, **kwargs: object
+) -> None:
+    attempts_score_pending.delay(challenge_id, attempt_ids)
+
+
+@shared_task(name="challenges.tasks.idempotency_purge", ignore_result=True, **RETRIES)
+def idempotency_purge() -> None:
+    """Periodic (hourly): forget Idempotency-Keys past their keeping time."""
+    idempotency.records_purge()
+
+
+@shared_task(
+    name="challenges.tasks.batch_score",
+    acks_late=True,
+    reject_on_worker_lost=True,
+    autoretry_for=TRANSIENT,
+    max_retries=5,
+)
 def batch_score(challenge_id: int) -> None:
     """Run a challenge's batch scorers (scheduled, debounced, by batch_request)."""
-    from .batch_scoring import batch_run
+    batch.batch_run(challenge_id=challenge_id)
 
-    batch_run(challenge_id=challenge_id)
+
+@receiver(batch.batch_requested)
+def _schedule_batch(
+    sender: object = None, *, challenge_id: int, countdown: float, **kwargs: object
+) -> None:
+    batch_score.apply_async((challenge_id,), countdown=countdown)
 
 
 @worker_ready.connect
 def _resume_on_worker_start(sender: object = None, **kwargs: object) -> None:
-    # A job whose worker was killed resumes when a worker starts again.
-    rescore_resume.delay()
+    # A job whose worker was killed resumes when a worker starts again (once it shows no
+    # progress: see rescoring.jobs_resume); attempts left pending are scored.
+    try:
+        rescore_resume.delay()
+        attempts_pending_sweep.delay()
+    except Exception:  # the broker is away: the watchdog does it later
+        logger.exception("Could not queue rescore_resume at worker start.")

@@ -1,9 +1,26 @@
-from django.urls import include, path
+from django.urls import include, path, re_path
+from rest_framework import routers
+from rest_framework.permissions import AllowAny
 from rest_framework.routers import DefaultRouter
 
-from . import api, views
+from challenges.api import competition as api_competition
+from challenges.api import scorers as scorer_api
+from challenges.api import views as api
+from challenges.public import views
+from challenges.public.player import player_detail
 
-router = DefaultRouter()
+
+class APIRootView(routers.APIRootView):
+    """GET /api/: the list of routes, for anyone (the API denies by default)."""
+
+    permission_classes = [AllowAny]
+
+
+class Router(DefaultRouter):
+    APIRootView = APIRootView
+
+
+router = Router()
 router.register("challenges", api.ChallengeViewSet, basename="challenge")
 router.register("rescore-jobs", api.RescoreJobViewSet, basename="rescore-job")
 
@@ -16,5 +33,35 @@ urlpatterns = [
     path("challenges/<slug:slug>/charts.json", views.challenge_charts, name="charts"),
     path("challenges/<slug:slug>/leaderboard.csv", views.export_csv, name="export-csv"),
     path("challenges/<slug:slug>/leaderboard.json", views.export_json, name="export-json"),
+    path(
+        "challenges/<slug:slug>/players/<path:external_id>/",
+        player_detail,
+        name="player",
+    ),
 ]
-api_urlpatterns = [path("", include(router.urls))]
+api_urlpatterns = [
+    # Moderation and the audit trail (challenges/api/competition.py).
+    re_path(
+        r"^challenges/(?P<pk>[0-9]+)/players/(?P<external_id>.+)/hide/$",
+        api_competition.PlayerModeration.as_view(hidden=True),
+        name="player-hide",
+    ),
+    re_path(
+        r"^challenges/(?P<pk>[0-9]+)/players/(?P<external_id>.+)/unhide/$",
+        api_competition.PlayerModeration.as_view(hidden=False),
+        name="player-unhide",
+    ),
+    path(
+        "attempts/<int:pk>/hide/",
+        api_competition.AttemptModeration.as_view(hidden=True),
+        name="attempt-hide",
+    ),
+    path(
+        "attempts/<int:pk>/unhide/",
+        api_competition.AttemptModeration.as_view(hidden=False),
+        name="attempt-unhide",
+    ),
+    path("audit/", api_competition.AuditList.as_view(), name="audit"),
+    path("scorers/", scorer_api.ScorerCatalogueView.as_view(), name="scorer-catalogue"),
+    path("", include(router.urls)),
+]

@@ -1,12 +1,17 @@
-"""Project-wide middleware: request size limits."""
+"""Project-wide middleware: request size limits, transient database errors."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, JsonResponse
+
+from config.transient import forget_connection, is_transient
+
+logger = logging.getLogger(__name__)
 
 
 def _too_large(request: HttpRequest, limit: int) -> HttpResponse:
@@ -38,3 +43,35 @@ class BodySizeLimitMiddleware:
         if isinstance(exception, RequestDataTooBig):
             return _too_large(request, settings.DATA_UPLOAD_MAX_MEMORY_SIZE)
         return None
+
+
+RETRY_AFTER_S = 1
+
+
+class TransientErrorMiddleware:
+    """503 with Retry-After, never a 500, for a request that met a transient database
+    error (a lost connection, a deadlock, a serialization failure, a locked SQLite
+    database). Writes are all-or-nothing transactions, so trying again is safe; an
+    attempts POST can carry an Idempotency-Key to make sure of it."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        return self.get_response(request)
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        if not is_transient(exception):
+            return None
+        logger.warning(
+            "transient database error; answered 503",
+            extra={"path": request.path, "error": repr(exception)[:300]},
+        )
+        forget_connection()
+        message = "The service is briefly unavailable; try again in a moment."
+        if request.path.startswith("/api/"):
+            response: HttpResponse = JsonResponse({"detail": message}, status=503)
+        else:
+            response = HttpResponse(message, status=503, content_type="text/plain; charset=utf-8")
+        response["Retry-After"] = str(RETRY_AFTER_S)
+        return response

@@ -16,7 +16,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("PODIUM_VAR_DIR", BASE_DIR / "var"))
-VAR_DIR.mkdir(parents=True, exist_ok=True)  # the SQLite file and the embedded broker live here
+# The SQLite file and the embedded broker live here (made at start-up: config/paths.py).
 
 
 def env_str(name: str, default: str) -> str:
@@ -170,11 +170,13 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "config.middleware.BodySizeLimitMiddleware",
+    "config.middleware.TransientErrorMiddleware",  # 503 + Retry-After, not 500
     "csp.middleware.CSPMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "challenges.audit.AuditViaMiddleware",  # changes made here: via api or admin
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "axes.middleware.AxesMiddleware",  # last: it answers a locked-out login itself
@@ -236,6 +238,9 @@ try:
     DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60)}
 except ValueError as exc:  # unknown scheme and the like
     raise ImproperlyConfigured(f"DATABASE_URL is not usable: {exc}") from None
+# A connection kept between requests (CONN_MAX_AGE) is checked before its first use in a
+# request: after a database restart, the first request reconnects instead of failing.
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"]["CONN_MAX_AGE"] = 0
     DATABASES["default"]["OPTIONS"] = {
@@ -257,14 +262,14 @@ AUTH_PASSWORD_VALIDATORS = [
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
+# Dates and times written one way everywhere (config/formats/en/formats.py).
+FORMAT_MODULE_PATH = ["config.formats"]
 USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = Path(os.environ.get("STATIC_ROOT", VAR_DIR / "staticfiles"))
-if not PRODUCTION:
-    STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # WhiteNoise warns about a missing one
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     # Production: `collectstatic` writes compressed, content-hashed files and WhiteNoise
@@ -299,11 +304,12 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.TokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
-    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.AllowAny"],
+    # Deny by default: every view states who may use it (challenges/api.py).
+    "DEFAULT_PERMISSION_CLASSES": ["challenges.permissions.DenyAll"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     # JSON only: every field is strictly typed, which form encodings cannot express.
-    "DEFAULT_PARSER_CLASSES": ["challenges.parsers.SafeJSONParser"],
-    # Recording attempts is limited per token (429 with Retry-After); see challenges.throttles.
+    "DEFAULT_PARSER_CLASSES": ["challenges.api.parsers.SafeJSONParser"],
+    # Recording attempts is limited per token (429 with Retry-After); see challenges.api.throttles.
     "DEFAULT_THROTTLE_RATES": {"attempts": env_rate("PODIUM_ATTEMPTS_RATE", "600/min")},
     "DEFAULT_RENDERER_CLASSES": [
         "rest_framework.renderers.JSONRenderer",
@@ -321,7 +327,8 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
-        "challenges.schema.error_responses",
+        "challenges.api.schema.error_responses",
+        "challenges.api.schema.public_view_and_ids",
     ],
 }
 
@@ -329,6 +336,10 @@ SPECTACULAR_SETTINGS = {
 # Extra scorer plugins: {"plugin_id": "module:Class"} (JSON in the environment).
 SCORING_PLUGINS = env_json_dict("SCORING_PLUGINS", {})
 PODIUM_MAX_ATTEMPTS_PER_REQUEST = env_int("PODIUM_MAX_ATTEMPTS_PER_REQUEST", 1000, minimum=1)
+# How long an attempts request may spend scoring inline (milliseconds). Attempts not
+# scored by then are stored, answered with score_status "pending", and scored by the
+# Celery workers. 0: every plugin or snippet attempt is scored by the workers.
+PODIUM_SCORING_BUDGET_MS = env_int("PODIUM_SCORING_BUDGET_MS", 3000, minimum=0)
 # The most attempts per rescore task. A job is split into about 16 tasks (so several
 # workers share it and progress moves), of at least 1,000 attempts (so per-task costs
 # stay small) and at most this many.
@@ -340,6 +351,12 @@ PODIUM_SCORING_CHUNK = env_int("PODIUM_SCORING_CHUNK", 20_000, minimum=1)
 # needs one, so a burst of attempts costs one run; and the most attempts one run takes.
 PODIUM_BATCH_DEBOUNCE_MS = env_int("PODIUM_BATCH_DEBOUNCE_MS", 2000)
 PODIUM_BATCH_MAX_ATTEMPTS = env_int("PODIUM_BATCH_MAX_ATTEMPTS", 50_000, minimum=1)
+# Rescore watchdog: a queued or running job with no progress for this many seconds is
+# resumed (its unfinished chunks sent again); it looks every PODIUM_WATCHDOG_EVERY_S.
+# Idempotency-Key of attempt POSTs: how long a key's first response is kept (>= 24 h).
+PODIUM_IDEMPOTENCY_KEEP_H = env_int("PODIUM_IDEMPOTENCY_KEEP_H", 48, minimum=24)
+PODIUM_RESCORE_STALL_S = env_int("PODIUM_RESCORE_STALL_S", 60, minimum=1)
+PODIUM_WATCHDOG_EVERY_S = env_int("PODIUM_WATCHDOG_EVERY_S", 15, minimum=1)
 
 # --- Celery ---------------------------------------------------------------------
 # Embedded default: a filesystem broker under var/, shared by `make run`'s web process
@@ -347,10 +364,11 @@ PODIUM_BATCH_MAX_ATTEMPTS = env_int("PODIUM_BATCH_MAX_ATTEMPTS", 50_000, minimum
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "filesystem://localhost//")
 if CELERY_BROKER_URL.startswith("filesystem://"):
     _queue_dir = VAR_DIR / "celery-broker"
-    _queue_dir.mkdir(exist_ok=True)
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(_queue_dir),
         "data_folder_out": str(_queue_dir),
+        # kombu's default is ./control, relative to wherever the process started.
+        "control_folder": str(VAR_DIR / "celery-control"),
         "processed_folder": str(VAR_DIR / "celery-processed"),
         "store_processed": False,
     }
@@ -362,6 +380,23 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# The periodic watchdog (run by `celery beat`: the Procfile's beat process, or the
+# worker's embedded beat (-B) that `make run` starts).
+CELERY_BEAT_SCHEDULE = {
+    "rescore-watchdog": {
+        "task": "challenges.tasks.rescore_watchdog",
+        "schedule": float(PODIUM_WATCHDOG_EVERY_S),
+        "options": {"expires": float(PODIUM_WATCHDOG_EVERY_S)},
+    },
+    "idempotency-purge": {
+        "task": "challenges.tasks.idempotency_purge",
+        "schedule": 3600.0,
+        "options": {"expires": 3600.0},
+    },
+}
+CELERY_BEAT_SCHEDULE_FILENAME = env_str(
+    "CELERY_BEAT_SCHEDULE_FILENAME", str(VAR_DIR / "celerybeat-schedule")
+)
 # The worker logs through LOGGING below (text or JSON lines), like the web process.
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 

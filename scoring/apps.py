@@ -7,3 +7,6 @@ class ScoringConfig(AppConfig):
 
     def ready(self) -> None:
         from . import checks  # noqa: F401 - registers the system checks
+        from .engine import legacy
+
+        legacy.install()  # `from services.challenge_scorer_protocol import ...` works

@@ -4,6 +4,7 @@ changes (tests use ``override_settings`` or ``registry().temporarily(...)``)."""
 
 from __future__ import annotations
 
+import logging
 import threading
 
 from django.conf import settings
@@ -12,6 +13,7 @@ from django.dispatch import receiver
 
 from scoring.engine.registry import ScorerRegistry, builtin_registry
 
+logger = logging.getLogger("podium.scoring")
 _registry: ScorerRegistry | None = None
 _lock = threading.Lock()
 
@@ -24,6 +26,12 @@ def registry() -> ScorerRegistry:
                 built = builtin_registry()
                 built.register_entry_points()
                 built.register_mapping(settings.SCORING_PLUGINS)
+                for plugin_id, (entrypoint, why) in built.refused().items():
+                    logger.warning(
+                        "scorer plugin not registered: %s",
+                        why,
+                        extra={"plugin_id": plugin_id, "entrypoint": entrypoint},
+                    )
                 _registry = built
     return _registry
 

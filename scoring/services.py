@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -20,19 +19,22 @@ from scoring.engine import strategies as S
 from scoring.engine.config import validate_config
 from scoring.engine.metrics import MetricsInvalid, validate_metrics
 from scoring.engine.outcome import Outcome
-from scoring.engine.protocol import AttemptMetrics, ConfigError, RegistryError, ScoringContext
+from scoring.engine.protocol import (
+    MAX_TIMEOUT_MS,
+    AttemptMetrics,
+    ConfigError,
+    RegistryError,
+    ScoringContext,
+)
 from scoring.engine.runner import Scorer, ScoringSetup, build_scorer
 from scoring.engine.scorers_list import ScorerList, ScorersInvalid, validate_scorers
 from scoring.engine.snippet import (
     AttemptPayload,
     SnippetInvalid,
     SnippetScorer,
-    SnippetSetup,
     prepare,
 )
 from scoring.registry import registry
-
-MAX_TIMEOUT_MS = 60_000
 
 
 class SetupInvalid(ValueError):
@@ -69,6 +71,14 @@ def setup_validate(*, setup: dict[str, Any]) -> dict[str, Any]:
         if setup.get(field, empty) not in (empty, None):
             errors[field] = f"Not used by the {strategy!r} strategy; leave it empty."
 
+    for flag in ("lower_is_better", "sample_with_metrics"):
+        value = setup.get(flag, False)
+        if not isinstance(value, bool):
+            errors[flag] = "Must be true or false."
+        out[flag] = value is True
+        if strategy != S.PYTHON and value is True:
+            errors[flag] = f"Only for the 'python' strategy; not used by {strategy!r}."
+
     if strategy == S.PYTHON:
         for name in ("scoring_plugin_id", "scoring_entrypoint"):
             unused(name, "")
@@ -102,6 +112,28 @@ def setup_validate(*, setup: dict[str, Any]) -> dict[str, Any]:
     if errors:
         raise SetupInvalid(errors)
     return out
+
+
+def code_normalise(code: Any) -> Any:
+    """Code as stored and compared: plain ``\\n`` line endings (a browser's textarea sends
+    ``\\r\\n``) and exactly one newline after the last non-blank character. Anything
+    else is left to the code's author: whitespace inside a line can matter to Python."""
+    if not isinstance(code, str) or not code.strip():
+        return code
+    return code.replace("\r\n", "\n").replace("\r", "\n").rstrip() + "\n"
+
+
+def setup_same(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Whether two setups score the same way: equal once their code is normalised (a save
+    that only rewrites line endings makes no version and no rescore)."""
+
+    def normal(setup: dict[str, Any]) -> dict[str, Any]:
+        out = dict(setup)
+        if "scoring_code" in out:
+            out["scoring_code"] = code_normalise(out["scoring_code"]) or ""
+        return out
+
+    return normal(a) == normal(b)
 
 
 def _validate_plugin(setup: dict[str, Any], out: dict[str, Any], errors: dict[str, str]) -> None:
@@ -142,14 +174,20 @@ def _validate_snippet(setup: dict[str, Any], out: dict[str, Any], errors: dict[s
             f"{key}: {msg}" if key else msg for key, msg in exc.errors.items()
         )
         config = {}
+    out["scoring_code"] = code = code_normalise(setup.get("scoring_code"))
+    prepared = None
     try:
-        prepare(setup.get("scoring_code"), config)
+        prepared = prepare(code, config)
     except SnippetInvalid as exc:
         for field, message in exc.errors.items():
             errors.setdefault(field, message)
     score_key = setup.get("score_key") or ""
     if not isinstance(score_key, str) or len(score_key) > 64 or not score_key.isprintable():
         errors["score_key"] = "The name of one score: at most 64 printable characters."
+    elif prepared is not None:
+        problem = score_key_problem(prepared.score_names, score_key)
+        if problem:
+            errors.setdefault("score_key", problem)
     out["score_key"] = score_key
     try:
         out["metrics"] = validate_metrics(setup.get("metrics"))
@@ -207,6 +245,20 @@ def _validate_scorers(setup: dict[str, Any], out: dict[str, Any], errors: dict[s
         errors.update(exc.errors)
 
 
+def score_key_problem(names: Iterable[str] | None, score_key: str) -> str:
+    """What is wrong with ``score_key`` for a snippet returning the scores ``names`` (None:
+    not known without running it; then Try it and the save's probe decide), or ""."""
+    if names is None:
+        return ""
+    names = sorted(names)
+    listed = ", ".join(names)
+    if not score_key and len(names) > 1:
+        return f"compute_scores returns several scores ({listed}): name the one that ranks."
+    if score_key and names and score_key not in names:
+        return f"compute_scores returns no {score_key!r} score; it returns: {listed}."
+    return ""
+
+
 def setup_of(version: Any) -> ScoringSetup:
     """The engine's view of a scoring version (or a challenge's current setup)."""
     return ScoringSetup(
@@ -220,6 +272,8 @@ def setup_of(version: Any) -> ScoringSetup:
         owner=_owner(version),
         scorers=tuple(getattr(version, "scorers", None) or ()),
         rank_by=getattr(version, "rank_by", "") or "",
+        lower_is_better=bool(getattr(version, "lower_is_better", False)),
+        sample_with_metrics=bool(getattr(version, "sample_with_metrics", False)),
     )
 
 
@@ -253,7 +307,7 @@ class _Contexts:
 
     def __init__(self, challenge: Any, timeout_ms: int):
         self._base = ScoringContext(
-            challenge_id=challenge.pk,
+            challenge_id=None if challenge.pk is None else str(challenge.pk),
             tenant_id=challenge.tenant_id,
             app_id=challenge.app_id,
             workflow_id=challenge.workflow_id,
@@ -413,65 +467,6 @@ def payload_arity(scorer: Any) -> int:
 def sort_key_of(version: Any, score: float | None) -> float | None:
     if score is None:
         return None
+    if version.scoring_strategy == S.PYTHON:  # the setup says which way it ranks
+        return score if getattr(version, "lower_is_better", False) else -score
     return S.get_strategy(version.scoring_strategy).sort_key(score)
-
-
-# --- "Try it": a snippet on example attempts, before it is saved ------------------------------
-MAX_TRY_ATTEMPTS = 20
-
-
-@dataclass(frozen=True)
-class TryResult:
-    """One example attempt run through the sandbox: what the admin's editor shows."""
-
-    score: float | None  # the ranking score, or None (then ``error`` says why)
-    scores: dict[str, float | None]
-    metadata: dict[str, Any]
-    error: str
-    ms: float | None  # as the worker measured it
-
-
-def snippet_try(
-    *, setup: dict[str, Any], attempts: Sequence[dict[str, Any]], owner: str = "try"
-) -> list[TryResult]:
-    """Run a python setup on example attempts (dicts with ``sample``, ``output``,
-    ``messages`` and any metric field) in the sandbox, exactly as scoring would.
-    Raises ``SetupInvalid`` (a bad setup, an unavailable sandbox, bad examples)."""
-    valid = setup_validate(setup={**setup, "scoring_strategy": S.PYTHON})
-    if not isinstance(attempts, list | tuple) or not 1 <= len(attempts) <= MAX_TRY_ATTEMPTS:
-        raise SetupInvalid({"attempts": f"Give 1 to {MAX_TRY_ATTEMPTS} example attempts."})
-    items: list[Item] = []
-    payloads = []
-    try:
-        for example in attempts:
-            metrics = AttemptMetrics(
-                **{k: example[k] for k in AttemptMetrics._fields if example.get(k) is not None}
-            )
-            items.append((metrics, ScoringContext(timeout_ms=valid.get("timeout_ms", 5000))))
-            payloads.append(
-                AttemptPayload(
-                    json.dumps(example.get("sample"), allow_nan=False),
-                    str(example.get("output") or ""),
-                    json.dumps(example.get("messages"), allow_nan=False),
-                )
-            )
-    except (TypeError, ValueError, AttributeError) as exc:
-        raise SetupInvalid({"attempts": f"Each example must be a JSON object: {exc}"}) from exc
-    try:
-        pool = sandbox.shared_pool()
-    except sandbox.SandboxUnavailable as exc:
-        raise SetupInvalid({"scoring_strategy": str(exc)}) from exc
-    scorer = SnippetScorer(
-        SnippetSetup(
-            code=valid["scoring_code"],
-            config=valid.get("scoring_config") or {},
-            score_key=valid.get("score_key") or "",
-            timeout_ms=valid.get("timeout_ms", 5000),
-            owner=owner,
-        ),
-        pool,
-    )
-    return [
-        TryResult(r.outcome.score, r.scores, r.metadata, r.outcome.error, r.ms)
-        for r in scorer.results(items, payloads)
-    ]

@@ -27,6 +27,43 @@ def _exact_rankings(settings):
 
 
 @pytest.fixture(autouse=True)
+def _data_migration_groups(request):
+    # A transactional test ends with a flush that empties every table, the groups that
+    # data migrations made included: make them again, as those migrations do, for the
+    # tests that run after it on the same database.
+    marker = request.node.get_closest_marker("django_db")
+    if marker is None:
+        return
+    request.getfixturevalue("transactional_db" if marker.kwargs.get("transaction") else "db")
+    from django.contrib.auth.models import Group
+
+    if Group.objects.filter(name__in=DATA_MIGRATION_GROUPS).count() == len(DATA_MIGRATION_GROUPS):
+        return
+    from importlib import import_module
+
+    from django.db import connection
+    from django.db.migrations.loader import MigrationLoader
+
+    state_apps = MigrationLoader(connection).project_state().apps
+    for name in DATA_MIGRATION_GROUPS.values():
+        import_module(f"challenges.migrations.{name}").create_group(state_apps, None)
+
+
+DATA_MIGRATION_GROUPS = {
+    "Integrations": "0002_integrations_group",
+    "Scoring staff": "0004_scoring_staff_group",
+}
+
+
+@pytest.fixture(autouse=True)
+def _unhurried_ingestion(settings):
+    # A loaded test machine must not turn inline scoring into "pending": the scoring
+    # budget has its own tests (tests/challenges/ingestion/test_scoring_budget.py), which
+    # set it explicitly.
+    settings.PODIUM_SCORING_BUDGET_MS = 60_000
+
+
+@pytest.fixture(autouse=True)
 def _fresh_cache():
     # Throttle counters and cached fragments live in the cache: no test sees another's.
     from django.core.cache import cache
@@ -108,3 +145,56 @@ def integration_api(integration):
 @pytest.fixture
 def scorer_admin_api(scorer_admin):
     return _client_for(scorer_admin)
+
+
+# --- what was skipped, why, and how to run it -------------------------------------------
+# The end of `make test` names every group of skipped tests with the reason and how to
+# enable them, so "23 skipped" is never silent (issue 15).
+HOW_TO_ENABLE = (
+    (
+        "Chromium",
+        "install Debian's browser: `sudo apt-get install chromium` (or set PODIUM_CHROMIUM)",
+    ),
+    ("playwright", "`.venv/bin/pip install -r requirements-dev.txt`"),
+    (
+        "PostgreSQL",
+        "run with DATABASE_URL=postgres://… (and CELERY_BROKER_URL=redis://…), as .ci/run does",
+    ),
+    (
+        "Redis",
+        "run with CELERY_BROKER_URL=redis://… and DATABASE_URL=postgres://…, as .ci/run does",
+    ),
+    (
+        "bubblewrap",
+        "`sudo apt-get install bubblewrap` (and Linux 5.13+ with Landlock, libseccomp2)",
+    ),
+    ("sandbox", "`sudo apt-get install bubblewrap` (and Linux 5.13+ with Landlock, libseccomp2)"),
+    ("Landlock", "a Linux 5.13+ kernel with Landlock, or `sudo apt-get install bubblewrap`"),
+    ("schemathesis", "`.venv/bin/pip install -r requirements-dev.txt`"),
+)
+
+
+def _skip_reason(report) -> str:
+    longrepr = report.longrepr
+    if isinstance(longrepr, tuple) and len(longrepr) == 3:
+        return str(longrepr[2]).removeprefix("Skipped: ")
+    return str(longrepr)
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    skipped = terminalreporter.stats.get("skipped", [])
+    if not skipped:
+        return
+    groups: dict[str, list[str]] = {}
+    for report in skipped:
+        groups.setdefault(_skip_reason(report), []).append(report.nodeid)
+    terminalreporter.write_sep("-", f"{len(skipped)} skipped: why, and how to run them")
+    for reason, nodeids in sorted(groups.items(), key=lambda item: -len(item[1])):
+        files = sorted({n.split("::")[0] for n in nodeids})
+        shown = ", ".join(files[:3]) + (
+            f" and {len(files) - 3} more files" if len(files) > 3 else ""
+        )
+        terminalreporter.write_line(f"{len(nodeids)} skipped ({shown}): {reason}")
+        hint = next((how for word, how in HOW_TO_ENABLE if word.lower() in reason.lower()), None)
+        if hint:
+            terminalreporter.write_line(f"    to run them: {hint}")

@@ -6,8 +6,9 @@ import itertools
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from challenges import services
+from challenges.ingestion import services
 from challenges.models import Challenge
+from challenges.setup import services as setup_services
 
 _counter = itertools.count(1)
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -30,7 +31,7 @@ def make_challenge(**data: Any) -> Challenge:
     n = next(_counter)
     data.setdefault("name", f"Challenge {n}")
     data.setdefault("scoring_strategy", "first")
-    return services.challenge_create(data=data)
+    return setup_services.challenge_create(data=data)
 
 
 def attempt_input(

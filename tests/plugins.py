@@ -257,3 +257,34 @@ class BatchOdd:
             {"score": math.inf},  # infinite: refused
             "not a dict",  # refused
         ]
+
+
+# -- added for the guides (issue 20) ---------------------------------------------------
+class MappingReader:
+    """Reads metrics and ctx every way the plugin guide's typed dicts allow, and
+    Podium's attribute way, and reports what it saw."""
+
+    def score(self, metrics, config, ctx):
+        seen = {
+            "get": metrics.get("rating", 0),
+            "get_missing": metrics.get("nope", "default"),
+            "item": metrics["rating"],
+            "in": "rating" in metrics,
+            "not_in": "nope" in metrics,
+            "dict": dict(metrics),
+            "keys": sorted(metrics.keys()),
+            "items": sorted(k for k, _ in metrics.items()),
+            "iter": list(metrics),
+            "len": len(metrics),
+            "attr": metrics.rating,
+            "ctx_dict": dict(ctx),
+            "ctx_get": ctx.get("challenge_id"),
+            "ctx_item": ctx["tenant_id"],
+            "ctx_attr": ctx.end_user_id,
+            "ctx_challenge_id_type": type(ctx["challenge_id"]).__name__,
+        }
+        try:
+            metrics["rating"] = 1
+        except TypeError:
+            seen["read_only"] = True
+        return {"score": float(metrics.get("rating") or 0), "details": seen}

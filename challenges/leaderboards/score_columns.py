@@ -8,10 +8,9 @@ import itertools
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
+from challenges.models import AttemptScore, ScoringVersion
 from scoring.engine import strategies as S
 from scoring.engine.scorers_list import SCORE, ranking_of
-
-from ..models import AttemptScore, ScoringVersion
 
 
 def public_details(details: Any) -> Any:

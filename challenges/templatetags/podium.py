@@ -1,11 +1,11 @@
-"""Template filters for the public pages (thin wrappers of ``challenges.display``; the
+"""Template filters for the public pages (thin wrappers of ``challenges.public.display``; the
 leaderboard itself is formatted in Python once per render, not per cell)."""
 
 from __future__ import annotations
 
 from django import template
 
-from challenges import display
+from challenges.public import display
 from scoring.engine.strategies import get_strategy
 
 register = template.Library()

@@ -3,6 +3,7 @@ dashboard of ``/admin/``."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from django import template
@@ -31,18 +32,32 @@ def signed(delta: float | None) -> str:
 
 @register.filter
 def detail_text(value: Any) -> str:
-    """A details value: numbers like scores, the rest as it is."""
+    """A details value: numbers like scores, booleans as yes/no, None as "–", nested
+    values as JSON (never a Python repr), the rest as it is."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
     if isinstance(value, float):
         return score_text(value)
+    if value is None:
+        return "–"
+    if isinstance(value, dict | list):
+        return json.dumps(value, ensure_ascii=False, sort_keys=True)
     return str(value)
+
+
+@register.filter
+def json_text(value: Any) -> str:
+    """A sample or payload as indented JSON, cut at a readable length."""
+    text = json.dumps(value, ensure_ascii=False, indent=1, sort_keys=True)
+    return text if len(text) <= 2000 else text[:2000] + "\n…"
 
 
 @register.simple_tag(takes_context=True)
 def challenge_dashboard(context: Any) -> Any:
-    """The dashboard rows (``challenges.dashboard``) for ``admin/index.html``, each running
+    """The dashboard rows (``challenges.admin.dashboard``) for ``admin/index.html``, each running
     job with its live progress block."""
-    from challenges.admin_views import render_progress
-    from challenges.dashboard import dashboard_rows
+    from challenges.admin.dashboard import dashboard_rows
+    from challenges.admin.views import render_progress
 
     request = context["request"]
     rows = dashboard_rows()
@@ -54,7 +69,7 @@ def challenge_dashboard(context: Any) -> Any:
 @register.simple_tag(takes_context=True)
 def failures_link(context: Any, count: int, version_id: int) -> str:
     """ "3 failures", linking to the failed scores for users who may see them."""
-    from challenges.admin_views import failures_link as link
+    from challenges.admin.views import failures_link as link
 
     return link(count, version_id, context["request"].user)
 
@@ -62,6 +77,6 @@ def failures_link(context: Any, count: int, version_id: int) -> str:
 @register.simple_tag(takes_context=True)
 def qa_link(context: Any, count: int, version_id: int) -> str:
     """ "3 failing QA", linking to those scores for users who may see them."""
-    from challenges.qa import qa_link as link
+    from challenges.admin.qa import qa_link as link
 
     return link(count, version_id, context["request"].user)

@@ -36,3 +36,25 @@ def metric_text(value: Any) -> str:
         else:
             parts.append(f"{key} {_number(item)}")
     return " · ".join(parts)
+
+
+def _label(value: Any) -> str:
+    """A frequency's value as a label: 1.0 → "1", "yes" → "yes"."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return str(value)
+    return f"{number:g}"
+
+
+@register.filter
+def metric_display(metric: dict[str, Any]) -> str:
+    """A metric ``{"type", "value"}`` as people read it: a frequency as labelled value →
+    count pairs ("1 → 12 · 0 → 3"), anything else as ``metric_text``."""
+    value = metric.get("value")
+    if metric.get("type") == "frequency" and isinstance(value, dict):
+        if not value:
+            return "no data"
+        pairs = sorted(value.items(), key=lambda kv: (-kv[1], _label(kv[0])))
+        return " · ".join(f"{_label(k)} → {_number(n)}" for k, n in pairs)
+    return metric_text(value)

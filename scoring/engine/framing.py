@@ -1,4 +1,5 @@
-"""Length-prefixed frames over pipes, with a deadline on the reading side."""
+"""Length-prefixed frames over pipes: read with a deadline (``FrameReader``), or cut from
+bytes as they arrive without ever blocking (``FrameBuffer``)."""
 
 from __future__ import annotations
 
@@ -65,4 +66,38 @@ class FrameReader:
         self._fill(_HEADER.size + size, deadline)
         payload = bytes(self._buffer[_HEADER.size : _HEADER.size + size])
         del self._buffer[: _HEADER.size + size]
+        return payload
+
+
+class FrameTooLarge(Exception):
+    pass
+
+
+class FrameBuffer:
+    """Frames cut from bytes as they arrive: ``feed`` what was read, then ``next`` gives
+    each complete frame. Never blocks and never waits for a frame to complete, so the
+    caller's deadline holds while a frame is half sent; a header announcing more than the
+    caller's limit raises FrameTooLarge at once, before the bytes are held."""
+
+    def __init__(self) -> None:
+        self._buffer = bytearray()
+
+    def feed(self, data: bytes) -> None:
+        self._buffer += data
+
+    def pending(self) -> int:
+        """Bytes held that are not yet a complete frame (or not yet taken)."""
+        return len(self._buffer)
+
+    def next(self, limit: int) -> bytes | None:
+        if len(self._buffer) < _HEADER.size:
+            return None
+        (size,) = _HEADER.unpack_from(self._buffer)
+        if size > limit:
+            raise FrameTooLarge(size)
+        end = _HEADER.size + size
+        if len(self._buffer) < end:
+            return None
+        payload = bytes(self._buffer[_HEADER.size : end])
+        del self._buffer[:end]
         return payload

@@ -21,6 +21,11 @@ Definitions, as scikit-learn's on the same data:
   their macro and support-weighted averages over the classes seen in either column
   (``precision_recall_fscore_support`` with ``zero_division=0``).
 A metric with no data has the value None.
+
+Values may be numbers or strings (labels; booleans arrive as 1.0/0.0). ``mean``,
+``max``, ``min``, ``std_dev`` and the binary metrics use the numbers only; ``frequency``
+and ``multiclass_classification`` count labels and numbers alike (a number's label is its
+shortest text: 1.0 → "1").
 """
 
 from __future__ import annotations
@@ -128,11 +133,21 @@ def validate_metrics(metrics: Any) -> list[dict[str, str]]:
 
 
 # --- single-column metrics: counts of each value --------------------------------------------
+def _numbers(counts: Mapping[Any, int]) -> dict[float, int]:
+    return {v: c for v, c in counts.items() if type(v) is float or type(v) is int}
+
+
 def _total(counts: Mapping[float, int]) -> int:
     return sum(counts.values())
 
 
+def _order(value: Any) -> tuple[int, Any]:
+    """Numbers first (by value), then labels (alphabetically): a total order on both."""
+    return (1, value) if isinstance(value, str) else (0, float(value))
+
+
 def mean(counts: Mapping[float, int]) -> float | None:
+    counts = _numbers(counts)
     n = _total(counts)
     if not n:
         return None
@@ -141,6 +156,7 @@ def mean(counts: Mapping[float, int]) -> float | None:
 
 def std_dev(counts: Mapping[float, int]) -> float | None:
     """Population standard deviation (ddof=0), two-pass for accuracy."""
+    counts = _numbers(counts)
     center = mean(counts)
     if center is None:
         return None
@@ -149,22 +165,27 @@ def std_dev(counts: Mapping[float, int]) -> float | None:
 
 
 def maximum(counts: Mapping[float, int]) -> float | None:
-    present = [value for value, c in counts.items() if c]
+    present = [value for value, c in _numbers(counts).items() if c]
     return max(present) if present else None
 
 
 def minimum(counts: Mapping[float, int]) -> float | None:
-    present = [value for value, c in counts.items() if c]
+    present = [value for value, c in _numbers(counts).items() if c]
     return min(present) if present else None
 
 
-def _label(value: float) -> str:
+def _label(value: float | str) -> str:
+    if isinstance(value, str):
+        return value
     return str(int(value)) if float(value).is_integer() else repr(float(value))
 
 
-def frequency(counts: Mapping[float, int]) -> dict[str, int] | None:
-    present = sorted((value, c) for value, c in counts.items() if c)
-    return {_label(value): c for value, c in present} or None
+def frequency(counts: Mapping[float | str, int]) -> dict[str, int] | None:
+    present = sorted(((v, c) for v, c in counts.items() if c), key=lambda vc: _order(vc[0]))
+    out: dict[str, int] = {}
+    for value, c in present:  # a label "1" and the number 1.0 share a key: counted together
+        out[_label(value)] = out.get(_label(value), 0) + c
+    return out or None
 
 
 # --- classification: counts of (prediction, label) pairs -------------------------------------
@@ -210,7 +231,7 @@ def multiclass(pairs: Mapping[tuple[float, float], int]) -> dict[str, Any] | Non
     total = sum(pairs.values())
     if not total:
         return None
-    classes = sorted({p for p, _ in pairs} | {t for _, t in pairs})
+    classes = sorted({p for p, _ in pairs} | {t for _, t in pairs}, key=_order)
     correct = sum(c for (p, t), c in pairs.items() if p == t)
     per_class: dict[str, dict[str, float | int]] = {}
     for cls in classes:

@@ -22,6 +22,7 @@ class Outcome(NamedTuple):
     score: float | None
     details: dict[str, Any] | None = None
     error: str = ""
+    clamped_from: float | None = None  # the negative score a plugin returned (not stored)
 
     @classmethod
     def failed(cls, error: str) -> Outcome:
@@ -73,11 +74,15 @@ def normalize_result(raw: Any) -> Outcome:
         if type(value) is float and value == value and value not in _INFINITIES:
             details = raw.get("details")
             if details is None:
-                return Outcome(value if value > 0.0 else 0.0, None)
+                if value < 0.0:
+                    return Outcome(0.0, None, "", value)
+                return Outcome(value, None)
             if type(details) is dict:
                 fast = _flat_plain_copy(details)
                 if fast is not None:
-                    return Outcome(value if value > 0.0 else 0.0, fast)
+                    if value < 0.0:
+                        return Outcome(0.0, fast, "", value)
+                    return Outcome(value, fast)
     if not isinstance(raw, Mapping):
         return Outcome.failed(f"the scorer returned {_type_name(raw)}, not a dict with a 'score'")
     if "score" not in raw:
@@ -97,7 +102,7 @@ def normalize_result(raw: Any) -> Outcome:
             return Outcome.failed(f"'details' is {_type_name(details)}, not a dict")
         fast = _flat_plain_copy(details)
         if fast is not None:
-            return Outcome(max(score, 0.0), fast)
+            return _clamped(score, fast)
         try:
             encoded = json.dumps(details, allow_nan=False)
         except (TypeError, ValueError) as exc:
@@ -105,4 +110,11 @@ def normalize_result(raw: Any) -> Outcome:
         if len(encoded) > MAX_DETAILS_BYTES:
             return Outcome.failed(f"'details' is over {MAX_DETAILS_BYTES} bytes of JSON")
         details = json.loads(encoded)  # a plain dict, detached from the plugin's objects
-    return Outcome(max(score, 0.0), details)
+    return _clamped(score, details)
+
+
+def _clamped(score: float, details: dict[str, Any] | None) -> Outcome:
+    """A negative score is clamped to 0 (DESIGN.md); the outcome remembers it."""
+    if score < 0.0:
+        return Outcome(0.0, details, "", score)
+    return Outcome(score, details)

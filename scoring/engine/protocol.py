@@ -32,51 +32,141 @@ goes through the rules above; if ``score_many`` raises, the batch is scored one 
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple, Protocol, Required, TypedDict, runtime_checkable
+from collections import namedtuple
+from collections.abc import ItemsView, KeysView, Mapping, ValuesView
+from typing import Any, Protocol, Required, TypedDict, runtime_checkable
 
 DEFAULT_TIMEOUT_MS = 5000
+MAX_TIMEOUT_MS = 60_000  # the longest a scorer may take per attempt (models, forms, API)
+METRIC_KEYS = ("succeeded", "tokens_total", "elapsed_ms", "rating", "created_at")
+CONTEXT_KEYS = ("challenge_id", "end_user_id", "tenant_id", "app_id", "workflow_id", "timeout_ms")
 
 
-class AttemptMetrics(NamedTuple):
-    """What every scorer sees of an attempt. Any metric may be None (unknown).
+class _ReadOnlyRecord(tuple):
+    """A named tuple that is also a read-only mapping of its fields.
 
-    Immutable (a NamedTuple: cheap to make a million of during a rescore)."""
+    Plugins from the guide our users come from read metrics and context as typed dicts
+    (``metrics.get("rating", 0)``, ``metrics["rating"]``, ``"rating" in metrics``,
+    ``dict(metrics)``, ``for key in metrics``); Podium's own code reads attributes
+    (``metrics.rating``). Both work on the same object. It stays a tuple underneath:
+    attribute reads and construction cost what a NamedTuple's do, which matters when a
+    rescore makes a million of them. As a mapping, iteration yields the field names (as
+    a dict's does), so tuple unpacking of a record is not supported: use the names.
+    """
 
-    succeeded: bool = False
-    tokens_total: int | None = None
-    elapsed_ms: int | None = None
-    rating: int | None = None
-    created_at: int | None = None  # epoch milliseconds
+    __slots__ = ()
+    _fields: tuple[str, ...]
+    _index: dict[str, int]
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._index = {name: i for i, name in enumerate(cls._fields)}
+
+    # -- the mapping protocol -----------------------------------------------------------
+    def __getitem__(self, key: Any) -> Any:  # type: ignore[override]
+        index = self._index.get(key) if type(key) is str else None
+        if index is None:
+            raise KeyError(key)
+        return tuple.__getitem__(self, index)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        index = self._index.get(key) if type(key) is str else None
+        return default if index is None else tuple.__getitem__(self, index)
+
+    def __contains__(self, key: object) -> bool:
+        return type(key) is str and key in self._index
+
+    def __iter__(self):  # type: ignore[override]
+        return iter(self._fields)
+
+    def keys(self) -> KeysView[str]:
+        return KeysView(self)  # type: ignore[arg-type]
+
+    def values(self) -> ValuesView[Any]:
+        return ValuesView(self)  # type: ignore[arg-type]
+
+    def items(self) -> ItemsView[str, Any]:
+        return ItemsView(self)  # type: ignore[arg-type]
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, tuple):
+            return tuple.__eq__(self, other)
+        if isinstance(other, Mapping):
+            return self.as_dict() == dict(other.items())
+        return NotImplemented
+
+    def __ne__(self, other: object) -> bool:
+        equal = self.__eq__(other)
+        return equal if equal is NotImplemented else not equal
+
+    __hash__ = tuple.__hash__
+
+    # -- the named-tuple helpers, which iterate the tuple's values --------------------
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "succeeded": self.succeeded,
-            "tokens_total": self.tokens_total,
-            "elapsed_ms": self.elapsed_ms,
-            "rating": self.rating,
-            "created_at": self.created_at,
-        }
+        return dict(zip(self._fields, tuple.__iter__(self), strict=True))
+
+    _asdict = as_dict
+
+    def _replace(self, **changes: Any) -> Any:
+        values = dict(zip(self._fields, tuple.__iter__(self), strict=True))
+        unknown = set(changes) - set(values)
+        if unknown:
+            raise ValueError(f"Got unexpected field names: {sorted(unknown)!r}")
+        values.update(changes)
+        return tuple.__new__(type(self), values.values())
+
+    def __getnewargs__(self) -> tuple[Any, ...]:
+        return tuple(tuple.__iter__(self))
 
 
-class ScoringContext(NamedTuple):
-    """Where an attempt comes from. Identifiers are blank or None when unknown."""
+Mapping.register(_ReadOnlyRecord)
 
-    challenge_id: int | None = None
-    end_user_id: str | None = None
-    tenant_id: str = ""
-    app_id: str = ""
-    workflow_id: str = ""
-    timeout_ms: int = DEFAULT_TIMEOUT_MS
 
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "challenge_id": self.challenge_id,
-            "end_user_id": self.end_user_id,
-            "tenant_id": self.tenant_id,
-            "app_id": self.app_id,
-            "workflow_id": self.workflow_id,
-            "timeout_ms": self.timeout_ms,
-        }
+class AttemptMetrics(
+    _ReadOnlyRecord,
+    namedtuple("_AttemptMetricsFields", METRIC_KEYS, defaults=(False, None, None, None, None)),
+):
+    """What every scorer sees of an attempt. Any metric may be None (unknown); all five
+    keys are always present.
+
+    - ``succeeded`` (bool), ``tokens_total`` (int | None), ``elapsed_ms`` (int | None),
+      ``rating`` (int 0–10 | None), ``created_at`` (epoch milliseconds | None).
+
+    Read it as attributes (``metrics.rating``) or as a read-only mapping
+    (``metrics.get("rating", 0)``, ``metrics["rating"]``, ``dict(metrics)``). Build one
+    in a test with keywords: ``AttemptMetrics(succeeded=True, rating=7)``.
+    """
+
+    __slots__ = ()
+    succeeded: bool
+    tokens_total: int | None
+    elapsed_ms: int | None
+    rating: int | None
+    created_at: int | None
+
+
+class ScoringContext(
+    _ReadOnlyRecord,
+    namedtuple(
+        "_ScoringContextFields", CONTEXT_KEYS, defaults=(None, None, "", "", "", DEFAULT_TIMEOUT_MS)
+    ),
+):
+    """Where an attempt comes from. Identifiers are blank or None when unknown.
+
+    - ``tenant_id``, ``app_id``, ``workflow_id`` (str; blank unless set on the
+      challenge), ``challenge_id`` (str), ``end_user_id`` (the player's external id, or
+      None), ``timeout_ms`` (int, default 5000).
+
+    Attributes and read-only mapping, like ``AttemptMetrics``.
+    """
+
+    __slots__ = ()
+    challenge_id: str | None
+    end_user_id: str | None
+    tenant_id: str
+    app_id: str
+    workflow_id: str
+    timeout_ms: int
 
 
 class ScoringResult(TypedDict, total=False):

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from typing import Any
 
+from . import legacy
 from .protocol import RegistryError
 
 ENTRY_POINT_GROUP = "podium.scorers"
@@ -55,6 +56,7 @@ def _parse_entrypoint(entrypoint: str) -> tuple[str, str]:
 
 def import_entrypoint(entrypoint: str) -> type:
     module_name, attr = _parse_entrypoint(entrypoint)
+    legacy.install()  # plugins ported unchanged import `services.challenge_scorer_protocol`
     try:
         obj: Any = importlib.import_module(module_name)
         for part in attr.split("."):
@@ -77,6 +79,10 @@ class ScorerRegistry:
         self._aliases: dict[str, set[str]] = {}
         self._classes: dict[str, type] = {}
         self._builtin: set[str] = set()
+        # Why a plugin is broken: its class failed to load (cached: a module that raises
+        # on import is not re-run for every attempt), or its registration was refused.
+        self._failures: dict[str, str] = {}
+        self._refused: dict[str, tuple[str, str]] = {}  # plugin_id → (entrypoint, why)
         self._lock = threading.Lock()
 
     # -- registration -------------------------------------------------------------
@@ -105,6 +111,8 @@ class ScorerRegistry:
             self._entrypoints[plugin_id] = entrypoint
             self._aliases.setdefault(plugin_id, set()).update(aliases)
             self._classes.pop(plugin_id, None)
+            self._failures.pop(plugin_id, None)
+            self._refused.pop(plugin_id, None)
             if builtin:
                 self._builtin.add(plugin_id)
 
@@ -113,17 +121,32 @@ class ScorerRegistry:
             self._entrypoints.pop(plugin_id, None)
             self._aliases.pop(plugin_id, None)
             self._classes.pop(plugin_id, None)
+            self._failures.pop(plugin_id, None)
+            self._refused.pop(plugin_id, None)
             self._builtin.discard(plugin_id)
 
     def register_entry_points(self, group: str = ENTRY_POINT_GROUP) -> None:
         """Register every ``podium.scorers`` entry point of the installed packages."""
         for ep in entry_points(group=group):
-            self.register(ep.name, ep.value.replace(" ", ""))
+            self._register_or_note(ep.name, ep.value.replace(" ", ""))
 
     def register_mapping(self, mapping: dict[str, str]) -> None:
         """Register a ``{plugin_id: "module:Class"}`` mapping (the SCORING_PLUGINS setting)."""
         for plugin_id, entrypoint in mapping.items():
+            self._register_or_note(plugin_id, entrypoint)
+
+    def _register_or_note(self, plugin_id: str, entrypoint: str) -> None:
+        """Register, or note the plugin as broken: one bad registration (a malformed
+        entrypoint, an id taken by another plugin) never stops the others or the site."""
+        try:
             self.register(plugin_id, entrypoint)
+        except RegistryError as exc:
+            if plugin_id and isinstance(plugin_id, str) and plugin_id not in self._entrypoints:
+                with self._lock:
+                    self._refused[plugin_id] = (str(entrypoint), str(exc))
+            else:  # the id is taken: the existing registration stands, the clash is noted
+                with self._lock:
+                    self._refused[f"{plugin_id} (duplicate)"] = (str(entrypoint), str(exc))
 
     @contextmanager
     def temporarily(self, plugin_id: str, entrypoint: str) -> Iterator[None]:
@@ -145,15 +168,39 @@ class ScorerRegistry:
 
     # -- lookup -------------------------------------------------------------------
     def ids(self) -> list[str]:
+        """The registered plugins (loadable or not)."""
         return sorted(self._entrypoints)
+
+    def refused(self) -> dict[str, tuple[str, str]]:
+        """Registrations that were refused: ``{plugin_id: (entrypoint, why)}``."""
+        return dict(self._refused)
+
+    def problem(self, plugin_id: str) -> str:
+        """Why the plugin cannot be used ("" when it loads)."""
+        if plugin_id in self._refused:
+            return self._refused[plugin_id][1]
+        try:
+            self.load(plugin_id)
+        except RegistryError as exc:
+            return str(exc)
+        return ""
 
     def entrypoint_for(self, plugin_id: str) -> str:
         try:
             return self._entrypoints[plugin_id]
         except KeyError:
+            if plugin_id in self._refused:
+                entrypoint, why = self._refused[plugin_id]
+                raise RegistryError(
+                    f"Scorer plugin {plugin_id!r} ({entrypoint!r}) could not be registered: {why}"
+                ) from None
             known = ", ".join(self.ids()) or "none"
             raise RegistryError(
-                f"Unknown scorer plugin {plugin_id!r}; registered plugins: {known}."
+                f"Unknown scorer plugin {plugin_id!r}; registered plugins: {known}. "
+                f"Plugins are registered explicitly: add {{{plugin_id!r}: "
+                "'package.module:Class'} to the SCORING_PLUGINS setting (environment "
+                "variable SCORING_PLUGINS, JSON), or declare it in the 'podium.scorers' "
+                "entry-point group of an installed package; then restart Podium."
             ) from None
 
     def verify(self, plugin_id: str, entrypoint: str | None) -> str:
@@ -178,7 +225,16 @@ class ScorerRegistry:
         """The plugin's class, imported on first use and cached."""
         cls = self._classes.get(plugin_id)
         if cls is None:
-            cls = import_entrypoint(self.entrypoint_for(plugin_id))
+            entrypoint = self.entrypoint_for(plugin_id)
+            failure = self._failures.get(plugin_id)
+            if failure is not None:
+                raise RegistryError(failure)
+            try:
+                cls = import_entrypoint(entrypoint)
+            except RegistryError as exc:
+                with self._lock:
+                    self._failures[plugin_id] = str(exc)
+                raise
             with self._lock:
                 self._classes[plugin_id] = cls
         return cls

@@ -43,6 +43,8 @@ class ScoringSetup:
     owner: str = ""  # whose setup (e.g. "version 12"): snippet workers never mix owners
     scorers: tuple[Any, ...] = ()  # several scorers (scorers_list.py); empty: code is the one
     rank_by: str = ""
+    lower_is_better: bool = False  # python: the ranking score orders ascending
+    sample_with_metrics: bool = False  # python, legacy: metrics merged into ``sample``
 
 
 class Scorer(Protocol):
@@ -143,6 +145,7 @@ def build_scorer(
             score_key=setup.score_key,
             timeout_ms=setup.timeout_ms,
             owner=setup.owner,
+            sample_with_metrics=setup.sample_with_metrics,
         )
         return SnippetScorer(snippet, sandbox)
     return PluginScorer(registry, setup)

@@ -7,18 +7,28 @@ A snippet author needs only this docstring:
         value = sample.get(field)
         return {"is_complete": bool(value), "has_field": field in sample}
 
-- ``sample`` is the attempt's ``sample`` object plus each metric (``succeeded``,
-  ``tokens_total``, ``elapsed_ms``, ``rating``, ``created_at``) it does not have already;
-  ``solver_output`` has ``.output`` (text) and ``.messages`` (a list).
+- ``sample`` is exactly the attempt's ``sample`` object (the dataset row), nothing added;
+  ``solver_output`` has ``.output`` (text), ``.messages`` (a list) and ``.metrics`` (the
+  attempt's five metrics: ``succeeded``, ``tokens_total``, ``elapsed_ms``, ``rating``,
+  ``created_at``). Either signature may also read the module global ``attempt_metrics``
+  (the same dict), set before each call. Python challenges saved before this rule (the
+  setup's ``sample_with_metrics``) still get the metrics merged into ``sample``.
+- The reference's annotations run as written: ``SolverOutput`` and ``Any`` are defined
+  in the snippet's namespace.
 - ``<< config.KEY >>`` is replaced by ``scoring_config["KEY"]`` before the code runs:
-  inside a string literal by the value's text (escaped), elsewhere by a Python literal of
-  the value (``<< config.threshold >>`` → ``0.5``). A placeholder without a value is an
-  error when saving.
-- Return a flat dict of scores (``{"accuracy": 0.95, "is_correct": True}``) or
-  ``{"scores": {...}, "metadata": {...}}``. Scores are numbers or None; booleans count
-  as 1.0/0.0. Metadata is any JSON, stored with the attempt, never aggregated.
+  inside a plain string literal by the value's text (escaped), standing alone by a Python
+  literal of the value (``<< config.threshold >>`` → ``0.5``); in a comment it stays as
+  it is. A value is data, never code: in an f-string, a raw or bytes literal, a string
+  used as a ``.format``/``%`` template or across a comment and code, the code is refused
+  with the line, as is a placeholder without a value.
+- Return a flat dict (any Mapping) of scores (``{"accuracy": 0.95, "is_correct": True}``)
+  or ``{"scores": {...}, "metadata": {...}}``. Scores are numbers, booleans (1.0/0.0),
+  strings (labels, at most 256 characters: for frequency and classification metrics) or
+  None. Metadata is any JSON, stored with the attempt, never aggregated.
 - ``score_key`` names the score that ranks the leaderboard (not needed with one score).
-  No numeric value there → the attempt gets ``score = None`` and the reason.
+  No numeric value there → the attempt gets ``score = None`` and the reason. The ranking
+  value is not clamped (a negative error ranks); the setup's ``lower_is_better`` says
+  which way it orders.
 - At most 64 scores and 64 metadata keys, each name 1–64 printable characters; integers
   within ±2**53; no NaN or infinity; 16 KiB of JSON in all. An exception, a timeout or a
   result outside these rules gives ``score = None`` with the error kept for admins.
@@ -30,17 +40,16 @@ and its answers into outcomes (``SnippetScorer``), trusting nothing that comes b
 from __future__ import annotations
 
 import ast
-import io
 import json
 import math
-import re
-import tokenize
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
 
+from . import placeholders
 from .outcome import MAX_DETAILS_BYTES as MAX_DETAILS
 from .outcome import Outcome
+from .placeholders import PLACEHOLDER
 from .protocol import AttemptMetrics, ScoringContext
 from .strategies import PYTHON, get_strategy
 
@@ -49,8 +58,8 @@ MAX_CODE_CHARS = 100_000
 MAX_KEYS = 64
 MAX_KEY_CHARS = 64
 MAX_DEPTH = 16
+MAX_LABEL_CHARS = 256
 _MAX_SAFE_INT = 2**53
-PLACEHOLDER = re.compile(r"<<\s*config\.([A-Za-z_][A-Za-z0-9_]*)\s*>>")
 
 
 class SnippetInvalid(ValueError):
@@ -67,6 +76,9 @@ class PreparedCode:
     code: str  # placeholders filled in
     arity: int  # 1: compute_scores(sample); 2: compute_scores(sample, solver_output)
     is_async: bool
+    # The score names compute_scores can return, when every return statement is a dict
+    # literal with literal keys; None when they cannot be known without running it.
+    score_names: frozenset[str] | None = None
 
 
 def prepare(code: Any, config: dict[str, Any]) -> PreparedCode:
@@ -100,7 +112,57 @@ def prepare(code: Any, config: dict[str, Any]) -> PreparedCode:
     except (ValueError, RecursionError, MemoryError) as exc:
         raise SnippetInvalid({"scoring_code": f"The code cannot be parsed: {exc}."}) from None
     arity, is_async = _entry_point(tree)
-    return PreparedCode(rendered, arity, is_async)
+    return PreparedCode(rendered, arity, is_async, _score_names(tree))
+
+
+def _literal_keys(node: ast.expr | None) -> frozenset[str] | None:
+    """The keys of a dict literal whose keys are all string literals, else None."""
+    if not isinstance(node, ast.Dict) or any(
+        not (isinstance(k, ast.Constant) and isinstance(k.value, str)) for k in node.keys
+    ):
+        return None
+    return frozenset(k.value for k in node.keys)  # type: ignore[union-attr]
+
+
+def _returns(node: ast.AST) -> list[ast.Return]:
+    """The return statements of a function body, not of the functions nested in it."""
+    found = []
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            continue
+        if isinstance(child, ast.Return):
+            found.append(child)
+        found.extend(_returns(child))
+    return found
+
+
+def _score_names(tree: ast.Module) -> frozenset[str] | None:
+    """What the last compute_scores returns, read from the code without running it: the
+    union of the score names of its return statements when each returns a dict literal
+    (flat, or ``{"scores": {...}, "metadata": ...}`` with a literal ``scores``)."""
+    function = [
+        n
+        for n in tree.body
+        if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) and n.name == FUNCTION
+    ][-1]
+    names: set[str] = set()
+    returns = _returns(function)
+    if not returns:
+        return None
+    for statement in returns:
+        keys = _literal_keys(statement.value)
+        if keys is None:
+            return None
+        if "scores" in keys:
+            assert isinstance(statement.value, ast.Dict)
+            inner = statement.value.values[
+                [k.value for k in statement.value.keys].index("scores")  # type: ignore[union-attr]
+            ]
+            keys = _literal_keys(inner)
+            if keys is None:
+                return None
+        names |= keys
+    return frozenset(names)
 
 
 def _entry_point(tree: ast.Module) -> tuple[int, bool]:
@@ -143,45 +205,13 @@ def _entry_point(tree: ast.Module) -> tuple[int, bool]:
     return arity, isinstance(found, ast.AsyncFunctionDef)
 
 
-_STRING_TOKENS = {tokenize.STRING} | {
-    getattr(tokenize, name) for name in ("FSTRING_MIDDLE",) if hasattr(tokenize, name)
-}
-
-
-def _string_spans(code: str) -> list[tuple[int, int]]:
-    """(start, end) offsets of the string literals in ``code`` (none if it does not
-    tokenize: the syntax check reports that)."""
-    starts = [0]
-    for line in code.splitlines(keepends=True):
-        starts.append(starts[-1] + len(line))
-    spans = []
-    try:
-        for token in tokenize.generate_tokens(io.StringIO(code).readline):
-            if token.type in _STRING_TOKENS:
-                (r1, c1), (r2, c2) = token.start, token.end
-                spans.append((starts[r1 - 1] + c1, starts[r2 - 1] + c2))
-    except (tokenize.TokenError, SyntaxError):
-        return spans
-    return spans
-
-
-def _in_string(value: Any) -> str:
-    text = value if isinstance(value, str) else json.dumps(value)
-    # JSON's escapes (\\ \" \n \uXXXX) are Python's too; a ' is escaped for '...' strings.
-    return json.dumps(text, ensure_ascii=False)[1:-1].replace("'", "\\'")
-
-
 def render(code: str, config: dict[str, Any]) -> str:
-    """The code with every placeholder replaced (see the module docstring)."""
-    spans = _string_spans(code)
-
-    def replace(match: re.Match[str]) -> str:
-        value = config.get(match.group(1))
-        if any(start <= match.start() < end for start, end in spans):
-            return _in_string(value)
-        return repr(value)  # JSON values are Python literals (True, None, 1.5, [...])
-
-    return PLACEHOLDER.sub(replace, code)
+    """The code with every placeholder filled (``scoring.engine.placeholders``). Raises
+    SnippetInvalid where a placeholder may not stand or its value cannot be data."""
+    try:
+        return placeholders.render(code, config)
+    except placeholders.PlaceholderInvalid as exc:
+        raise SnippetInvalid({"scoring_code": str(exc)}) from None
 
 
 # --- the sandbox's input and answers ----------------------------------------------------------
@@ -245,7 +275,7 @@ def _key(key: Any, where: str) -> str:
     return key
 
 
-def _score_value(key: str, value: Any) -> float | None:
+def _score_value(key: str, value: Any) -> float | str | None:
     kind = type(value)
     if kind is float:
         if value != value or value in (math.inf, -math.inf):
@@ -259,7 +289,13 @@ def _score_value(key: str, value: Any) -> float | None:
         return float(value)
     if value is None:
         return None
-    raise Rejected(f"score {key!r} is {kind.__name__}, not a number")
+    if kind is str:
+        if len(value) > MAX_LABEL_CHARS or not _storable(value):
+            raise Rejected(
+                f"score {key!r} is a label over {MAX_LABEL_CHARS} characters or not storable text"
+            )
+        return value
+    raise Rejected(f"score {key!r} is {kind.__name__}, not a number, a label or None")
 
 
 def _metadata(value: Any) -> dict[str, Any]:
@@ -320,7 +356,7 @@ class Result(NamedTuple):
     """An attempt's outcome with the snippet's own view of it (for "Try it")."""
 
     outcome: Outcome
-    scores: dict[str, float | None]
+    scores: dict[str, float | str | None]
     metadata: dict[str, Any]
     ms: float | None
 
@@ -328,12 +364,12 @@ class Result(NamedTuple):
 _KEY_OK: dict[str, bool] = {}  # score names seen and checked (a cache: names repeat)
 
 
-def _flat_scores(value: dict[str, Any]) -> dict[str, float | None] | None:
+def _flat_scores(value: dict[str, Any]) -> dict[str, float | str | None] | None:
     """The fast path for the usual answer, a small flat dict of numbers under names seen
     before: the same rules as below with exact types, or None to take the full path."""
     if not value or len(value) > MAX_KEYS or "scores" in value:
         return None
-    scores: dict[str, float | None] = {}
+    scores: dict[str, float | str | None] = {}
     for key, item in value.items():
         if _KEY_OK.get(key) is not True:
             return None
@@ -378,10 +414,13 @@ def interpret(raw: Raw, score_key: str) -> Result:
         return _unranked(details, reason, ms)
     if ranking is None:
         return _unranked(details, f"the {score_key or 'only'} score is None", ms)
-    return Result(Outcome(ranking if ranking > 0.0 else 0.0, details), scores, metadata, ms)
+    if type(ranking) is str:
+        reason = f"the {score_key or 'only'} score is a label ({ranking[:40]!r}), not a number"
+        return _unranked(details, reason, ms)
+    return Result(Outcome(ranking, details), scores, metadata, ms)  # not clamped
 
 
-def _checked(value: Any) -> tuple[dict[str, float | None], dict[str, Any]]:
+def _checked(value: Any) -> tuple[dict[str, float | str | None], dict[str, Any]]:
     """Scores and metadata of an answer, every rule checked. Raises Rejected."""
     if type(value) is not dict:
         raise Rejected(f"compute_scores returned {type(value).__name__}, not a dict")
@@ -395,7 +434,7 @@ def _checked(value: Any) -> tuple[dict[str, float | None], dict[str, Any]]:
         raise Rejected("compute_scores returned no scores")
     if len(raw_scores) > MAX_KEYS:
         raise Rejected(f"{len(raw_scores)} scores; at most {MAX_KEYS}")
-    scores: dict[str, float | None] = {}
+    scores: dict[str, float | str | None] = {}
     for key, item in raw_scores.items():
         scores[_key(key, "a score")] = _score_value(key, item)
     # Without metadata the size is bounded by the key rules (64 keys of 64 characters).
@@ -423,6 +462,16 @@ class SnippetSetup:
     score_key: str
     timeout_ms: int
     owner: str
+    sample_with_metrics: bool = False  # legacy: the metrics merged into ``sample``
+
+
+def _with_metrics(metrics: AttemptMetrics, payload: AttemptPayload) -> AttemptPayload:
+    """The legacy sample: the attempt's ``sample`` plus each metric it lacks."""
+    sample = json.loads(payload.sample_json)
+    sample = dict(sample) if isinstance(sample, dict) else {}
+    for key, value in metrics.items():
+        sample.setdefault(key, value)
+    return payload._replace(sample_json=json.dumps(sample))
 
 
 class SnippetScorer:
@@ -442,6 +491,7 @@ class SnippetScorer:
             timeout_ms=setup.timeout_ms,
         )
         self.score_key = setup.score_key
+        self.sample_with_metrics = setup.sample_with_metrics
         self.sandbox = sandbox
 
     def results(
@@ -452,6 +502,11 @@ class SnippetScorer:
         arity = self.program.arity
         if payloads is None:
             payloads = [_EMPTY] * len(items)
+        if self.sample_with_metrics:
+            payloads = [
+                _with_metrics(metrics, payload)
+                for (metrics, _), payload in zip(items, payloads, strict=True)
+            ]
         encoded = [
             encode_item(metrics, payload, arity)
             for (metrics, _), payload in zip(items, payloads, strict=True)

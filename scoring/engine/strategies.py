@@ -27,6 +27,12 @@ class Strategy:
     unit: str  # what the leaderboard value is: "epoch_ms", "ms", "tokens", "rating", "points"
     descending: bool  # True: a higher value ranks first
     value: Callable[[AttemptMetrics], float | None] | None  # None: computed by a scorer
+    choice: str = ""  # its name where an admin chooses it, when not its label: "Scorer plugin"
+
+    @property
+    def chosen_as(self) -> str:
+        """The one name of the strategy in forms, version summaries and diffs."""
+        return self.choice or self.label
 
     def sort_key(self, value: float) -> float:
         return -value if self.descending else value
@@ -55,8 +61,8 @@ STRATEGIES: dict[str, Strategy] = {
         Strategy(FASTEST, "Fastest success", "ms", False, _fastest),
         Strategy(FEWEST_TOKENS, "Fewest tokens", "tokens", False, _fewest_tokens),
         Strategy(HIGHEST_RATING, "Highest rating", "rating", True, _highest_rating),
-        Strategy(CUSTOM, "Highest plugin score", "points", True, None),
-        Strategy(PYTHON, "Highest snippet score", "points", True, None),
+        Strategy(CUSTOM, "Highest plugin score", "points", True, None, "Scorer plugin"),
+        Strategy(PYTHON, "Highest snippet score", "points", True, None, "Python snippet"),
     )
 }
 BUILTIN = (FIRST, FASTEST, FEWEST_TOKENS, HIGHEST_RATING)

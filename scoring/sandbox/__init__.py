@@ -143,7 +143,10 @@ def availability(*, refresh: bool = False) -> Availability:
 
 
 def pool_size() -> int:
-    return max(1, min(4, os.cpu_count() or 1))
+    """One worker per core (up to 4), plus the slot no single program may take (the
+    pool's per-program cap is ``size - 1``): a lone challenge still uses every core, and
+    another challenge always finds a slot beside a busy one."""
+    return max(1, min(4, os.cpu_count() or 1)) + 1
 
 
 def shared_pool() -> SandboxPool:

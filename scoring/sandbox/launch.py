@@ -11,11 +11,17 @@
   interpreter's directories only) and the seccomp filter.
 
 The interpreter inside is a system Python whose standard library lies beneath ``/usr``
-(the project's virtualenv is a project file and stays outside).
+(the project's virtualenv is a project file and stays outside). Beyond the standard
+library a snippet may import only ``LIBRARIES`` (``jsonschema`` and what it needs): each
+package directory (or module file) is bound read-only at its own path under bubblewrap
+and is readable under Landlock, nothing else of the virtualenv; the worker resolves those
+names, and only those, to those paths. The same confinement applies to their code.
 """
 
 from __future__ import annotations
 
+import importlib.util
+import json
 import os
 import shutil
 import subprocess
@@ -29,6 +35,35 @@ LANDLOCK = "landlock"
 MODES = (BWRAP, LANDLOCK)
 NOBODY = 65534
 WORKER_SOURCE = Path(__file__).with_name("worker.py")
+
+
+# Third-party libraries a snippet may import (the Python scorer reference names JSON-schema
+# validation as a use case): jsonschema and its dependencies, nothing else.
+LIBRARIES = (
+    "jsonschema",
+    "jsonschema_specifications",
+    "referencing",
+    "rpds",
+    "attrs",
+    "attr",
+    "typing_extensions",
+)
+
+
+@cache
+def libraries() -> dict[str, str]:
+    """Name → the package directory or module file of each of ``LIBRARIES`` installed
+    here (found without importing them)."""
+    found: dict[str, str] = {}
+    for name in LIBRARIES:
+        spec = importlib.util.find_spec(name)
+        if spec is None:
+            continue
+        if spec.submodule_search_locations:
+            found[name] = str(Path(next(iter(spec.submodule_search_locations))).resolve())
+        elif spec.origin and spec.origin.endswith(".py"):
+            found[name] = str(Path(spec.origin).resolve())
+    return found
 
 
 @dataclass(frozen=True)
@@ -54,7 +89,7 @@ def interpreter() -> Interpreter | None:
             env={},
         )
         if probe.returncode == 0 and probe.stdout.strip() == "True":
-            return Interpreter(str(path), ("/usr",))
+            return Interpreter(str(path), ("/usr", *libraries().values()))
     return None
 
 
@@ -75,10 +110,14 @@ def root_links() -> list[str]:
     return args
 
 
-def command(mode: str, interp: Interpreter, shm_fd: int) -> list[str]:
-    python = [interp.executable, "-I", "-S", "-B", "-c", WORKER_SOURCE.read_text(), str(shm_fd)]
+def command(mode: str, interp: Interpreter) -> list[str]:
+    libs = libraries()
+    python = [
+        interp.executable, "-I", "-S", "-B", "-c", WORKER_SOURCE.read_text(), json.dumps(libs),
+    ]  # fmt: skip
     if mode == LANDLOCK:
         return python
+    binds = [arg for path in libs.values() for arg in ("--ro-bind", path, path)]
     bwrap = bwrap_path()
     if bwrap is None:
         raise FileNotFoundError("bubblewrap (bwrap) is not installed")
@@ -88,22 +127,21 @@ def command(mode: str, interp: Interpreter, shm_fd: int) -> list[str]:
         "--unshare-all", "--unshare-user", "--die-with-parent", "--new-session",
         "--clearenv", "--cap-drop", "ALL",
         "--uid", str(NOBODY), "--gid", str(NOBODY), "--hostname", "sandbox",
-        "--ro-bind", "/usr", "/usr", *root_links(),
+        "--ro-bind", "/usr", "/usr", *root_links(), *binds,
         "--dev", "/dev", "--tmpfs", "/tmp", "--chdir", "/tmp",  # noqa: S108 - its own /tmp
         "--", *python,
     ]
     # fmt: on
 
 
-def popen(mode: str, interp: Interpreter, shm_fd: int) -> subprocess.Popen[bytes]:
+def popen(mode: str, interp: Interpreter) -> subprocess.Popen[bytes]:
     """Start a worker; its stdin/stdout are the channel. Raises OSError."""
     drop = os.geteuid() == 0  # never run a snippet as root, even inside a namespace
     return subprocess.Popen(
-        command(mode, interp, shm_fd),
+        command(mode, interp),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
-        pass_fds=(shm_fd,),
         close_fds=True,
         env={},
         cwd="/",

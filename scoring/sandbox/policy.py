@@ -11,9 +11,10 @@ right by itself. The worker receives the compiled BPF program and loads it with 
 
 The filter allows by default and refuses (EPERM) what a scoring function never needs
 and an escape would: sockets, new processes and exec, ptrace and other processes'
-memory, signals to other processes, opening files for writing and changing the
-filesystem, and kernel interfaces with a history of holes (bpf, io_uring, userfaultfd,
-perf, keyrings, mounts, namespaces). Denying by name keeps Python working unchanged;
+memory, signals to other processes, System V and POSIX IPC (host-wide without an IPC
+namespace), opening files for writing and changing the filesystem, and kernel
+interfaces with a history of holes (bpf, io_uring, userfaultfd, perf, keyrings, mounts,
+namespaces). Denying by name keeps Python working unchanged;
 the namespaces, Landlock and the resource limits stand behind it.
 """
 
@@ -50,6 +51,12 @@ DENIED = (
     "lsetxattr", "fsetxattr", "removexattr", "lremovexattr", "fremovexattr",
     "memfd_create", "memfd_secret", "name_to_handle_at", "open_by_handle_at",
     "inotify_init", "inotify_init1", "fanotify_init",
+    # inter-process communication outside the worker: System V shared memory, message
+    # queues and semaphores are host-wide where there is no IPC namespace (the Landlock
+    # fallback), POSIX message queues likewise; both modes refuse them alike
+    "shmget", "shmat", "shmdt", "shmctl", "msgget", "msgsnd", "msgrcv", "msgctl",
+    "semget", "semop", "semtimedop", "semctl", "ipc",
+    "mq_open", "mq_unlink", "mq_timedsend", "mq_timedreceive", "mq_notify", "mq_getsetattr",
     # kernel interfaces a scoring function has no use for
     "bpf", "perf_event_open", "userfaultfd", "io_uring_setup", "io_uring_enter",
     "io_uring_register", "keyctl", "add_key", "request_key", "personality", "syslog",

@@ -6,15 +6,18 @@ Its life:
 
 1. fd 0 and 1 are the channel (length-prefixed JSON frames); they are moved aside and
    0, 1, 2 are pointed at /dev/null opened read-only, so the snippet's reads see nothing
-   and its writes fail; ``print`` goes to a sink that refuses more than a cap. The one
-   argument is the fd of a small shared memory where the worker notes which attempt it
-   is on and since when, so the parent can kill it at the deadline without its help.
+   and its writes fail; ``print`` goes to a sink that refuses more than a cap.
 2. The setup frame: the snippet's code and the limits. Resource limits, then Landlock
    (required in the fallback, extra in bubblewrap), then the seccomp filter (a BPF
    program the parent compiled with libseccomp) are applied *before* any snippet code
-   runs, so every line of it, the module's top level included, runs confined.
-3. Batches: one frame in (about 1,000 attempts), one frame out (their results). Each
-   attempt runs under a SIGALRM timer; a snippet that defeats it is killed by the parent.
+   runs, so every line of it, the module's top level included, runs confined. Then
+   ``["loading"]`` (the top level starts now), the top level, and ``["ready"]`` or
+   ``["fatal", text]``.
+3. Batches: one frame in (``[flush_ms, attempts]``, about 1,000 attempts), then
+   ``["part", answers]`` whenever ``flush_ms`` has passed since the last frame out (so the
+   parent knows roughly where the worker is) and ``["done", answers, cpu, retire]`` at the
+   end. Each attempt runs under a SIGALRM timer; the parent kills a worker that runs
+   past its own deadlines, whatever this code or the snippet reports.
 
 Everything this worker sends is re-checked by the parent: the snippet shares this
 interpreter and could replace any of this code. What the checks here buy is speed and
@@ -25,25 +28,26 @@ snippet that patches ``builtins`` or ``json`` does not break the next attempt.
 
 import builtins
 import ctypes
+import importlib.util
 import json
 import json.decoder
 import json.encoder
 import math
-import mmap
 import os
 import resource
 import signal
 import struct
 import sys
 import time
+from collections.abc import Mapping as _Mapping
+from typing import Any as _Any
 
 # --- references kept before any snippet runs --------------------------------------------
 _read, _write, _close, _dup, _dup2, _open = os.read, os.write, os.close, os.dup, os.dup2, os.open
-_monotonic_ns, _perf = time.monotonic_ns, time.perf_counter
+_perf = time.perf_counter
 _setitimer, _ITIMER_REAL = signal.setitimer, signal.ITIMER_REAL
 _pack_header, _unpack_header = struct.Struct("!I").pack, struct.Struct("!I").unpack
-_progress = struct.Struct("<qqq")
-_type, _len, _str, _isfinite = type, len, str, math.isfinite
+_type, _len, _str, _isfinite, _isinstance = type, len, str, math.isfinite, isinstance
 _zip, _enumerate, _min, _memoryview, _hasattr, _any = zip, enumerate, min, memoryview, hasattr, any
 _OSError = OSError
 _dict, _list, _int, _float, _bool, _none = dict, list, int, float, bool, type(None)
@@ -167,7 +171,8 @@ def load_seccomp(program):
 
 # Landlock access rights (linux/landlock.h), by the ABI version that added them.
 _FS_RIGHTS = {1: (1 << 13) - 1, 2: 1 << 13, 3: 1 << 14, 5: 1 << 15}
-_READ = (1 << 2) | (1 << 3)  # READ_FILE | READ_DIR
+_READ_FILE = 1 << 2
+_READ = _READ_FILE | (1 << 3)  # READ_FILE | READ_DIR
 _NET_RIGHTS = (1 << 0) | (1 << 1)  # BIND_TCP | CONNECT_TCP (ABI 4)
 _SCOPES = (1 << 0) | (1 << 1)  # ABSTRACT_UNIX_SOCKET | SIGNAL (ABI 6)
 
@@ -190,7 +195,8 @@ def load_landlock(read_paths):
             fd = _open(path, os.O_PATH | os.O_CLOEXEC)
         except OSError:
             continue  # not on this machine
-        rule = struct.pack("<Qi", _READ, fd)  # struct landlock_path_beneath_attr (packed)
+        rights = _READ if os.path.isdir(path) else _READ_FILE  # a file has no READ_DIR
+        rule = struct.pack("<Qi", rights, fd)  # struct landlock_path_beneath_attr (packed)
         result = _syscall(SYS_landlock_add_rule, ruleset, 1, rule, 0)
         _close(fd)
         if result != 0:
@@ -254,21 +260,22 @@ def check_plain(value, budget):
 
 # --- running ----------------------------------------------------------------------------
 class SolverOutput:
-    """What the solver produced: ``.output`` (text) and ``.messages`` (a list)."""
+    """What the solver produced: ``.output`` (text) and ``.messages`` (a list); and the
+    attempt's five metrics as ``.metrics`` (a dict)."""
 
-    __slots__ = ("messages", "output")
+    __slots__ = ("messages", "metrics", "output")
 
-    def __init__(self, output, messages):
-        self.output, self.messages = output, messages
+    def __init__(self, output, messages, metrics=None):
+        self.output, self.messages, self.metrics = output, messages, metrics
 
     def __repr__(self):
         return f"SolverOutput(output={self.output!r}, messages={self.messages!r})"
 
 
 class Runner:
-    def __init__(self, setup, shm):
+    def __init__(self, setup, channel):
         self.setup = setup
-        self.shm = shm
+        self.channel = channel
         self.timeout_s = setup["timeout_ms"] / 1000.0
         self.max_result = setup["max_result"]
         self.sink = Sink(setup["max_print"])
@@ -278,24 +285,33 @@ class Runner:
         self.retire = False
         self.builtins = _dict(builtins.__dict__)  # as they were before the snippet ran
 
-    def note(self, seq, index):
-        _progress.pack_into(self.shm, 0, seq, index, _monotonic_ns())
-
     def load(self, code):
         """Run the module's top level; return None or the fatal error's text."""
-        namespace = {"__name__": "snippet", "__builtins__": builtins}
-        self.note(-1, 0)
+        # The reference's annotations (`sample: dict[str, Any]`, `solver_output:
+        # SolverOutput`) are evaluated at `def` time without `from __future__ import
+        # annotations`: both names are defined, so the signatures run as written.
+        namespace = {
+            "__name__": "snippet",
+            "__builtins__": builtins,
+            "SolverOutput": SolverOutput,
+            "Any": _Any,
+        }
+        self.namespace = namespace
+        try:
+            compiled = compile(code, "<snippet>", "exec")
+        except SyntaxError as exc:
+            return f"line {exc.lineno}: {exc.msg}"
+        except _BaseException as exc:
+            return f"the code cannot be compiled: {_describe(exc)}"
+        self.channel.send(["loading"])  # the parent's clock for the top level starts
         try:
             try:
-                compiled = compile(code, "<snippet>", "exec")
                 _setitimer(_ITIMER_REAL, self.timeout_s)
                 exec(compiled, namespace)  # noqa: S102 - confined: this is the sandbox
             finally:
                 _setitimer(_ITIMER_REAL, 0)
         except _Timeout:
             return f"the module's top-level code ran past {self.setup['timeout_ms']} ms"
-        except SyntaxError as exc:
-            return f"line {exc.lineno}: {exc.msg}"
         except _BaseException as exc:
             return f"the module's top-level code raised {_describe(exc)}"
         function = namespace.get("compute_scores")
@@ -304,17 +320,25 @@ class Runner:
         self.function = function
         return None
 
-    def run_batch(self, seq, items):
+    def run_batch(self, items, flush_s):
+        """The answers not yet sent; sends ``["part", ...]`` whenever ``flush_s`` has
+        passed since the last frame, so the attempt under way started less than
+        ``flush_s`` after the parent last heard from this worker."""
         results = []
-        for index, item in _enumerate(items):
+        last = _perf()
+        remaining = _len(items)
+        for item in items:
             if self.retire:
                 break  # the rest goes to a fresh worker
-            self.note(seq, index)
             answer = self.run_one(item)
             if answer[1] != "0":  # a failure: undo what it may have done to builtins
                 self.restore_builtins()
             results.append(answer)
-        self.note(seq, _len(items))
+            remaining -= 1
+            if remaining and _perf() - last >= flush_s:
+                self.channel.send_text(f'["part",[{",".join(results)}]]')
+                results = []
+                last = _perf()
         self.restore_builtins()
         return results
 
@@ -327,12 +351,14 @@ class Runner:
 
     def run_one(self, item):
         """One attempt's answer, as JSON text: [0, result, ms] or [1, error, ms]."""
-        sample = item[0]
-        sample = _dict(sample) if _type(sample) is _dict else {}
-        for key, value in _zip(METRIC_KEYS, item[1], strict=False):
-            if key not in sample:
-                sample[key] = value
-        args = (sample,) if self.arity == 1 else (sample, SolverOutput(item[2], item[3]))
+        sample = item[0]  # exactly the attempt's row (legacy setups get it merged upstream)
+        sample = sample if _type(sample) is _dict else {}
+        metrics = _dict(_zip(METRIC_KEYS, item[1], strict=False))
+        self.namespace["attempt_metrics"] = metrics
+        if self.arity == 1:
+            args = (sample,)
+        else:
+            args = (sample, SolverOutput(item[2], item[3], metrics))
         sink = self.sink
         sink.used = 0
         started = _perf()
@@ -342,6 +368,8 @@ class Runner:
                 result = self.function(*args)
                 if self.loop is not None:
                     result = self.loop.run_until_complete(result)
+                if _type(result) is not _dict and _isinstance(result, _Mapping):
+                    result = _plain_mapping(result)  # any Mapping; its items() is timed too
             finally:
                 _setitimer(_ITIMER_REAL, 0)
             took = (_perf() - started) * 1000.0
@@ -371,6 +399,17 @@ class Runner:
             return _error(_describe(exc), started)
 
 
+def _plain_mapping(result):
+    """A Mapping result (an OrderedDict, a MappingProxy…) as a dict, and its "scores"
+    and "metadata" too when they are Mappings."""
+    out = _dict(result.items())
+    for key in ("scores", "metadata"):
+        inner = out.get(key)
+        if _type(inner) is not _dict and _isinstance(inner, _Mapping):
+            out[key] = _dict(inner.items())
+    return out
+
+
 def _error(text, started):
     return _encode([1, text, (_perf() - started) * 1000.0])
 
@@ -383,19 +422,38 @@ def _describe(exc):
     return text[:2000]
 
 
+class LibraryFinder:
+    """Resolves the allowed third-party libraries (name → package directory or module
+    file, from the parent) and nothing else: no site-packages is on the path."""
+
+    def __init__(self, paths):
+        self.paths = paths
+
+    def find_spec(self, name, path=None, target=None):
+        where = self.paths.get(name) if "." not in name else None
+        if where is None:
+            return None  # submodules resolve through their package's __path__
+        if where.endswith(".py"):
+            return importlib.util.spec_from_file_location(name, where)
+        return importlib.util.spec_from_file_location(
+            name, where + "/__init__.py", submodule_search_locations=[where]
+        )
+
+
 def main():
+    if _len(sys.argv) > 1:  # the libraries a snippet may import (launch.libraries)
+        sys.meta_path.append(LibraryFinder(json.loads(sys.argv[1])))
     # The channel, moved aside; the snippet's stdin/stdout/stderr lead nowhere.
     channel = Channel(_dup(0), _dup(1))
     null = _open("/dev/null", os.O_RDONLY)
     for fd in (0, 1, 2):
         _dup2(null, fd)
     _close(null)
-    shm = mmap.mmap(int(sys.argv[1]), _progress.size)
     _prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     setup = channel.receive()
     if setup is None:
         return
-    runner = Runner(setup, shm)
+    runner = Runner(setup, channel)
     sys.stdout = sys.stderr = runner.sink
     sys.stdin = None
     signal.signal(signal.SIGALRM, _on_alarm)
@@ -425,10 +483,11 @@ def main():
         batch = channel.receive()
         if batch is None:
             return  # the parent closed the channel: done
-        answers = ",".join(runner.run_batch(batch[0], batch[1]))
+        answers = ",".join(runner.run_batch(batch[1], batch[0] / 1000.0))
         usage = _getrusage(_RUSAGE_SELF)
         cpu = usage.ru_utime + usage.ru_stime
-        channel.send_text(f"[[{answers}],{cpu!r},{'true' if runner.retire else 'false'}]")
+        retire = "true" if runner.retire else "false"
+        channel.send_text(f'["done",[{answers}],{cpu!r},{retire}]')
         if runner.retire:
             return
 

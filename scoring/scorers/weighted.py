@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from scoring.engine.config import schema_defaults
 from scoring.engine.protocol import AttemptMetrics, ScoringContext, ScoringResult
 
 _MAX_WEIGHT = 1e9  # keeps every term finite for any int64 metric
@@ -48,14 +49,23 @@ class WeightedScorer:
         },
     }
 
+    @classmethod
+    def _weights(cls, config: dict[str, Any]) -> tuple[float, float, float, float]:
+        """The four weights; a key the config lacks takes its default (the guide's rule:
+        a scorer called directly, e.g. in an author's test, may get a partial config)."""
+        get = config.get
+        return (
+            float(get("success_bonus", DEFAULTS["success_bonus"])),
+            float(get("rating_weight", DEFAULTS["rating_weight"])),
+            float(get("time_penalty", DEFAULTS["time_penalty"])),
+            float(get("token_penalty", DEFAULTS["token_penalty"])),
+        )
+
     def score_many(
         self, items: Sequence[tuple[AttemptMetrics, ScoringContext]], config: dict[str, Any]
     ) -> list[ScoringResult]:
         """The same formula over a batch (a rescore scores a million attempts)."""
-        bonus_w = float(config["success_bonus"])
-        rating_w = float(config["rating_weight"])
-        time_w = float(config["time_penalty"])
-        token_w = float(config["token_penalty"])
+        bonus_w, rating_w, time_w, token_w = self._weights(config)
         results: list[ScoringResult] = []
         append = results.append
         for metrics, _ in items:
@@ -79,10 +89,11 @@ class WeightedScorer:
     def score(
         self, metrics: AttemptMetrics, config: dict[str, Any], ctx: ScoringContext
     ) -> ScoringResult:
-        bonus = float(config["success_bonus"]) if metrics.succeeded else 0.0
-        rating_part = (metrics.rating or 0) * float(config["rating_weight"])
-        time_part = (metrics.elapsed_ms or 0) / 1000.0 * float(config["time_penalty"])
-        token_part = (metrics.tokens_total or 0) * float(config["token_penalty"])
+        bonus_w, rating_w, time_w, token_w = self._weights(config)
+        bonus = bonus_w if metrics.succeeded else 0.0
+        rating_part = (metrics.rating or 0) * rating_w
+        time_part = (metrics.elapsed_ms or 0) / 1000.0 * time_w
+        token_part = (metrics.tokens_total or 0) * token_w
         total = bonus + rating_part - time_part - token_part
         details: dict[str, Any] = {
             "success_bonus": bonus,
@@ -93,3 +104,6 @@ class WeightedScorer:
         if total < 0:
             details["clamped_from"] = total
         return {"score": max(total, 0.0), "details": details}
+
+
+DEFAULTS: dict[str, float] = schema_defaults(WeightedScorer.config_schema)

@@ -22,12 +22,40 @@
   Chart.defaults.borderColor = line;
   Chart.defaults.font.family = getComputedStyle(document.body).fontFamily || "system-ui, sans-serif";
 
-  function day(ms) {
-    return new Date(ms).toISOString().slice(0, 16).replace("T", " ");
+  // Time ticks as precise as the span needs, so attempts within one minute do not all
+  // read "2026-01-01 10:00": seconds under two minutes, minutes under two days, else days.
+  function timeFormat(span) {
+    if (span < 2 * 60 * 1000) return function (ms) { return new Date(ms).toISOString().slice(11, 19); };
+    if (span < 2 * 86400 * 1000) return function (ms) { return new Date(ms).toISOString().slice(5, 16).replace("T", " "); };
+    return function (ms) { return new Date(ms).toISOString().slice(0, 10); };
+  }
+  // A tick callback that never repeats the label of the tick before it.
+  function timeTicks(min, max) {
+    var format = timeFormat(max - min);
+    return function (value, index, ticks) {
+      var label = format(value);
+      return index > 0 && format(ticks[index - 1].value) === label ? "" : label;
+    };
+  }
+  function bounds(series, axis) {
+    var xs = [];
+    series.forEach(function (s) { s.points.forEach(function (p) { xs.push(p[axis]); }); });
+    return xs.length ? [Math.min.apply(null, xs), Math.max.apply(null, xs)] : null;
   }
 
   function draw(data) {
     var dist = data.distribution || { labels: [], counts: [] };
+    var top = data.top || [];
+    var span = bounds(top, "x");
+    var yspan = bounds(top, "y");
+    if (!dist.counts.length || !span) {
+      // Nothing counted yet: no empty frames, no axes from 1970, a sentence instead.
+      section.classList.add("charts--empty");
+      status.textContent = "No charts yet: they appear once someone has a counted attempt.";
+      section.dataset.drawn = "true";
+      return;
+    }
+    var phone = window.matchMedia("(max-width: 40rem)").matches;
     new Chart(document.getElementById("chart-distribution"), {
       type: "bar",
       data: {
@@ -48,7 +76,7 @@
     new Chart(document.getElementById("chart-top"), {
       type: "line",
       data: {
-        datasets: (data.top || []).map(function (series, i) {
+        datasets: top.map(function (series, i) {
           var colour = palette[i % palette.length];
           return { label: series.label, data: series.points, stepped: true,
                    borderColor: colour, backgroundColor: colour, pointRadius: 2 };
@@ -58,17 +86,20 @@
         maintainAspectRatio: false,
         animation: false,
         parsing: false,
-        plugins: { legend: { position: "bottom", labels: { boxWidth: 12 } } },
+        plugins: { legend: { position: "bottom", display: !phone || top.length <= 5,
+                             labels: { boxWidth: 10, font: { size: phone ? 10 : 12 } } } },
         scales: {
-          x: { type: "linear", title: { display: true, text: "Attempt time (UTC)" },
-               ticks: { callback: function (v) { return day(v); }, maxTicksLimit: 5 } },
+          // The axis ends at the newest attempt (no empty stretch after it).
+          x: { type: "linear", min: span[0], max: span[1] > span[0] ? span[1] : span[0] + 1000,
+               title: { display: true, text: "Attempt time (UTC)" },
+               ticks: { callback: timeTicks(span[0], span[1]), maxTicksLimit: phone ? 3 : 5,
+                        maxRotation: 0 } },
           y: { title: { display: true, text: data.axis || "Value" },
-               ticks: data.time_axis ? { callback: function (v) { return day(v); } } : {} }
+               ticks: data.time_axis ? { callback: timeTicks(yspan[0], yspan[1]) } : {} }
         }
       }
     });
-    var empty = !dist.counts.length;
-    status.textContent = empty ? "The charts fill in once someone has a counted attempt." : "";
+    status.textContent = "";
     section.dataset.drawn = "true";
   }
 

@@ -8,11 +8,18 @@ from __future__ import annotations
 
 import os
 import shutil
+from pathlib import Path
 
 import pytest
 from django.db import connections
 
 CHROMIUM = os.environ.get("PODIUM_CHROMIUM", "/usr/bin/chromium")
+# Screenshots of every browser test, git-ignored with the rest of var/.
+ARTIFACTS = Path(
+    os.environ.get(
+        "PODIUM_ARTIFACTS_DIR", Path(__file__).resolve().parents[2] / "var" / "artifacts"
+    )
+)
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
 
 

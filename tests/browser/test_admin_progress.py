@@ -8,11 +8,15 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from challenges import rescoring
 from challenges.models import RescoreJob
+from challenges.rescoring import jobs as rescoring
+from challenges.setup import services as setup_services
 from tests.factories import attempt_input, make_challenge, record
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.django_db(transaction=True),
+]
 Status = RescoreJob.Status
 
 
@@ -29,7 +33,7 @@ def test_challenge_page_shows_live_progress_of_a_queued_job(page, live_server, a
     monkeypatch.setattr(rescoring, "_send", lambda job: None)
     challenge = make_challenge(scoring_strategy="fastest")
     record(challenge, attempt_input("a", elapsed_ms=5), attempt_input("b", elapsed_ms=7))
-    job = rescoring.rescore_start(challenge=challenge)
+    job = setup_services.challenge_rescore(challenge=challenge)
     assert job.status == Status.QUEUED
 
     log_in(page, live_server, username="admin", password="pw")

@@ -8,18 +8,16 @@ Screenshots of the form and the preview are kept under ``var/artifacts/`` (git-i
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
-from django.conf import settings
 from django.contrib.auth.models import Group, Permission
 
-from challenges.demo import seed_demo
 from challenges.models import Attempt, Challenge, RescoreJob
+from challenges.transfer.demo import seed_demo
+from tests.browser.conftest import ARTIFACTS
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-ARTIFACTS = Path(os.environ.get("PODIUM_ARTIFACTS_DIR", settings.BASE_DIR / "var" / "artifacts"))
 
 
 def log_in(page, live_server, *, username: str, password: str) -> None:

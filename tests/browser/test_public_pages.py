@@ -3,25 +3,26 @@ expands to its breakdown, search narrows the table, the live refresh picks up an
 recorded through the API, the charts are drawn, and nothing logs a console error.
 
 Screenshots of the list and of a challenge page, at desktop and phone width (and in dark
-mode), are saved under ``artifacts/screenshots/`` (git-ignored; PODIUM_ARTIFACTS moves it).
+mode), are saved under ``var/artifacts/screenshots/`` (git-ignored; PODIUM_ARTIFACTS_DIR moves
+it).
 """
 
 from __future__ import annotations
 
 import json
-import os
-from pathlib import Path
 
 import pytest
 from rest_framework.authtoken.models import Token
 
+from tests.browser.conftest import ARTIFACTS
 from tests.factories import WEIGHTED_SEED, attempt_input, make_challenge, record
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.django_db(transaction=True),
+]
 
-ARTIFACTS = Path(
-    os.environ.get("PODIUM_ARTIFACTS", Path(__file__).resolve().parents[2] / "artifacts")
-)
+
 DESKTOP = {"width": 1280, "height": 900}
 PHONE = {"width": 390, "height": 844}
 

@@ -9,7 +9,8 @@ import logging
 
 import pytest
 
-from challenges import rescoring, services
+from challenges.rescoring import jobs as rescoring
+from challenges.setup import services as setup_services
 from config.logging import TextFormatter, json_formatter
 from scoring.registry import registry
 from tests.factories import WEIGHTED_SEED, attempt_input, make_challenge, record
@@ -38,7 +39,7 @@ def test_rescore_events_as_json_lines():
         setup = {k: v for k, v in WEIGHTED_SEED.items() if k != "name"}
         challenge = make_challenge(**setup)
         record(challenge, attempt_input("a", rating=5, output="private model output"))
-        update = services.challenge_update(
+        update = setup_services.challenge_update(
             challenge=challenge, data={"scoring_config": {"success_bonus": 5.0}}
         )
         rescoring.job_run_inline(job=update.job)

@@ -105,7 +105,7 @@ def test_attempts_are_rate_limited_per_token(integration_api, admin_api, setting
     challenge = make_challenge()
     rates = dict(api_settings.DEFAULT_THROTTLE_RATES)
     monkey = {**rates, "attempts": "3/min"}
-    from challenges.throttles import AttemptsThrottle
+    from challenges.api.throttles import AttemptsThrottle
 
     original = AttemptsThrottle.THROTTLE_RATES
     AttemptsThrottle.THROTTLE_RATES = monkey

@@ -42,10 +42,14 @@ def test_env_list_and_json(monkeypatch):
             env_json_dict("X_PLUGINS", {})
 
 
-def test_check_reports_a_broken_plugin(settings):
+def test_check_warns_about_a_broken_plugin_and_goes_on(settings, capsys):
+    # A broken plugin never takes the site down (issue 20): a warning, not an error.
     settings.SCORING_PLUGINS = {"acme.broken": "tests.plugins:NotAScorer"}
+    call_command("check")
+    err = capsys.readouterr().err
+    assert "acme.broken" in err and "podium.W002" in err
     with pytest.raises(SystemCheckError, match=r"acme\.broken"):
-        call_command("check")
+        call_command("check", fail_level="WARNING")
 
 
 def test_check_passes_with_a_good_plugin(settings):

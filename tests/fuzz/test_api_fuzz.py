@@ -19,6 +19,7 @@ from schemathesis.specs.openapi.checks import (  # noqa: E402
     status_code_conformance,
 )
 
+from challenges.setup import services as setup_services  # noqa: E402
 from tests.factories import WEIGHTED_SEED, attempt_input, make_challenge, record  # noqa: E402
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -38,14 +39,14 @@ def seeded(admin):
     """A few rows, so generated ids sometimes hit something real."""
     from rest_framework.authtoken.models import Token
 
-    from challenges import services
-
     first = make_challenge(name="Fuzz one", scoring_strategy="fastest")
     weighted = {k: v for k, v in WEIGHTED_SEED.items() if k != "name"}
     second = make_challenge(name="Fuzz two", **weighted)
     for c in (first, second):
         record(c, attempt_input("p1", elapsed_ms=10, rating=3), attempt_input("p2", rating=5))
-    services.challenge_update(challenge=second, data={"scoring_config": {"rating_weight": 1.0}})
+    setup_services.challenge_update(
+        challenge=second, data={"scoring_config": {"rating_weight": 1.0}}
+    )
     return Token.objects.get_or_create(user=admin)[0].key
 
 

@@ -30,6 +30,8 @@ from django.db import connection
 QUEUE = f"podium-realworker-{uuid.uuid4().hex[:12]}"
 WORKER_NAME = f"{QUEUE}@{socket.gethostname()}"
 CHUNK = 25  # small chunks: a job of a few hundred attempts spans many tasks
+STALL_S = 3  # the watchdog resumes a job silent this long (60 s in production)
+WATCHDOG_EVERY_S = 1
 PLUGINS = {"t.slow": "tests.plugins:SlowTokens", "t.tokens": "tests.plugins:TokensScorer"}
 START_TIMEOUT_S = 40.0
 IDLE_TIMEOUT_S = 40.0
@@ -144,6 +146,9 @@ class Worker:
             "--without-gossip",
             "--without-mingle",
             "--without-heartbeat",
+            # Embedded beat: the rescore watchdog, every WATCHDOG_EVERY_S here.
+            "--beat",
+            f"--schedule={self.log_path.parent / 'celerybeat-schedule'}",
         ]
         with open(self.log_path, "ab") as log:
             log.write(f"\n===== worker start #{self.starts + 1} =====\n".encode())
@@ -251,6 +256,8 @@ def _realworker(django_db_setup, django_db_blocker):
         CELERY_TASK_DEFAULT_QUEUE=QUEUE,
         SCORING_PLUGINS=json.dumps(PLUGINS),
         PODIUM_SCORING_CHUNK=str(CHUNK),
+        PODIUM_RESCORE_STALL_S=str(STALL_S),
+        PODIUM_WATCHDOG_EVERY_S=str(WATCHDOG_EVERY_S),
         PYTHONUNBUFFERED="1",
     )
     log_dir = Path(tempfile.mkdtemp(prefix="podium-realworker-"))

@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 import pytest
 from django.db import OperationalError, connection, transaction
 
-from challenges import rescoring, services
+from challenges.ingestion import services
 from challenges.models import (
     Attempt,
     AttemptScore,
@@ -28,6 +28,7 @@ from challenges.models import (
     RescoreJob,
     ScoringVersion,
 )
+from challenges.setup import services as setup_services
 from challenges.tasks import rescore_chunk, rescore_dispatch, rescore_resume
 from tests.factories import attempt_input, attempts_url, leaderboard_url, make_challenge, record
 
@@ -102,7 +103,7 @@ def challenge_with_attempts(n: int) -> Challenge:
 
 def switch_to_slow(challenge: Challenge, *, scale: float, sleep_ms: int = 20) -> RescoreJob:
     """Change the scoring setup (a new version, its job sent to the worker on commit)."""
-    update = services.challenge_update(
+    update = setup_services.challenge_update(
         challenge=challenge,
         data={
             "scoring_strategy": "custom",
@@ -275,12 +276,12 @@ def test_a_newer_rescore_supersedes_an_older_one_mid_run(worker, anon_api):
 
 def test_two_rescores_started_at_once_the_newer_wins(worker):
     challenge = challenge_with_attempts(60)
-    services.challenge_update(
+    setup_services.challenge_update(
         challenge=challenge,
         data={"scoring_strategy": "custom", "scoring_plugin_id": "t.slow"},
     )  # version 2 and its job; then two rescores back to back, before any task has run:
-    first = rescoring.rescore_start(challenge=challenge)  # version 3
-    second = rescoring.rescore_start(challenge=challenge)  # version 4
+    first = setup_services.challenge_rescore(challenge=challenge)  # version 3
+    second = setup_services.challenge_rescore(challenge=challenge)  # version 4
     second = wait_finished(second.pk)
     worker.wait_idle()
     assert second.status == Status.SUCCEEDED, job_state(second.pk)

@@ -108,6 +108,8 @@ class _ImportSpy:
 
 
 def test_verify_never_imports_the_given_string(registry, monkeypatch):
+    for name in [n for n in sys.modules if n == "services" or n.startswith("services.")]:
+        monkeypatch.delitem(sys.modules, name)  # a ported plugin loaded earlier imported it
     spy = _ImportSpy({"podium_spy_mod", "nope"})
     monkeypatch.setattr(sys, "meta_path", [spy, *sys.meta_path])
     calls: list[str] = []
@@ -208,9 +210,14 @@ def test_register_mapping(registry):
 
 
 def test_register_mapping_cannot_hijack_a_builtin(registry):
-    with pytest.raises(RegistryError):
-        registry.register_mapping({WEIGHTED_ID: "tests.plugins:Constant"})
+    # Refused and noted (a warning at start-up), never raised: the site still starts.
+    registry.register_mapping({WEIGHTED_ID: "tests.plugins:Constant"})
     assert registry.entrypoint_for(WEIGHTED_ID) == WEIGHTED_ENTRYPOINT
+    assert registry.load(WEIGHTED_ID).__name__ == "WeightedScorer"
+    [(entrypoint, why)] = registry.refused().values()
+    assert entrypoint == "tests.plugins:Constant" and "refusing" in why
+    with pytest.raises(RegistryError):
+        registry.register(WEIGHTED_ID, "tests.plugins:Constant")  # directly: an error
 
 
 def test_register_entry_points(registry, monkeypatch):
@@ -238,9 +245,9 @@ def test_register_entry_points_cannot_hijack_a_builtin(registry, monkeypatch):
         "entry_points",
         lambda *, group: [SimpleNamespace(name=WEIGHTED_ID, value="tests.plugins:Constant")],
     )
-    with pytest.raises(RegistryError):
-        registry.register_entry_points()
+    registry.register_entry_points()  # refused and noted, never raised (issue 20)
     assert registry.entrypoint_for(WEIGHTED_ID) == WEIGHTED_ENTRYPOINT
+    assert [e for e, _ in registry.refused().values()] == ["tests.plugins:Constant"]
 
 
 # -- temporarily -----------------------------------------------------------------------

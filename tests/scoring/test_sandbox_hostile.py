@@ -14,6 +14,7 @@ import os
 import re
 import socket
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -24,6 +25,7 @@ from scoring.engine.outcome import Outcome
 from scoring.engine.protocol import AttemptMetrics, ScoringContext
 from scoring.engine.snippet import AttemptPayload, SnippetInvalid, SnippetScorer, SnippetSetup
 from scoring.sandbox import launch
+from scoring.sandbox import run as run_module
 from scoring.sandbox.pool import SandboxPool
 
 pytestmark = pytest.mark.slow
@@ -228,6 +230,72 @@ CASES = [
         "import ctypes",
         r"execv refused",
     ),
+    # -- inter-process communication (issue 12, finding 7: the fallback left System V IPC
+    # open, so a host-wide segment outlived the snippet and another challenge read it) --
+    (
+        "sysv-shmget",
+        """
+        libc = ctypes.CDLL(None, use_errno=True)
+        ident = libc.shmget(0x50D1A, 4096, 0o1666)  # IPC_CREAT | 0666
+        if ident == -1:
+            raise OSError(ctypes.get_errno(), 'shmget refused')
+        libc.shmctl(ident, 0, None)  # IPC_RMID: leave nothing behind on the host
+        raise RuntimeError('shmget allowed')
+        """,
+        "import ctypes",
+        r"\[Errno 1\] shmget refused",
+    ),
+    (
+        "sysv-shmat-existing",
+        """
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.shmat.restype = ctypes.c_void_p
+        for ident in range(64):
+            if libc.shmat(ident, None, 0) not in (None, ctypes.c_void_p(-1).value):
+                raise RuntimeError(f'attached segment {{ident}}')
+        raise OSError(ctypes.get_errno(), 'shmat refused')
+        """,
+        "import ctypes",
+        r"\[Errno 1\] shmat refused",
+    ),
+    (
+        "sysv-msgget",
+        """
+        libc = ctypes.CDLL(None, use_errno=True)
+        ident = libc.msgget(0x50D1B, 0o1666)
+        if ident == -1:
+            raise OSError(ctypes.get_errno(), 'msgget refused')
+        libc.msgctl(ident, 0, None)
+        raise RuntimeError('msgget allowed')
+        """,
+        "import ctypes",
+        r"\[Errno 1\] msgget refused",
+    ),
+    (
+        "sysv-semget",
+        """
+        libc = ctypes.CDLL(None, use_errno=True)
+        ident = libc.semget(0x50D1C, 1, 0o1666)
+        if ident == -1:
+            raise OSError(ctypes.get_errno(), 'semget refused')
+        libc.semctl(ident, 0, 0)
+        raise RuntimeError('semget allowed')
+        """,
+        "import ctypes",
+        r"\[Errno 1\] semget refused",
+    ),
+    (
+        "posix-mq-open",
+        """
+        libc = ctypes.CDLL(None, use_errno=True)
+        queue = libc.mq_open(b'/podium-hostile', os.O_RDONLY)
+        if queue == -1:
+            raise OSError(ctypes.get_errno(), 'mq_open refused')
+        raise RuntimeError('mq_open allowed')
+        """,
+        "import ctypes, os",
+        r"\[Errno 1\] mq_open refused",
+    ),
     # -- time --
     ("busy-loop", "while True:\n    pass", "", r"timed out after 1000 ms"),
     (
@@ -291,7 +359,9 @@ CASES = [
     ("read-stdin", "return {{'score': len(sys.stdin.read())}}", "import sys", r"Error"),
     # -- what comes back --
     ("return-50mb", "return {{'score': 1.0, 'blob': 'x' * (50 * 1024 * 1024)}}", "", r"too large"),
-    ("return-million-keys", "return {{f'k{{i}}': 1.0 for i in range(10 ** 6)}}", "", r"too large"),
+    # 100,000 keys: 70 times the result limit, built well within the 1 s timeout even on a
+    # loaded 2-core machine (a million took 2 s there and timed out before the check).
+    ("return-100k-keys", "return {{f'k{{i}}': 1.0 for i in range(10 ** 5)}}", "", r"too large"),
     ("key-rtl-override", "return {{'\\u202escore': 1.0}}", "", r"printable"),
     ("key-control-chars", "return {{'sco\\x1bre\\n': 1.0}}", "", r"printable"),
     ("return-nan", "return {{'score': float('nan')}}", "", r"not a finite number"),
@@ -469,3 +539,233 @@ def test_a_timeout_costs_its_attempt_and_the_batch_goes_on(pool):
     assert [i for i, o in enumerate(outcomes) if o.score is None] == [500]
     assert outcomes[500].error == "timed out after 1000 ms"
     assert took < 10, took  # one timeout (1 s + grace) and a fresh worker, not one per attempt
+
+
+# -- attacks on the pool itself (issue 12, findings 1 and 2, and fairness) -----------------------
+# The snippet shares the worker's interpreter, so it can find the worker's own objects with
+# ``gc`` and write to the channel. Nothing it writes may move a kill later, crash the parent,
+# or leave a worker or a slot behind; another challenge keeps scoring on time.
+SHORT_MS = 500
+
+FIND_CHANNEL = """
+import gc, os, signal, struct, time
+
+def forge(data):
+    channel = next(o for o in gc.get_objects() if type(o).__name__ == 'Channel')
+    os.write(channel.fd_out, data)
+
+def frame(payload):
+    return struct.pack('!I', len(payload)) + payload
+
+def silence():
+    signal.signal(signal.SIGALRM, signal.SIG_IGN)
+    time.sleep(30)
+"""
+
+
+@pytest.fixture
+def own_pool(request, pool):
+    """A pool of its own per test (same mode as ``pool``): one test's leak cannot spoil
+    the next one's count."""
+    fresh = SandboxPool(pool.mode, launch.interpreter(), size=2)
+    yield fresh
+    fresh.close()
+
+
+def assert_clean(pool):
+    """No worker or slot left behind: every live worker is idle and alive, no slot held."""
+    with pool._cond:
+        idle = [w for workers in pool._idle.values() for w in workers]
+        assert pool._alive == len(idle), (pool._alive, len(idle))
+    assert all(w.proc.poll() is None for w in idle)
+
+
+def busy(pool) -> int:
+    with pool._cond:
+        return pool._alive - sum(len(workers) for workers in pool._idle.values())
+
+
+def forged_run(pool, evil_body: str, timeout_ms: int = SHORT_MS, owner: str = "forger"):
+    """Score [evil, normal] with the forger's code, and meanwhile, from this thread, one
+    attempt of another challenge, which must be scored on time beside it."""
+    code = (
+        FIND_CHANNEL
+        + "\ndef compute_scores(sample):\n    if sample.get('evil'):\n"
+        + textwrap.indent(textwrap.dedent(evil_body), "        ")
+        + "\n    return {'score': 1.0}\n"
+    )
+    scorer = SnippetScorer(SnippetSetup(code, {}, "", timeout_ms, owner), pool)
+    bystander = SnippetScorer(SnippetSetup(GOOD, {}, "", SHORT_MS, "bystander"), pool)
+    item = (AttemptMetrics(True), ScoringContext())
+    box: dict = {}
+
+    def hostile():
+        started = time.monotonic()
+        box["first"] = scorer.score_many(
+            [item, item], [AttemptPayload('{"evil": true}'), AttemptPayload()]
+        )
+        box["took"] = time.monotonic() - started
+
+    thread = threading.Thread(target=hostile)
+    thread.start()
+    time.sleep(0.3)  # the forger's worker is up and at it
+    started = time.monotonic()
+    beside = bystander.score_many([item])
+    beside_took = time.monotonic() - started
+    thread.join(60)
+    assert beside == [NORMAL], beside
+    assert beside_took < SHORT_MS / 1000 + 1.0, beside_took
+    again = scorer.score_many([item], [AttemptPayload()])
+    return box["first"], again, box["took"]
+
+
+def test_forged_progress_cannot_cancel_the_timeout(own_pool):
+    """Finding 1: the snippet rewrote the worker's progress notes (its start time in the
+    future), ignored SIGALRM and slept: the parent never killed it."""
+    body = """
+    signal.signal(signal.SIGALRM, signal.SIG_IGN)
+    for runner in [o for o in gc.get_objects() if type(o).__name__ == 'Runner']:
+        notes = getattr(runner, 'shm', None)  # where the worker noted its progress
+        if notes is not None:
+            seq, index, _ = struct.unpack_from('<qqq', notes, 0)
+            runner.note = lambda *args: None
+            struct.pack_into('<qqq', notes, 0, seq, index, time.monotonic_ns() + 120 * 10**9)
+    time.sleep(20)
+    """
+    (evil, normal), again, took = forged_run(own_pool, body)
+    assert evil.score is None and "timed out" in evil.error, evil
+    assert normal == NORMAL and again == [NORMAL]
+    assert took < 6, took  # the parent's own deadline, not the snippet's 20 s
+    assert_clean(own_pool)
+
+
+def test_forged_progress_frames_gain_nothing_past_the_batch_deadline(own_pool):
+    """Progress reports come from the worker, so a snippet can forge them; each must
+    settle one of its own attempts (never the last), and however steadily they come, the
+    batch's deadline, computed by the parent when it sent the batch, holds."""
+    body = """
+    signal.signal(signal.SIGALRM, signal.SIG_IGN)
+    while True:
+        time.sleep(0.8)  # inside the per-attempt window, so only the batch deadline stops it
+        forge(frame(b'["part",[[0,{"score":7.0},1.0]]]'))
+    """
+    code = (
+        FIND_CHANNEL
+        + "\ndef compute_scores(sample):\n"
+        + textwrap.indent(textwrap.dedent(body), "    ")
+    )
+    scorer = SnippetScorer(SnippetSetup(code, {}, "", SHORT_MS, "progress"), own_pool)
+    started = time.monotonic()
+    outcomes = scorer.score_many([(AttemptMetrics(), ScoringContext())] * 6)
+    took = time.monotonic() - started
+    deadline = 6 * (SHORT_MS / 1000 * run_module.SLACK + SHORT_MS / 1000 + run_module.SLACK_S)
+    deadline += run_module.GRACE_S
+    assert took < deadline + 1.5, (took, deadline)  # the batch deadline, and a worker start
+    late = [o for o in outcomes if o.score is None]
+    assert late and all("ran past the deadline" in o.error for o in late), outcomes
+    assert all(o.score == 7.0 for o in outcomes[: len(outcomes) - len(late)])  # its own
+    assert_clean(own_pool)
+
+
+BIG = b"9" * 400
+FORGED_FRAMES = {
+    # the reply shapes of the old protocol and of this one, with a bad field
+    "time-9x400": b'[[[0,{"score":1.0},' + BIG + b"]],0.1,false]",
+    "time-9x400-part": b'["part",[[0,{"score":1.0},' + BIG + b"]]]",
+    "time-9x400-done": b'["done",[[0,{"score":1.0},' + BIG + b"]],0.1,false]",
+    "cpu-9x400": b"[[]," + BIG + b",false]",
+    "cpu-9x400-done": b'["done",[],' + BIG + b",false]",
+    "time-5000-digits": b'[[[0,{"score":1.0},' + b"9" * 5000 + b"]],0.1,false]",
+    "time-nan": b'[[[0,{"score":1.0},NaN]],0.1,false]',
+    "time-negative": b'["done",[[0,{"score":1.0},-1e308]],0.1,false]',
+    "invalid-utf8": b'["\xff\xfe"]',
+    "not-json": b"garbage",
+    "a-dict": b'{"a":1}',
+    "empty-list": b"[]",
+    "too-many-answers": b"[[[0,{},1],[0,{},1],[0,{},1]],0.1,false]",
+    "too-many-answers-done": b'["done",[[0,{},1],[0,{},1],[0,{},1]],0.1,false]',
+    "empty-progress": b'["part",[]]',
+    "deep-nesting": b"[" * 30_000 + b"]" * 30_000,
+    "ready-again": b'["ready"]',
+    "loading-again": b'["loading"]',
+    "fatal-not-text": b'["fatal",{"a":[1]}]',
+    "answer-wrong-kind": b'["done",[[7,{"score":1.0},1.0]],0.1,false]',
+    "retire-not-bool": b'["done",[],0.1,"yes"]',
+}
+
+
+@pytest.mark.parametrize("payload", FORGED_FRAMES.values(), ids=FORGED_FRAMES.keys())
+def test_forged_frames_kill_only_the_forger(own_pool, payload):
+    """Finding 2: a reply whose time field is 9 repeated 400 times raised OverflowError in
+    the parent (a 500, the slot never released); every malformed frame must instead end
+    that worker and record its attempts with a reason."""
+    body = f"forge(frame({payload!r}))\nraise RuntimeError('forged')"
+    (evil, normal), again, took = forged_run(own_pool, body)
+    assert evil.score is None and evil.error, evil
+    assert normal == NORMAL or (normal.score is None and normal.error), normal
+    assert again == [NORMAL]
+    assert took < 6, took
+    assert_clean(own_pool)
+
+
+SILENT_FRAMES = {
+    "partial-frame-then-silence": b"\x00\x00\x03\xe8" + b"[[[0,{",
+    "header-only-then-silence": b"\x00\x00",
+    "oversized-header-then-silence": b"\x7f\xff\xff\xff" + b"[",
+    "oversized-frame": b"\x04\x00\x00\x00" + b" " * 65536,
+}
+
+
+@pytest.mark.parametrize("raw", SILENT_FRAMES.values(), ids=SILENT_FRAMES.keys())
+def test_partial_and_oversized_frames_then_silence(own_pool, raw):
+    body = f"forge({raw!r})\nsilence()"
+    (evil, normal), again, took = forged_run(own_pool, body)
+    assert evil.score is None and evil.error, evil
+    assert normal == NORMAL or (normal.score is None and normal.error), normal
+    assert again == [NORMAL]
+    assert took < 6, took  # the deadline holds while a frame is half read
+    assert_clean(own_pool)
+
+
+def test_sleeping_past_the_timeout_with_sigalrm_ignored(own_pool):
+    body = "signal.signal(signal.SIGALRM, signal.SIG_IGN)\ntime.sleep(30)"
+    (evil, normal), again, took = forged_run(own_pool, body)
+    assert (evil.score, evil.error) == (None, f"timed out after {SHORT_MS} ms")
+    assert normal == NORMAL and again == [NORMAL]
+    assert took < 6, took
+    assert_clean(own_pool)
+
+
+SLOW_BUT_LEGAL = (
+    "import time\ndef compute_scores(sample):\n    time.sleep(0.3)\n    return {'s': 1.0}\n"
+)
+
+
+def test_a_hostile_challenge_beside_a_normal_one(own_pool):
+    """Fairness: a challenge whose every attempt runs just under its timeout, from as many
+    threads as the pool has workers, cannot take every worker: an attempt of another
+    challenge is scored within its own timeout plus a second."""
+    pool = own_pool
+    hostile = SnippetScorer(SnippetSetup(SLOW_BUT_LEGAL, {}, "", 400, "hostile-busy"), pool)
+    normal = SnippetScorer(SnippetSetup(GOOD, {}, "", SHORT_MS, "normal"), pool)
+    item = (AttemptMetrics(), ScoringContext())
+    answers: list = []
+    threads = [
+        threading.Thread(target=lambda: answers.append(hostile.score_many([item] * 10)))
+        for _ in range(pool.size)
+    ]
+    for thread in threads:
+        thread.start()
+    deadline = time.monotonic() + 5
+    while busy(pool) == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.8)  # the hostile runs have every worker they can get
+    started = time.monotonic()
+    [outcome] = normal.score_many([item])
+    took = time.monotonic() - started
+    for thread in threads:
+        thread.join(60)
+    assert outcome == NORMAL
+    assert took < SHORT_MS / 1000 + 1.0, took
+    assert [[o.score for o in run] for run in answers] == [[1.0] * 10] * pool.size
+    assert_clean(own_pool)

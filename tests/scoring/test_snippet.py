@@ -217,8 +217,9 @@ def test_none_score_key_value_gives_none_with_the_reason():
     assert "None" in result.error
 
 
-def test_negative_ranking_score_is_clamped_like_every_scorer():
-    assert outcome({"s": -2.5}).score == 0.0
+def test_negative_ranking_score_is_kept_not_clamped():
+    # Issue 20: a snippet may rank by a negative quantity (an error, a log-likelihood).
+    assert outcome({"s": -2.5}).score == -2.5
     assert outcome({"s": -2.5}).details["scores"] == {"s": -2.5}
 
 
@@ -240,7 +241,6 @@ def test_a_failure_keeps_the_details_shape():
         (None, "not a dict"),
         ({}, "no scores"),
         ({"scores": {}, "metadata": {}}, "no scores"),
-        ({"s": "high"}, "str, not a number"),
         ({"s": [1]}, "list, not a number"),
         ({"s": {"x": 1}}, "dict, not a number"),
         ({"s": math.nan}, "not a finite number"),
@@ -270,6 +270,17 @@ def test_untrusted_results_are_refused_with_the_reason(value, text):
     assert result.details == {"scores": {}, "metadata": {}, "error": result.error}
 
 
+def test_string_labels_are_kept_only_the_ranking_score_must_be_numeric():
+    # Issue 20 finding 8: a label beside the ranking score no longer nulls the result.
+    kept = outcome({"s": 1.0, "label": "cat"}, score_key="s")
+    assert (kept.score, kept.error) == (1.0, "")
+    assert kept.details["scores"] == {"s": 1.0, "label": "cat"}
+    unranked = outcome({"s": "high"}, score_key="s")
+    assert unranked.score is None and "label ('high'), not a number" in unranked.error
+    assert unranked.details["scores"] == {"s": "high"}
+    assert "256" in outcome({"s": 1.0, "label": "x" * 257}, score_key="s").error
+
+
 def test_deep_metadata_is_refused_without_recursion():
     deep: dict = {}
     node = deep
@@ -290,8 +301,10 @@ def test_bogus_timing_is_dropped():
 
 
 # --- running through the sandbox --------------------------------------------------------------
-def scorer(sandbox_pool, code, *, config=None, score_key="", timeout_ms=2000, owner="t"):
-    setup = SnippetSetup(code, config or {}, score_key, timeout_ms, owner)
+def scorer(
+    sandbox_pool, code, *, config=None, score_key="", timeout_ms=2000, owner="t", legacy=False
+):
+    setup = SnippetSetup(code, config or {}, score_key, timeout_ms, owner, legacy)
     return SnippetScorer(setup, sandbox_pool)
 
 
@@ -299,10 +312,34 @@ def item(**metrics):
     return (AttemptMetrics(**metrics), ScoringContext())
 
 
-def test_sample_is_merged_with_the_metrics_the_sample_lacks(sandbox_pool):
+def test_sample_is_exactly_the_row_and_metrics_come_another_way(sandbox_pool):
+    code = (
+        "def compute_scores(sample, solver_output):\n"
+        "    return {'scores': {'s': 1}, 'metadata': {'sample': sample,\n"
+        "            'metrics': solver_output.metrics, 'global': attempt_metrics}}\n"
+    )
+    payload = AttemptPayload('{"rating": "mine", "q": 1}', "", "null")
+    [result] = scorer(sandbox_pool, code).results(
+        [item(succeeded=True, tokens_total=5, created_at=10)], [payload]
+    )
+    metrics = {
+        "succeeded": True,
+        "tokens_total": 5,
+        "elapsed_ms": None,
+        "rating": None,
+        "created_at": 10,
+    }
+    assert result.metadata == {
+        "sample": {"rating": "mine", "q": 1},
+        "metrics": metrics,
+        "global": metrics,
+    }
+
+
+def test_legacy_setups_keep_the_metrics_merged_into_the_sample(sandbox_pool):
     code = "def compute_scores(sample):\n    return {'scores': {'s': 1}, 'metadata': sample}\n"
     payload = AttemptPayload('{"rating": "mine", "q": 1}')
-    [result] = scorer(sandbox_pool, code).results(
+    [result] = scorer(sandbox_pool, code, legacy=True).results(
         [item(succeeded=True, tokens_total=5, created_at=10)], [payload]
     )
     assert result.metadata == {

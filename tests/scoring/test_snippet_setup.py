@@ -66,36 +66,6 @@ def test_invalid_setup_names_the_field(changes, field, text):
     assert text in caught.value.errors[field], caught.value.errors
 
 
-def test_try_it_shows_scores_metadata_error_and_timing():
-    examples = [
-        {"sample": {"answer": "Paris"}, "output": "Paris", "messages": [{"role": "user"}]},
-        {"sample": {"answer": "Rome"}, "output": "Paris"},
-        {"sample": None, "output": "x", "messages": 5},
-    ]
-    first, second, third = scoring.snippet_try(setup=python_setup(), attempts=examples)
-    assert (first.score, first.scores, first.metadata, first.error) == (
-        1.0,
-        {"ok": 1.0, "n": 1.0},
-        {"seen": "Paris"},
-        "",
-    )
-    assert first.ms is not None and first.ms >= 0
-    assert (second.score, second.scores["ok"]) == (0.0, 0.0)
-    assert third.score is None and "TypeError" in third.error
-
-
-def test_try_it_refuses_bad_examples_and_bad_code():
-    with pytest.raises(SetupInvalid) as caught:
-        scoring.snippet_try(setup=python_setup(), attempts=[])
-    assert "attempts" in caught.value.errors
-    with pytest.raises(SetupInvalid) as caught:
-        scoring.snippet_try(setup=python_setup(), attempts=[{"sample": {"x": float("nan")}}])
-    assert "attempts" in caught.value.errors
-    with pytest.raises(SetupInvalid) as caught:
-        scoring.snippet_try(setup=python_setup(scoring_code="x = 1"), attempts=[{}])
-    assert "scoring_code" in caught.value.errors
-
-
 def test_ingestion_and_catch_up_read_the_payloads():
     challenge = make_challenge(**python_setup())
     [recorded] = record(

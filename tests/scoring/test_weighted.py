@@ -350,3 +350,27 @@ def test_batch_path_gives_exactly_the_single_results():
         for _ in range(5000)
     ]
     assert scorer.score_many(items, config) == [scorer.score(m, config, c) for m, c in items]
+
+
+# --- issue 20: the original project's own test values, with partial configs ---------------
+@pytest.mark.parametrize(
+    ("config"),
+    [
+        {"success_bonus": 100, "rating_weight": 10, "time_penalty": 1.0, "token_penalty": 0.01},
+        {},  # every weight from its default
+        {"rating_weight": 10},  # partial: the rest from the defaults
+    ],
+    ids=["full", "empty", "partial"],
+)
+def test_original_projects_values_with_partial_configs(config):
+    from scoring.scorers.weighted import WeightedScorer
+
+    cases = [
+        (AttemptMetrics(succeeded=True, tokens_total=1000, elapsed_ms=5000, rating=8), 165.0),
+        (AttemptMetrics(succeeded=False, tokens_total=500, elapsed_ms=2000, rating=3), 23.0),
+        (AttemptMetrics(succeeded=False, tokens_total=10_000, elapsed_ms=30_000, rating=1), 0.0),
+    ]
+    scorer = WeightedScorer()
+    assert [scorer.score(m, config, CTX)["score"] for m, _ in cases] == [e for _, e in cases]
+    batch = scorer.score_many([(m, CTX) for m, _ in cases], config)
+    assert [r["score"] for r in batch] == [e for _, e in cases]

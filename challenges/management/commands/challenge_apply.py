@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
-from challenges.definitions import DefinitionInvalid, challenge_apply
+from challenges.transfer.definitions import DefinitionInvalid, challenge_apply
 
 
 class Command(BaseCommand):

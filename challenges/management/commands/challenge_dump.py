@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
-from challenges.definitions import challenge_dump
 from challenges.models import Challenge
+from challenges.transfer.definitions import challenge_dump
 
 
 class Command(BaseCommand):

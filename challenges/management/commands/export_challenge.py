@@ -9,7 +9,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from challenges.models import Challenge
-from challenges.transfer import export_lines
+from challenges.transfer.jsonlines import export_lines
 
 
 class Command(BaseCommand):

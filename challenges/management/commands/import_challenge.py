@@ -7,8 +7,8 @@ import sys
 
 from django.core.management.base import BaseCommand, CommandError
 
-from challenges.rescoring import job_run_inline
-from challenges.transfer import ImportInvalid, challenge_import
+from challenges.rescoring.jobs import job_run_inline
+from challenges.transfer.jsonlines import ImportInvalid, challenge_import
 
 
 class Command(BaseCommand):

@@ -7,8 +7,9 @@ import time
 
 from django.core.management.base import BaseCommand, CommandError
 
-from challenges import rescoring
 from challenges.models import Challenge, RescoreJob
+from challenges.rescoring import jobs as rescoring
+from challenges.setup import services as setup_services
 
 BAR_WIDTH = 30
 NO_PROGRESS_HINT_S = 15
@@ -41,7 +42,7 @@ class Command(BaseCommand):
         challenge = Challenge.objects.filter(slug=slug).first()
         if challenge is None:
             raise CommandError(f"No challenge with slug {slug!r}.")
-        job = rescoring.rescore_start(challenge=challenge)
+        job = setup_services.challenge_rescore(challenge=challenge)
         self.stdout.write(
             f"Rescore job {job.pk}: version {job.version.number} of {challenge.slug}, "
             f"{job.total:,} attempts in {job.chunks_total} "

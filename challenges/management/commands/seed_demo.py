@@ -1,7 +1,7 @@
 from django.core.management.base import BaseCommand
 
-from challenges.demo import seed_demo
 from challenges.models import Challenge
+from challenges.transfer.demo import seed_demo
 
 
 class Command(BaseCommand):

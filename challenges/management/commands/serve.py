@@ -1,6 +1,7 @@
 """`manage.py serve`: the web server plus a Celery worker, for `make run`.
 
-The worker is a child process; it stops when the server stops (Ctrl-C).
+The worker is a child process; it stops when the server stops (Ctrl-C). It runs the
+periodic rescore watchdog too (Celery beat, embedded: there is one worker here).
 """
 
 from __future__ import annotations
@@ -46,7 +47,9 @@ class Command(BaseCommand):
         if not no_worker:
             worker = subprocess.Popen(
                 [sys.executable, "-m", "celery", "-A", "config", "--quiet", "worker",
-                 "--loglevel=WARNING", "--concurrency=2"],
+                 "--loglevel=WARNING", "--concurrency=2",
+                 # Embedded beat: the rescore watchdog (one worker, so one beat).
+                 "--beat", f"--schedule={settings.CELERY_BEAT_SCHEDULE_FILENAME}"],
                 start_new_session=True,
                 preexec_fn=_die_with_parent,
             )  # fmt: skip

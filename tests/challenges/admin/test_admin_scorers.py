@@ -8,7 +8,7 @@ import json
 import pytest
 
 from challenges.models import Challenge, ScoringVersion
-from tests.challenges.admin_pages import change_url, field_errors, page_data
+from tests.challenges.admin.admin_pages import change_url, field_errors, page_data
 from tests.challenges.setup.test_scorers_list import BODY, FIRST, QA, SECOND
 
 pytestmark = [pytest.mark.django_db, pytest.mark.slow]

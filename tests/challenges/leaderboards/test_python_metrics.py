@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from challenges import metrics as metrics_module
+from challenges.leaderboards import metrics as metrics_module
 from challenges.models import Challenge
 from tests.factories import attempts_url
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from challenges import batch_scoring
 from challenges.models import AttemptScore, BatchState, Challenge, LeaderboardEntry
+from challenges.rescoring import batch as batch_scoring
 from tests.factories import attempts_url, leaderboard_url
 
 pytestmark = [pytest.mark.django_db, pytest.mark.slow]
@@ -139,7 +139,7 @@ def test_the_switch_is_atomic(
 
     # A run that dies after writing the scores, before the leaderboard is rebuilt: the
     # transaction rolls back and readers keep the previous run's leaderboard, whole.
-    from challenges import scores
+    from challenges.leaderboards import scores
 
     def broken(**kwargs):
         raise RuntimeError("killed mid-switch")
@@ -246,7 +246,8 @@ def test_readers_never_see_a_half_switched_run(admin_api, monkeypatch):
 
     from django.db import connections
 
-    from challenges import scores, tasks
+    from challenges import tasks
+    from challenges.leaderboards import scores
 
     monkeypatch.setattr(tasks.batch_score, "apply_async", lambda args, countdown: None)
     response = admin_api.post("/api/challenges/", BODY, format="json")
@@ -290,7 +291,7 @@ def test_readers_never_see_a_half_switched_run(admin_api, monkeypatch):
 def test_try_it_runs_the_batch_scorer_over_the_tried_attempts(
     challenge, integration_api, runs_queued, django_capture_on_commit_callbacks
 ):
-    from challenges import preview
+    from challenges.admin import preview
 
     with django_capture_on_commit_callbacks(execute=True):
         for i in range(3):

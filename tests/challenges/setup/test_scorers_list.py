@@ -137,7 +137,7 @@ def test_changing_the_list_rescores_and_switches(
 
 
 def test_single_scorer_body_keeps_working_and_migrates_without_rescore(admin_api):
-    from tests.challenges.test_api_metrics import SETUP
+    from tests.challenges.api.test_api_metrics import SETUP
 
     response = admin_api.post("/api/challenges/", {"name": "Old", **SETUP}, format="json")
     assert response.status_code == 201, response.content
@@ -263,7 +263,7 @@ def test_rescore_summary_counts_failing_qa(
 
 
 def test_version_history_summarises_and_diffs_the_list():
-    from challenges.versions import setup_summary, version_diff
+    from challenges.setup.versions import setup_summary, version_diff
 
     before = {"scoring_strategy": "python", "scorers": SCORERS, "rank_by": "second.length"}
     moved = [

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
-from challenges.definitions import DefinitionInvalid, challenge_apply, challenge_dump
 from challenges.models import Challenge, RescoreJob, ScoringVersion
+from challenges.transfer.definitions import DefinitionInvalid, challenge_apply, challenge_dump
 
 pytestmark = [pytest.mark.django_db, pytest.mark.slow]
 
@@ -128,8 +128,8 @@ def test_dump_then_apply_round_trips(tmp_path):
 
 
 def test_single_scorer_challenge_round_trips(tmp_path, admin):
-    from challenges import services
-    from tests.challenges.test_api_metrics import SETUP
+    from challenges.setup import services
+    from tests.challenges.api.test_api_metrics import SETUP
 
     challenge = services.challenge_create(data={"name": "Legacy", "slug": "legacy", **SETUP})
     files = challenge_dump(challenge=challenge, directory=tmp_path)
@@ -248,4 +248,16 @@ def test_python_metric_snippets_are_dumped_as_files_and_round_trip(tmp_path):
     assert challenge.scorers[0]["metrics"][1]["compute_metric_snippet"] == metric
     files = challenge_dump(challenge=challenge, directory=tmp_path / "out")
     assert (tmp_path / "out" / "completeness_metric_2.py").read_text() == metric
+    assert not challenge_apply(path=files[0]).changed
+
+
+def test_lower_is_better_round_trips(tmp_path):
+    from challenges.setup import services
+    from tests.challenges.api.test_api_metrics import SETUP
+
+    challenge = services.challenge_create(
+        data={"name": "Loss", "slug": "loss", **SETUP, "lower_is_better": True}
+    )
+    files = challenge_dump(challenge=challenge, directory=tmp_path)
+    assert "lower_is_better: true" in files[0].read_text()
     assert not challenge_apply(path=files[0]).changed

@@ -1,0 +1,368 @@
+"""API serializers: parse and check types; services decide the rest."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from django.conf import settings
+from django.utils import timezone
+from rest_framework import serializers
+
+from challenges.api.fields import (
+    EpochOrISODateTimeField,
+    JSONListField,
+    JSONObjectField,
+    StrictBooleanField,
+    StrictCharField,
+    StrictIntegerField,
+)
+from challenges.ingestion.budget import SCORE_STATUSES
+from challenges.ingestion.rules import schedule_phase
+from challenges.ingestion.services import AttemptInput
+from challenges.leaderboards import precision
+from challenges.models import MAX_METRIC, Challenge
+from challenges.public import display
+from scoring.engine import strategies as S
+from scoring.engine.protocol import MAX_TIMEOUT_MS
+
+
+class StrictSerializer(serializers.Serializer):
+    """Refuses keys it does not know, naming them, instead of dropping them silently."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        if not isinstance(data, Mapping):
+            raise serializers.ValidationError(
+                {"non_field_errors": [f"Expected a JSON object, got {type(data).__name__}."]}
+            )
+        unknown = sorted(set(data) - set(self.fields))
+        read_only = sorted(k for k in data if k in self.fields and self.fields[k].read_only)
+        errors = {key: ["Unknown field."] for key in unknown}
+        errors.update({key: ["This field is read-only."] for key in read_only})
+        if errors:
+            raise serializers.ValidationError(errors)
+        return super().to_internal_value(data)
+
+
+_STRATEGY_ERROR = "Unknown strategy {input!r}; choose one of: " + ", ".join(S.STRATEGIES) + "."
+
+
+class ChallengeSerializer(StrictSerializer):
+    id = serializers.IntegerField(read_only=True)
+    name = StrictCharField(max_length=200)
+    slug = serializers.SlugField(max_length=200, required=False, allow_blank=True)
+    description = StrictCharField(required=False, allow_blank=True, default="")
+    is_active = StrictBooleanField(required=False, default=True)
+    scoring_strategy = serializers.ChoiceField(
+        choices=list(S.STRATEGIES),
+        required=False,
+        default=S.FIRST,
+        error_messages={"invalid_choice": _STRATEGY_ERROR},
+    )
+    scoring_plugin_id = StrictCharField(
+        max_length=200, required=False, allow_blank=True, default=""
+    )
+    scoring_entrypoint = StrictCharField(
+        max_length=300, required=False, allow_blank=True, default=""
+    )
+    scoring_config = JSONObjectField(required=False, default=dict)
+    scoring_code = StrictCharField(
+        required=False, allow_blank=True, default="", trim_whitespace=False
+    )
+    score_key = StrictCharField(max_length=64, required=False, allow_blank=True, default="")
+    metrics = JSONListField(required=False, default=list, allow_null=True)
+    scorers = JSONListField(
+        required=False,
+        default=list,
+        help_text="Several scorers (python): [{key, type, display_name, purpose, "
+        "compute_scores_snippet, config, metrics}]; staff and admins only.",
+    )
+    rank_by = StrictCharField(
+        max_length=200,
+        required=False,
+        allow_blank=True,
+        default="",
+        help_text="'<scorer key>.<score name>': the score that ranks, with scorers.",
+    )
+    lower_is_better = StrictBooleanField(
+        required=False,
+        default=False,
+        help_text="Python snippets: the ranking score orders ascending (a loss, an error).",
+    )
+    sample_with_metrics = StrictBooleanField(
+        required=False,
+        default=False,
+        help_text="Python snippets saved before the sample became exactly the attempt's "
+        "row: the five metrics are merged into `sample` (legacy; new code reads them from "
+        "`solver_output.metrics` or `attempt_metrics`).",
+    )
+    tenant_id = StrictCharField(max_length=200, required=False, allow_blank=True, default="")
+    app_id = StrictCharField(max_length=200, required=False, allow_blank=True, default="")
+    workflow_id = StrictCharField(max_length=200, required=False, allow_blank=True, default="")
+    timeout_ms = StrictIntegerField(
+        min_value=1, max_value=MAX_TIMEOUT_MS, required=False, default=5000
+    )
+    # Running a competition (DESIGN.md): the window, late attempts, caps per player.
+    opens_at = serializers.DateTimeField(required=False, allow_null=True, default=None)
+    closes_at = serializers.DateTimeField(required=False, allow_null=True, default=None)
+    late_attempts = serializers.ChoiceField(
+        choices=["refuse", "practice"],
+        required=False,
+        default="refuse",
+        help_text="Outside the window: refuse (409) or record as practice (never ranked).",
+    )
+    attempts_per_day = StrictIntegerField(
+        min_value=1,
+        max_value=1_000_000,
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="Per player, in any rolling 24 hours; over it: 429 with Retry-After.",
+    )
+    attempts_total = StrictIntegerField(
+        min_value=1,
+        max_value=1_000_000_000,
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="Per player; over it: 429.",
+    )
+    freeze_at = serializers.DateTimeField(
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="From then until the reveal the public sees the standings as of it.",
+    )
+    revealed_at = serializers.DateTimeField(
+        read_only=True,
+        allow_null=True,
+        help_text="Set by POST /api/challenges/{id}/reveal/; null while frozen.",
+    )
+    schedule_status = serializers.SerializerMethodField(
+        help_text="upcoming, open or ended (now, by the server's clock)."
+    )
+    active_version = serializers.SerializerMethodField()
+    scoring_summary = serializers.SerializerMethodField(
+        help_text="How scoring works, in words, as on the challenge's public page."
+    )
+    created_at = serializers.DateTimeField(read_only=True)
+    updated_at = serializers.DateTimeField(read_only=True)
+
+    def get_schedule_status(self, obj: Challenge) -> str:
+        return schedule_phase(challenge=obj, now=timezone.now())
+
+    def get_active_version(self, obj: Challenge) -> int | None:
+        return obj.active_version.number if obj.active_version_id else None
+
+    def get_scoring_summary(self, obj: Challenge) -> str:
+        setup = obj.active_version if obj.active_version_id else obj  # what the page shows
+        return f"{display.strategy_words(setup)}. {display.scoring_sentence(setup)}"
+
+    def validate_metrics(self, value: list[Any] | None) -> list[Any]:
+        return [] if value is None else value  # the reference's default is None
+
+    def validate_slug(self, value: str) -> str:
+        taken = Challenge.objects.filter(slug=value)
+        if self.instance is not None:
+            taken = taken.exclude(pk=self.instance.pk)
+        if value and taken.exists():
+            raise serializers.ValidationError("A challenge with this slug already exists.")
+        return value
+
+
+# Fields only staff and admins see (DESIGN.md "Who sees what"): the scoring setup (a
+# snippet or a config may hold an answer key) and the integration ids.
+STAFF_ONLY_FIELDS = (
+    "scoring_plugin_id",
+    "scoring_entrypoint",
+    "scoring_config",
+    "scoring_code",
+    "score_key",
+    "metrics",
+    "lower_is_better",
+    "sample_with_metrics",
+    "scorers",
+    "rank_by",
+    "tenant_id",
+    "app_id",
+    "workflow_id",
+    "timeout_ms",
+)
+
+
+class PublicChallengeSerializer(ChallengeSerializer):
+    """The public view of a challenge: anonymous users and integration tokens. Read only."""
+
+    def get_fields(self) -> dict[str, Any]:
+        fields = super().get_fields()
+        for name in STAFF_ONLY_FIELDS:
+            del fields[name]
+        return fields
+
+
+class AttemptInSerializer(StrictSerializer):
+    player = StrictCharField(max_length=255, help_text="The player's external id.")
+    player_name = StrictCharField(
+        max_length=200, required=False, allow_null=True, help_text="Sets the display name."
+    )
+    succeeded = StrictBooleanField()
+    tokens_total = StrictIntegerField(
+        min_value=0, max_value=MAX_METRIC, required=False, allow_null=True
+    )
+    elapsed_ms = StrictIntegerField(
+        min_value=0, max_value=MAX_METRIC, required=False, allow_null=True
+    )
+    rating = StrictIntegerField(min_value=0, max_value=10, required=False, allow_null=True)
+    created_at = EpochOrISODateTimeField(
+        required=False, allow_null=True, help_text="Epoch milliseconds or ISO 8601; absent: now."
+    )
+    sample = JSONObjectField(required=False, allow_null=True)
+    output = StrictCharField(required=False, allow_blank=True, trim_whitespace=False)
+    messages = JSONListField(required=False, allow_null=True)
+
+    def to_input(self, data: dict[str, Any]) -> AttemptInput:
+        created = data.get("created_at") or timezone.now()
+        return AttemptInput(
+            player=data["player"],
+            player_name=data.get("player_name") or None,
+            succeeded=data["succeeded"],
+            tokens_total=data.get("tokens_total"),
+            elapsed_ms=data.get("elapsed_ms"),
+            rating=data.get("rating"),
+            created_at=created.replace(microsecond=created.microsecond // 1000 * 1000),
+            sample=data.get("sample"),
+            output=data.get("output") or "",
+            messages=data.get("messages"),
+        )
+
+
+def attempts_parse(payload: Any) -> tuple[list[AttemptInput], bool]:
+    """Parse an attempts body: an object or a non-empty list of objects.
+
+    Returns the inputs and whether the body was a list. Every item is checked before
+    anything is written; errors name the item index and the field.
+    """
+    many = isinstance(payload, list)
+    items = payload if many else [payload]
+    if many and not items:
+        raise serializers.ValidationError({"non_field_errors": ["Send at least one attempt."]})
+    limit = settings.PODIUM_MAX_ATTEMPTS_PER_REQUEST
+    if len(items) > limit:
+        raise serializers.ValidationError(
+            {"non_field_errors": [f"At most {limit} attempts per request; got {len(items)}."]}
+        )
+    if not many and not isinstance(payload, Mapping):
+        raise serializers.ValidationError(
+            {"non_field_errors": ["Expected an attempt object or a list of attempt objects."]}
+        )
+    parsed, errors = [], {}
+    for index, item in enumerate(items):
+        serializer = AttemptInSerializer(data=item)
+        if serializer.is_valid():
+            parsed.append(serializer.to_input(serializer.validated_data))
+        else:
+            errors[str(index)] = serializer.errors
+    if errors:
+        raise serializers.ValidationError(errors if many else errors["0"])
+    return parsed, many
+
+
+class ServedFloatField(serializers.FloatField):
+    """A score as served: rounded by the precision policy (leaderboards.precision)."""
+
+    def to_representation(self, value: Any) -> Any:
+        return precision.served(super().to_representation(value))
+
+
+class ServedJSONField(serializers.JSONField):
+    """Details as served: every float in them rounded by the precision policy."""
+
+    def to_representation(self, value: Any) -> Any:
+        return precision.served_json(super().to_representation(value))
+
+
+class AttemptOutSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    challenge = serializers.IntegerField(source="challenge_id")
+    player = serializers.CharField(source="player.external_id")
+    display_name = serializers.CharField(source="player.display_name")
+    succeeded = serializers.BooleanField()
+    tokens_total = serializers.IntegerField(allow_null=True)
+    elapsed_ms = serializers.IntegerField(allow_null=True)
+    rating = serializers.IntegerField(allow_null=True)
+    created_at = serializers.DateTimeField()
+    sample = serializers.JSONField(allow_null=True)
+    output = serializers.CharField()
+    messages = serializers.JSONField(allow_null=True)
+    version = serializers.IntegerField(allow_null=True, help_text="The active scoring version.")
+    score = ServedFloatField(allow_null=True)
+    details = ServedJSONField(allow_null=True)
+    score_status = serializers.ChoiceField(
+        choices=list(SCORE_STATUSES),
+        help_text=(
+            "scored: the score is final (null when the strategy does not count the "
+            "attempt); failed: the scorer failed, the score is null; pending: stored, not "
+            "scored yet (the request's scoring budget ran out): the workers score it and "
+            "it appears on the leaderboard then."
+        ),
+    )
+
+
+class RescoreJobSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    challenge = serializers.IntegerField(source="challenge_id")
+    status = serializers.ChoiceField(
+        choices=["queued", "running", "succeeded", "failed", "cancelled"]
+    )
+    processed = serializers.IntegerField()
+    total = serializers.IntegerField()
+    failed = serializers.IntegerField(help_text="Attempts whose scorer failed (score null).")
+    version = serializers.IntegerField(source="version.number")
+    error = serializers.CharField()
+    created_at = serializers.DateTimeField()
+    started_at = serializers.DateTimeField(allow_null=True)
+    finished_at = serializers.DateTimeField(allow_null=True)
+
+
+class RescoreStartedSerializer(serializers.Serializer):
+    job = serializers.IntegerField()
+
+
+class LeaderboardQuerySerializer(serializers.Serializer):
+    limit = StrictIntegerField(min_value=1, max_value=500, required=False, default=50)
+    offset = StrictIntegerField(min_value=0, max_value=10**9, required=False, default=0)
+    player = serializers.CharField(max_length=255, required=False)
+
+    def to_internal_value(self, data: Any) -> Any:
+        # Query strings are text: turn digit strings into ints before the strict checks.
+        converted = {}
+        for key, value in data.items():
+            if key not in self.fields:
+                continue  # other query parameters (format=, cache busters) are not ours
+            if key in ("limit", "offset"):
+                try:
+                    value = int(value)
+                except ValueError:
+                    raise serializers.ValidationError({key: ["Must be an integer."]}) from None
+            converted[key] = value
+        return super().to_internal_value(converted)
+
+
+class LeaderboardRowSerializer(serializers.Serializer):
+    rank = serializers.IntegerField()
+    player = serializers.CharField(source="player_external_id")
+    display_name = serializers.CharField()
+    score = ServedFloatField()
+    attempt_id = serializers.IntegerField()
+    created_at = serializers.DateTimeField()
+    scores = serializers.DictField(
+        child=serializers.FloatField(allow_null=True),
+        required=False,
+        help_text="Python scorers: every score of the ranking scorer, the ranking one first.",
+    )
+
+
+class LeaderboardSerializer(serializers.Serializer):
+    version = serializers.IntegerField(allow_null=True)
+    count = serializers.IntegerField()
+    results = LeaderboardRowSerializer(many=True)

@@ -1,0 +1,371 @@
+"""The JSON API under /api/ (DESIGN.md, "HTTP API"). Views parse, call a service or a
+selector, and render."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import IntegrityError
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    PolymorphicProxySerializer,
+    extend_schema,
+    extend_schema_view,
+    inline_serializer,
+)
+from rest_framework import serializers, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.permissions import AllowAny
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from challenges.api.competition import refusal_response
+from challenges.api.serializers import (
+    AttemptInSerializer,
+    AttemptOutSerializer,
+    ChallengeSerializer,
+    LeaderboardQuerySerializer,
+    LeaderboardSerializer,
+    PublicChallengeSerializer,
+    RescoreJobSerializer,
+    RescoreStartedSerializer,
+    attempts_parse,
+)
+from challenges.api.throttles import AttemptsThrottle
+from challenges.ingestion import idempotency, rules, services
+from challenges.leaderboards import freeze, precision, selectors
+from challenges.leaderboards.metrics import challenge_metrics, public_metrics
+from challenges.leaderboards.rules import TIE_RULE
+from challenges.leaderboards.score_columns import public_details, row_scores
+from challenges.models import RescoreJob
+from challenges.permissions import (
+    CanRecordAttempts,
+    DenyAll,
+    IsScoringAdmin,
+    IsStaffMember,
+    is_scoring_admin,
+    is_staff_member,
+)
+from challenges.rescoring import jobs as rescoring
+from challenges.setup import services as setup_services
+from challenges.setup.probe import setup_probe
+from scoring.engine import metrics as M
+from scoring.services import SetupInvalid
+
+# Ids are ASCII digits: "１" (full-width) is not an alias of 1, and anything else is a 404
+# from the router. Numbers too large for the column are unknown ids (404) too.
+ID_PATTERN = "[0-9]+"
+
+
+def _setup_errors(exc: SetupInvalid) -> serializers.ValidationError:
+    return serializers.ValidationError({field: [msg] for field, msg in exc.errors.items()})
+
+
+class BodyCheckedMixin:
+    """Every write parses its body, even a route that reads none (rescore, cancel): a
+    body that is not JSON, or holds a lone surrogate or a NUL, is a 400 on every route,
+    after authentication and permissions."""
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        super().initial(request, *args, **kwargs)
+        if request.method in ("POST", "PUT", "PATCH", "DELETE"):
+            request.data  # noqa: B018 - parsing is the point
+
+
+_VIEWS = (
+    "Staff and admins get every field; anonymous users and integration tokens the public "
+    "view: the fields marked staff-only (scoring_plugin_id, scoring_entrypoint, "
+    "scoring_config, scoring_code, score_key, metrics, tenant_id, app_id, workflow_id, "
+    "timeout_ms) are left out."
+)
+
+
+@extend_schema_view(
+    list=extend_schema(responses=ChallengeSerializer(many=True), description=_VIEWS),
+    retrieve=extend_schema(responses=ChallengeSerializer, description=_VIEWS),
+)
+class ChallengeViewSet(BodyCheckedMixin, viewsets.ModelViewSet):
+    """Challenges: public read (active ones; staff see all), admin write."""
+
+    serializer_class = ChallengeSerializer
+    pagination_class = None
+    lookup_value_regex = ID_PATTERN
+    http_method_names = ["get", "post", "patch", "delete", "head", "options"]  # no PUT
+
+    # Who may use each action; an action missing here is denied (DenyAll).
+    permissions_by_action = {
+        "list": AllowAny,
+        "retrieve": AllowAny,
+        "leaderboard": AllowAny,
+        "metrics": AllowAny,
+        "attempts": CanRecordAttempts,
+        "rescore": IsStaffMember,
+        "reveal": IsScoringAdmin,
+        "create": IsScoringAdmin,
+        "partial_update": IsScoringAdmin,
+        "destroy": IsScoringAdmin,
+        "metadata": IsScoringAdmin,  # OPTIONS
+        None: AllowAny,  # a method the route does not have: the answer is 405, nothing runs
+    }
+
+    def get_queryset(self) -> Any:
+        user = self.request.user
+        # Staff and admins see inactive challenges; integrations may record attempts
+        # before a challenge is public.
+        include_inactive = self.action == "attempts" or is_staff_member(user)
+        return selectors.challenge_list(include_inactive=include_inactive)
+
+    def get_permissions(self) -> list[Any]:
+        return [self.permissions_by_action.get(self.action, DenyAll)()]
+
+    def get_serializer_class(self) -> Any:
+        # Staff and admins see every field; the public and integration tokens the public
+        # view (DESIGN.md "Who sees what"). Writes are admins' only, with every field.
+        if self.action in ("list", "retrieve") and not is_staff_member(self.request.user):
+            return PublicChallengeSerializer
+        return ChallengeSerializer
+
+    def perform_create(self, serializer: ChallengeSerializer) -> None:
+        try:
+            serializer.instance = setup_services.challenge_create(
+                data=dict(serializer.validated_data), by=self.request.user
+            )
+        except SetupInvalid as exc:
+            raise _setup_errors(exc) from exc
+        except IntegrityError as exc:  # a concurrent create took the slug
+            raise serializers.ValidationError(
+                {"slug": ["A challenge with this slug already exists."]}
+            ) from exc
+
+    def perform_update(self, serializer: ChallengeSerializer) -> None:
+        try:
+            # Outside the update's transaction: the probe may run the snippet.
+            setup_probe(
+                challenge=serializer.instance,
+                setup=setup_services.setup_merge(
+                    challenge=serializer.instance, changes=dict(serializer.validated_data)
+                ),
+            )
+            result = setup_services.challenge_update(
+                challenge=serializer.instance,
+                data=dict(serializer.validated_data),
+                by=self.request.user,
+            )
+        except SetupInvalid as exc:
+            raise _setup_errors(exc) from exc
+        except IntegrityError as exc:
+            raise serializers.ValidationError(
+                {"slug": ["A challenge with this slug already exists."]}
+            ) from exc
+        serializer.instance = result.challenge
+
+    @extend_schema(
+        request=PolymorphicProxySerializer(
+            component_name="AttemptOrAttempts",
+            serializers=[AttemptInSerializer, AttemptInSerializer(many=True)],
+            resource_type_field_name=None,
+            many=False,
+        ),
+        responses={
+            201: PolymorphicProxySerializer(
+                component_name="RecordedAttemptOrAttempts",
+                serializers=[AttemptOutSerializer, AttemptOutSerializer(many=True)],
+                resource_type_field_name=None,
+                many=False,
+            )
+        },
+        parameters=[
+            OpenApiParameter(
+                idempotency.HEADER,
+                OpenApiTypes.STR,
+                location=OpenApiParameter.HEADER,
+                required=False,
+                description=(
+                    "Optional, 1–200 printable characters, chosen by the client per "
+                    "request. A retry with the same key and the same body returns the "
+                    "first response (same ids, header Idempotent-Replayed: true) and "
+                    "writes nothing; the same key with another body is a 409. Keys are "
+                    "kept at least 24 hours, per token user and challenge."
+                ),
+            )
+        ],
+        description=(
+            "Record one attempt (a JSON object) or many (a JSON list), all or nothing. "
+            "Returns them with their score and details under the active version, and each "
+            "one's score_status: scored, failed (the scorer failed; score null) or pending. "
+            "Scoring inline stops when the request's budget (PODIUM_SCORING_BUDGET_MS) is "
+            "spent: the attempts not reached are stored as pending, scored by the workers "
+            "and shown on the leaderboard once scored. Text must be valid: a lone "
+            "surrogate or a NUL anywhere in the body is a 400 naming the field."
+            " Send an Idempotency-Key to retry safely after a lost response."
+        ),
+    )
+    @action(detail=True, methods=["post"], throttle_classes=[AttemptsThrottle])
+    def attempts(self, request: Request, pk: str | None = None) -> Response:
+        challenge = self.get_object()
+        show_errors = is_scoring_admin(request.user)
+        many = isinstance(request.data, list)
+
+        def record(within: idempotency.Within | None) -> list[services.RecordedAttempt]:
+            inputs, _ = attempts_parse(request.data)
+            return services.attempts_record(challenge=challenge, inputs=inputs, within=within)
+
+        def render(recorded: list[services.RecordedAttempt]) -> Response:
+            out = [_attempt_out(r, show_errors) for r in recorded]
+            return Response(out if many else out[0], status=status.HTTP_201_CREATED)
+
+        try:
+            return idempotency.respond_once(
+                request=request, challenge=challenge, record=record, render=render
+            )
+        except (rules.ScheduleClosed, rules.LimitExceeded) as exc:
+            return refusal_response(exc)  # nothing written: the transaction rolled back
+        except SetupInvalid as exc:  # a challenge made without the service, unusable
+            raise _setup_errors(exc) from exc
+
+    @extend_schema(request=None, responses={202: RescoreStartedSerializer})
+    @action(detail=True, methods=["post"])
+    def rescore(self, request: Request, pk: str | None = None) -> Response:
+        """Queue a rescore of the current setup (staff). The leaderboard keeps the active
+        version until every attempt is scored, then switches in one step."""
+        job = setup_services.challenge_rescore(challenge=self.get_object(), by=request.user)
+        return Response({"job": job.pk}, status=status.HTTP_202_ACCEPTED)
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("limit", OpenApiTypes.INT, description="1–500, default 50"),
+            OpenApiParameter("offset", OpenApiTypes.INT, description="default 0"),
+            OpenApiParameter(
+                "player", OpenApiTypes.STR, description="an external id: that player's row"
+            ),
+        ],
+        responses={200: LeaderboardSerializer},
+        description=(
+            "The active version's leaderboard: each player's best attempt, in rank order. "
+            + TIE_RULE
+        ),
+    )
+    @action(detail=True, methods=["get"])
+    def leaderboard(self, request: Request, pk: str | None = None) -> Response:
+        challenge = self.get_object()
+        query = LeaderboardQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        params = query.validated_data
+        board_id = freeze.board_id(challenge=challenge, user=request.user)  # frozen: as of then
+        if "player" in params:
+            page = selectors.leaderboard_player(
+                challenge=challenge, external_id=params["player"], board_id=board_id
+            )
+        else:
+            page = selectors.leaderboard_page(
+                challenge=challenge,
+                limit=params["limit"],
+                offset=params["offset"],
+                board_id=board_id,
+            )
+        body = {
+            "version": page.version.number if page.version else None,
+            "count": page.count,
+            "results": page.rows,
+        }
+        data = LeaderboardSerializer(body).data
+        found = row_scores(version=page.version, attempt_ids=[r.attempt_id for r in page.rows])
+        if page.version is not None and page.version.scoring_strategy == "python":
+            for row in data["results"]:  # every score of the ranking scorer, ranking first
+                row["scores"] = precision.served_json(found.get(row["attempt_id"], {}))
+        return Response(data)
+
+    @extend_schema(
+        responses={
+            200: inline_serializer(
+                name="ChallengeMetric",
+                many=True,
+                fields={
+                    "name": serializers.CharField(),
+                    "type": serializers.ChoiceField(choices=M.ALL_TYPES),
+                    "value": serializers.JSONField(
+                        allow_null=True,
+                        help_text="A number; an object for frequency and the "
+                        "classification metrics; null when no attempt has the score.",
+                    ),
+                    "scorer": serializers.CharField(
+                        required=False, help_text="With several scorers: the scorer's key."
+                    ),
+                    "scorer_name": serializers.CharField(required=False),
+                    "error": serializers.CharField(
+                        required=False, help_text="A python metric's error (admins only)."
+                    ),
+                },
+            )
+        },
+        description=(
+            "The aggregates of the challenge's `metrics` (Python snippet scorers) over the "
+            "active version's scored attempts, in the order they are configured."
+        ),
+    )
+    @action(detail=True, methods=["get"])
+    def metrics(self, request: Request, pk: str | None = None) -> Response:
+        challenge = self.get_object()
+        frozen = freeze.frozen_for(challenge, request.user)
+        before = challenge.freeze_at if frozen else None
+        found = challenge_metrics(challenge=challenge, before=before)
+        if not is_scoring_admin(request.user):
+            found = public_metrics(found)  # a python metric's error is for admins
+        return Response(found)
+
+    @extend_schema(request=None, responses={200: ChallengeSerializer})
+    @action(detail=True, methods=["post"])
+    def reveal(self, request: Request, pk: str | None = None) -> Response:
+        """End the board freeze (admins): the public sees the live board again. 409 when
+        there is nothing to reveal."""
+        try:
+            challenge = freeze.board_reveal(challenge=self.get_object(), by=request.user)
+        except freeze.RevealRefused as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
+        return Response(ChallengeSerializer(challenge).data)
+
+
+class RescoreJobViewSet(BodyCheckedMixin, viewsets.GenericViewSet):
+    """Rescore jobs: staff watch and cancel them."""
+
+    serializer_class = RescoreJobSerializer
+    permissions_by_action = {
+        "retrieve": IsStaffMember,
+        "cancel": IsStaffMember,
+        "metadata": IsStaffMember,
+        None: AllowAny,  # a method the route does not have: the answer is 405, nothing runs
+    }
+    lookup_value_regex = ID_PATTERN
+    queryset = RescoreJob.objects.select_related("version")
+
+    def get_permissions(self) -> list[Any]:
+        return [self.permissions_by_action.get(self.action, DenyAll)()]
+
+    def retrieve(self, request: Request, pk: str | None = None) -> Response:
+        return Response(RescoreJobSerializer(self.get_object()).data)
+
+    @extend_schema(request=None, responses={200: RescoreJobSerializer})
+    @action(detail=True, methods=["post"])
+    def cancel(self, request: Request, pk: str | None = None) -> Response:
+        """Stop the job; the active version does not change. 409 if it has finished."""
+        try:
+            job = rescoring.job_cancel(job=self.get_object(), by=request.user)
+        except rescoring.JobStateError as exc:
+            return Response({"status": [str(exc)]}, status=status.HTTP_409_CONFLICT)
+        return Response(RescoreJobSerializer(job).data)
+
+
+def _attempt_out(recorded: services.RecordedAttempt, show_errors: bool) -> dict[str, Any]:
+    attempt, score = recorded.attempt, recorded.score
+    details = score.details if score else None
+    if details and not show_errors:  # scorer errors are for admins only
+        details = public_details(details)
+    attempt.score_status = recorded.status
+    data = AttemptOutSerializer(attempt).data
+    data.update(
+        version=recorded.version_number,
+        score=precision.served(score.score) if score else None,
+        details=precision.served_json(details),
+    )
+    return data

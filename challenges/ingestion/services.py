@@ -1,0 +1,287 @@
+"""Services that write: challenges, scoring versions, attempts and their scores.
+
+Views, the API, the admin, commands and tasks call these; the logic lives here once.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.db import connection, transaction
+from django.db.models import QuerySet
+from django.utils import timezone
+
+from challenges.ingestion import rules
+from challenges.ingestion.budget import PENDING, ScoringBudget, pending_enqueue, score_status
+from challenges.leaderboards import scores
+from challenges.models import (
+    Attempt,
+    AttemptScore,
+    Challenge,
+    LeaderboardEntry,
+    Player,
+    RescoreJob,
+    ScoringSetupFields,
+    ScoringVersion,
+)
+from challenges.rescoring import batch as batch_scoring
+from challenges.rescoring import jobs as rescoring
+from scoring import services as scoring
+from scoring.engine.outcome import Outcome
+
+logger = logging.getLogger(__name__)
+SETUP_FIELDS = ScoringSetupFields.SETUP_FIELDS
+DISPLAY_NAME_MAX = Player._meta.get_field("display_name").max_length
+
+
+def version_ensure(*, challenge: Challenge) -> None:
+    """Give a challenge made without the service (the ORM, a shell, a fixture) its first
+    version, so no attempt is recorded with a null score and no reason. Its setup is
+    validated first: raises ``scoring.SetupInvalid`` (nothing written) when it cannot run.
+    Active at once when it has no attempts yet; else its rescore makes it active."""
+    with transaction.atomic():
+        locked = Challenge.objects.select_for_update().get(pk=challenge.pk)
+        if locked.active_version_id is not None or locked.versions.exists():
+            return
+        setup = scoring.setup_validate(setup=locked.setup_dict())
+        for name, value in setup.items():
+            setattr(locked, name, value)
+        locked.save(update_fields=[*setup, "updated_at"])
+        version = ScoringVersion.objects.create_next(
+            challenge=locked, by=None, reason="first attempt"
+        )
+        if locked.attempts.exists():
+            job = rescoring.rescore_start(challenge=locked, version=version, by=None)
+            logger.info("first version made", extra={"challenge_id": locked.pk, "job": job.pk})
+            return
+        version.scored_at = timezone.now()
+        version.save(update_fields=["scored_at"])
+        locked.active_version = version
+        locked.save(update_fields=["active_version"])
+
+
+# --- attempts ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class AttemptInput:
+    player: str  # external id
+    player_name: str | None
+    succeeded: bool
+    tokens_total: int | None
+    elapsed_ms: int | None
+    rating: int | None
+    created_at: datetime
+    sample: dict[str, Any] | None
+    output: str
+    messages: list[Any] | None
+
+
+@dataclass(frozen=True)
+class RecordedAttempt:
+    attempt: Attempt
+    score: AttemptScore | None  # under the active version (None: pending)
+    version_number: int | None
+    status: str = PENDING  # scored | failed | pending (DESIGN.md "Recording attempts")
+
+
+def _players_upsert(inputs: Sequence[AttemptInput]) -> dict[str, Player]:
+    """Create the players not seen yet and rename the ones given a new name.
+
+    Rows are inserted, then locked and renamed, in external-id order whatever the
+    request's order: two requests naming the same players wait for each other in one
+    order and never deadlock."""
+    names: dict[str, str | None] = {}
+    for item in inputs:
+        if item.player_name or item.player not in names:
+            names[item.player] = item.player_name or names.get(item.player)
+    ordered = sorted(names)
+    Player.objects.bulk_create(
+        [
+            Player(external_id=ext, display_name=(names[ext] or ext)[:DISPLAY_NAME_MAX])
+            for ext in ordered
+        ],
+        ignore_conflicts=True,
+    )
+    players = {p.external_id: p for p in Player.objects.filter(external_id__in=ordered)}
+    renames = [ext for ext in ordered if names[ext] and players[ext].display_name != names[ext]]
+    if renames:
+        locked = Player.objects.select_for_update(no_key=True).filter(external_id__in=renames)
+        for player in locked.order_by("external_id"):
+            players[player.external_id] = player
+        renamed = []
+        for ext in renames:
+            if players[ext].display_name != names[ext]:
+                players[ext].display_name = names[ext]
+                renamed.append(players[ext])
+        if renamed:
+            Player.objects.bulk_update(renamed, ["display_name"])
+    return players
+
+
+def _lock_challenge_shared(challenge_id: int) -> None:
+    """Hold the challenge row in share mode while attempts are written: a rescore's final
+    switch (FOR UPDATE) waits for them, so none misses the new version. SQLite needs no
+    lock: its write transactions are serialised already."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            table = Challenge._meta.db_table
+            cursor.execute(f"SELECT 1 FROM {table} WHERE id = %s FOR SHARE", [challenge_id])  # noqa: S608
+
+
+def challenge_active_id(challenge_id: int) -> int | None:
+    return (
+        Challenge.objects.filter(pk=challenge_id).values_list("active_version_id", flat=True).get()
+    )
+
+
+def _versions_to_score(challenge_id: int) -> tuple[int | None, list[ScoringVersion]]:
+    """The active version first, then any version whose rescore job is under way (so
+    attempts recorded during a rescore are scored under the new version too)."""
+    active_id = challenge_active_id(challenge_id)
+    pending = ScoringVersion.objects.filter(
+        challenge_id=challenge_id, jobs__status__in=RescoreJob.ACTIVE_STATUSES
+    ).exclude(pk=active_id)
+    versions = list(ScoringVersion.objects.filter(pk=active_id)) if active_id else []
+    return active_id, versions + list(pending.distinct())
+
+
+ATTEMPTS_DELETE_BATCH = 500
+
+
+@transaction.atomic
+def attempts_delete(*, attempts: QuerySet[Attempt]) -> int:
+    """Delete attempts with their scores, and recompute the leaderboard entries that
+    pointed at them (the next-best attempt of that player takes the place, or none).
+    Returns how many attempts were deleted. Use this, not ``QuerySet.delete()``: entries
+    are a cache without a foreign-key constraint, so nothing else repairs them."""
+    ids = list(attempts.values_list("pk", flat=True))
+    deleted = 0
+    for start in range(0, len(ids), ATTEMPTS_DELETE_BATCH):
+        batch = ids[start : start + ATTEMPTS_DELETE_BATCH]
+        owners = list(Attempt.objects.filter(pk__in=batch).values_list("challenge_id", "player_id"))
+        versions = ScoringVersion.objects.filter(challenge_id__in={c for c, _ in owners})
+        # Entries are keyed (version, player) and have no attempt index: look them up by key.
+        stale = LeaderboardEntry.objects.filter(
+            version_id__in=versions.values("pk"),
+            player_id__in={p for _, p in owners},
+            attempt_id__in=batch,
+        )
+        affected: dict[int, set[int]] = {}
+        for version_id, player_id in stale.values_list("version_id", "player_id"):
+            affected.setdefault(version_id, set()).add(player_id)
+        deleted += Attempt.objects.filter(pk__in=batch).delete()[1].get(Attempt._meta.label, 0)
+        for version_id, player_ids in affected.items():
+            scores.entries_repair(version_id=version_id, player_ids=sorted(player_ids))
+    return deleted
+
+
+def attempt_build(*, challenge: Challenge, item: AttemptInput, player: Player | None = None):
+    """An unsaved Attempt of ``challenge`` from an input (its player set when given)."""
+    return Attempt(
+        challenge=challenge,
+        player=player,
+        succeeded=item.succeeded,
+        tokens_total=item.tokens_total,
+        elapsed_ms=item.elapsed_ms,
+        rating=item.rating,
+        created_at=item.created_at,
+        sample=item.sample,
+        output=item.output,
+        messages=item.messages,
+    )
+
+
+def attempts_record(
+    *,
+    challenge: Challenge,
+    inputs: Sequence[AttemptInput],
+    within: Callable[[list[RecordedAttempt]], None] | None = None,
+) -> list[RecordedAttempt]:
+    """Record attempts, all or nothing, scored under the active version (and any version
+    being rescored), and update the leaderboard at once. The challenge's schedule and
+    caps apply (``ingestion.rules``: raises ``ScheduleClosed``, ``LimitExceeded``).
+    ``within`` is called with the result inside the transaction (an idempotency key is
+    stored with the attempts); if it raises, nothing is written."""
+    if challenge_active_id(challenge.pk) is None:
+        version_ensure(challenge=challenge)
+    external_ids = [item.player for item in inputs]
+    practice = rules.schedule_check(challenge=challenge, now=timezone.now())
+    rules.limits_precheck(challenge=challenge, external_ids=external_ids, now=timezone.now())
+    attempts = [attempt_build(challenge=challenge, item=item) for item in inputs]
+    for attempt, item in zip(attempts, inputs, strict=True):
+        attempt.player_external_id = item.player
+        attempt.practice = practice
+    started = time.perf_counter()
+    # Score before the transaction, while the request's budget lasts: a slow plugin must
+    # not hold database locks, nor the request for 1,000 × its timeout. Attempts the
+    # budget did not reach are stored without a score (pending) and scored by a task.
+    budget = ScoringBudget.from_settings()
+    computed: dict[int, list[Outcome | None]] = {}
+    for version in _versions_to_score(challenge.pk)[1]:
+        computed[version.pk] = budget.compute(
+            version=version, challenge=challenge, attempts=attempts
+        )
+    with transaction.atomic():
+        _lock_challenge_shared(challenge.pk)
+        players = _players_upsert(inputs)
+        rules.limits_enforce(
+            challenge=challenge, players=players, external_ids=external_ids, now=timezone.now()
+        )
+        for attempt, item in zip(attempts, inputs, strict=True):
+            attempt.player = players[item.player]
+        Attempt.objects.bulk_create(attempts)
+        active_id, versions = _versions_to_score(challenge.pk)
+        active_rows: list[AttemptScore | None] = [None] * len(attempts)
+        active_number = None
+        for version in versions:
+            # A version created since we scored (rare) leaves its attempts pending: never
+            # score here, inside the transaction.
+            outcomes = computed.get(version.pk) or [None] * len(attempts)
+            done = [(a, o) for a, o in zip(attempts, outcomes, strict=True) if o is not None]
+            done_attempts = [a for a, _ in done]
+            rows = scores.scores_write(
+                version=version, attempts=done_attempts, outcomes=[o for _, o in done]
+            )
+            if version.pk == active_id:
+                # Only the active version's leaderboard: a version being rescored gets
+                # its entries at the switch (``rescoring.job_finalize``), so ingestion
+                # never writes the rows the rebuild writes, and neither waits for the other.
+                scores.entries_upsert(version=version, attempts=done_attempts, rows=rows)
+                by_attempt = {a.pk: row for a, row in zip(done_attempts, rows, strict=True)}
+                active_rows = [by_attempt.get(a.pk) for a in attempts]
+                active_number = version.number
+        # Pending under the active version: scored by the workers once this commits.
+        # (Under a version being rescored, its switch scores what is missing.)
+        pending = [a.pk for a, row in zip(attempts, active_rows, strict=True) if row is None]
+        if pending and active_id is not None:
+            transaction.on_commit(
+                lambda: pending_enqueue(challenge_id=challenge.pk, attempt_ids=pending)
+            )
+        if within is not None:
+            within(
+                [
+                    RecordedAttempt(a, r, active_number, score_status(r))
+                    for a, r in zip(attempts, active_rows, strict=True)
+                ]
+            )
+    if any(batch_scoring.has_batch(v) for v in versions):
+        batch_scoring.batch_request(challenge_id=challenge.pk)  # pending until the next run
+    logger.info(
+        "attempts recorded",
+        extra={
+            "challenge_id": challenge.pk,
+            "attempts": len(attempts),
+            "failed": sum(1 for row in active_rows if row is not None and row.error),
+            "pending": len(pending),
+            "versions": len(versions),
+            "duration_ms": round((time.perf_counter() - started) * 1000, 1),
+        },
+    )
+    return [
+        RecordedAttempt(a, s, active_number, score_status(s))
+        for a, s in zip(attempts, active_rows, strict=True)
+    ]

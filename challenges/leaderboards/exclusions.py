@@ -1,0 +1,78 @@
+"""What a leaderboard leaves out: practice attempts, hidden attempts, hidden players.
+
+Their scores are kept like any other (so an undo brings back exactly what was there);
+they are only never made a leaderboard entry. Every writer of entries goes through
+``challenges/scores.py``, which asks this module; every public read of attempts that
+does not go through entries (metrics, chart history) filters with ``public_scores`` /
+``public_attempts``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from django.db.models import Exists, OuterRef, Q, QuerySet
+
+from challenges.models import Attempt, AttemptScore, LeaderboardRanking, PlayerHide, ScoringVersion
+
+
+def _hides_of(challenge_id: int) -> QuerySet[PlayerHide]:
+    return PlayerHide.objects.filter(Q(challenge_id=challenge_id) | Q(challenge__isnull=True))
+
+
+def hidden_player_ids(*, challenge_id: int, player_ids: Iterable[int]) -> set[int]:
+    """Which of these players are hidden from the challenge (one small query)."""
+    ids = set(player_ids)
+    if not ids:
+        return set()
+    return set(
+        _hides_of(challenge_id).filter(player_id__in=ids).values_list("player_id", flat=True)
+    )
+
+
+def player_is_hidden(*, challenge_id: int, player_id: int) -> bool:
+    """For the player pages: a hidden player's page is a 404 to the public."""
+    return _hides_of(challenge_id).filter(player_id=player_id).exists()
+
+
+# Appended to the entries rebuild (challenges/scores.py), whose rows come from the scores
+# table alone: the attempt anti-join reads the small partial index ``attempt_unranked``.
+ENTRY_EXCLUSIONS_SQL = """
+  AND NOT EXISTS (SELECT 1 FROM {attempt} x WHERE x.id = {score}.attempt_id
+                  AND (x.practice OR x.hidden))
+  AND NOT EXISTS (SELECT 1 FROM {hide} h WHERE h.player_id = {score}.player_id
+                  AND (h.challenge_id IS NULL OR h.challenge_id =
+                       (SELECT v.challenge_id FROM {version} v WHERE v.id = %s)))"""
+
+
+def entry_exclusions_sql(score_table: str) -> str:
+    """The SQL condition (one parameter: the version id) that leaves out what must not
+    be ranked."""
+    return ENTRY_EXCLUSIONS_SQL.format(
+        attempt=Attempt._meta.db_table,
+        score=score_table,
+        hide=PlayerHide._meta.db_table,
+        version=ScoringVersion._meta.db_table,
+    )
+
+
+def public_attempts(queryset: QuerySet[Attempt], *, challenge_id: int) -> QuerySet[Attempt]:
+    """``queryset`` without practice, hidden attempts and hidden players' attempts."""
+    hidden = _hides_of(challenge_id).filter(player_id=OuterRef("player_id"))
+    return queryset.filter(practice=False, hidden=False).exclude(Exists(hidden))
+
+
+def public_scores(queryset: QuerySet[AttemptScore], *, challenge_id: int) -> QuerySet[AttemptScore]:
+    """``queryset`` of scores without those of practice or hidden attempts or players."""
+    hidden = _hides_of(challenge_id).filter(player_id=OuterRef("player_id"))
+    return queryset.filter(attempt__practice=False, attempt__hidden=False).exclude(Exists(hidden))
+
+
+def rankings_invalidate(*, challenge_ids: Iterable[int] | None) -> None:
+    """Mark the rankings of these challenges' versions (None: every challenge) stale: the
+    next reader recomputes ranks and counts, and every cached page, chart and export
+    keyed by the ranking changes with it."""
+    rankings = LeaderboardRanking.objects.all()
+    if challenge_ids is not None:
+        rankings = rankings.filter(version__challenge_id__in=list(challenge_ids))
+    rankings.update(stale=True)

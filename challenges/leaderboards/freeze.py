@@ -1,0 +1,195 @@
+"""The board freeze: from ``freeze_at`` until an admin reveals, the public sees the
+standings of the attempts recorded before ``freeze_at`` under the active version; staff
+and admins see the live board.
+
+The frozen board is a leaderboard of its own, kept like any other: ``LeaderboardEntry``
+rows and a ``LeaderboardRanking`` under the *negated* active version id (entries and
+rankings carry no foreign-key constraint for this), so every public reader — pages,
+ranks, search, exports, charts, the API — reads it unchanged, by id. It is built on the
+first frozen read of a version, from that version's scores of the attempts recorded
+before the freeze (never their client-given ``created_at``), leaving out what is never
+ranked (``exclusions``). A rescore or "make active again" during the freeze changes the
+active version, hence the board id: the new version's frozen board is built from its own
+scores, so a frozen board never mixes versions. Ingestion after the freeze writes only
+the live boards; moderation, a change of ``freeze_at`` and the reveal drop the
+challenge's frozen boards, and deleted attempts mark them stale (either way rebuilt at
+the next read).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any
+
+from django.db import connection, transaction
+from django.utils import timezone
+
+from challenges.leaderboards import exclusions
+from challenges.leaderboards import ranking as R
+from challenges.models import (
+    Attempt,
+    AttemptScore,
+    Challenge,
+    LeaderboardEntry,
+    LeaderboardRanking,
+    ScoringVersion,
+)
+from challenges.permissions import is_staff_member
+
+
+def is_frozen(challenge: Challenge, now: datetime | None = None) -> bool:
+    """Whether the public sees the frozen board now."""
+    if challenge.freeze_at is None or challenge.revealed_at is not None:
+        return False
+    return (now or timezone.now()) >= challenge.freeze_at
+
+
+def frozen_for(challenge: Challenge, user: Any) -> bool:
+    """Whether ``user`` sees the frozen board (staff and admins see the live one)."""
+    return is_frozen(challenge) and not is_staff_member(user)
+
+
+def frozen_id(version_id: int) -> int:
+    return -version_id
+
+
+def board_id(*, challenge: Challenge, user: Any) -> int | None:
+    """The id of the board ``user`` reads: the active version's, or its frozen board's
+    (built first if needed)."""
+    if challenge.active_version_id is None:
+        return None
+    if not frozen_for(challenge, user):
+        return challenge.active_version_id
+    return frozen_ensure(challenge=challenge)
+
+
+# Best attempt per player under a version, of the attempts recorded before the freeze.
+_FROZEN_SQL = {
+    "postgresql": """
+INSERT INTO {entry} (version_id, player_id, attempt_id, score, sort_key, created_at,
+                     ranked_attempt_id)
+SELECT DISTINCT ON (s.player_id) %s, s.player_id, s.attempt_id, s.score, s.sort_key,
+       s.created_at, s.attempt_id
+FROM {score} s JOIN {attempt} a ON a.id = s.attempt_id
+WHERE s.version_id = %s AND s.sort_key IS NOT NULL AND a.recorded_at < %s{excluded}
+ORDER BY s.player_id, s.sort_key, s.created_at, s.attempt_id
+""",
+    "default": """
+INSERT INTO {entry} (version_id, player_id, attempt_id, score, sort_key, created_at,
+                     ranked_attempt_id)
+SELECT %s, player_id, attempt_id, score, sort_key, created_at, attempt_id FROM (
+    SELECT s.player_id, s.attempt_id, s.score, s.sort_key, s.created_at,
+           ROW_NUMBER() OVER (PARTITION BY s.player_id
+                              ORDER BY s.sort_key, s.created_at, s.attempt_id) AS place
+    FROM {score} s JOIN {attempt} a ON a.id = s.attempt_id
+    WHERE s.version_id = %s AND s.sort_key IS NOT NULL AND a.recorded_at < %s{excluded}
+) best WHERE place = 1
+""",
+}
+
+
+def _built(board: int) -> bool:
+    """Whether the frozen board is there and whole: a deletion of attempts marks every
+    ranking stale (challenges/ranking.py), and a stale frozen board may hold an attempt
+    that is gone, so it is rebuilt rather than re-ranked."""
+    return LeaderboardRanking.objects.filter(version_id=board, stale=False).exists()
+
+
+def frozen_ensure(*, challenge: Challenge) -> int:
+    """Build the frozen board of the challenge's active version unless it is there; its
+    id. Its ranking row marks it built (a board with no player has one too)."""
+    version_id = challenge.active_version_id
+    board = frozen_id(version_id)
+    if _built(board):
+        return board
+    # Wait for the recordings under way (they hold the challenge in share mode): any
+    # attempt recorded after this gets a recording time after the freeze.
+    with transaction.atomic():
+        Challenge.objects.select_for_update().filter(pk=challenge.pk).exists()
+    with transaction.atomic():
+        if connection.vendor == "postgresql":  # one builder per board
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [0x7F0D, board])
+        if _built(board):
+            return board
+        LeaderboardRanking.objects.filter(version_id=board).delete()
+        LeaderboardEntry.objects.filter(version_id=board).delete()
+        sql = _FROZEN_SQL.get(connection.vendor, _FROZEN_SQL["default"]).format(
+            entry=LeaderboardEntry._meta.db_table,
+            score=AttemptScore._meta.db_table,
+            attempt=Attempt._meta.db_table,
+            excluded=exclusions.entry_exclusions_sql("s"),
+        )
+        freeze_at = connection.ops.adapt_datetimefield_value(challenge.freeze_at)
+        with connection.cursor() as cursor:
+            cursor.execute(sql, [board, version_id, freeze_at, version_id])
+        R.ranking_current(version_id=board)
+    return board
+
+
+def frozen_drop(*, challenge_ids: Iterable[int]) -> None:
+    """Drop the frozen boards of these challenges (rebuilt at the next frozen read)."""
+    boards = [
+        frozen_id(pk)
+        for pk in ScoringVersion.objects.filter(challenge_id__in=list(challenge_ids)).values_list(
+            "pk", flat=True
+        )
+    ]
+    if boards:
+        LeaderboardRanking.objects.filter(version_id__in=boards).delete()
+        LeaderboardEntry.objects.filter(version_id__in=boards).delete()
+
+
+def last_activity(challenge: Challenge, newest: datetime | None) -> datetime | None:
+    """The newest activity the frozen board may show: none after the freeze."""
+    if newest is None or challenge.freeze_at is None:
+        return newest
+    return min(newest, challenge.freeze_at)
+
+
+def card_frozen(*, card: Challenge) -> None:
+    """A challenge card (``selectors.challenge_cards``) as of the freeze: its leader and
+    ranked players from the frozen board, no activity after the freeze."""
+    board = frozen_ensure(challenge=card)
+    leader = (
+        LeaderboardEntry.objects.filter(version_id=board)
+        .order_by("sort_key", "created_at", "attempt_id")
+        .values_list("player__display_name", "score")
+        .first()
+    )
+    card.leader_name, card.leader_score = leader or (None, None)
+    card.players = R.ranking_current(version_id=board).entries
+    card.last_activity = last_activity(card, card.last_activity)
+
+
+class RevealRefused(ValueError):
+    """Nothing to reveal: no freeze has begun, or it was revealed already."""
+
+
+@transaction.atomic
+def board_reveal(*, challenge: Challenge, by: Any = None) -> Challenge:
+    """End the freeze: the public sees the live board again (until ``freeze_at``
+    changes, which starts a new freeze)."""
+    from challenges.audit import Kind, audit_record
+
+    challenge = Challenge.objects.select_for_update().get(pk=challenge.pk)
+    if challenge.freeze_at is None:
+        raise RevealRefused("This challenge has no freeze to reveal (freeze_at is empty).")
+    if challenge.revealed_at is not None:
+        raise RevealRefused(
+            f"The board was revealed already ({challenge.revealed_at:%Y-%m-%d %H:%M} UTC)."
+        )
+    if not is_frozen(challenge):
+        raise RevealRefused("The freeze has not begun yet (freeze_at is in the future).")
+    challenge.revealed_at = timezone.now()
+    challenge.save(update_fields=["revealed_at", "updated_at"])
+    frozen_drop(challenge_ids=[challenge.pk])
+    audit_record(
+        kind=Kind.REVEAL,
+        by=by,
+        challenge=challenge,
+        before={"revealed_at": None},
+        after={"revealed_at": challenge.revealed_at},
+    )
+    return challenge

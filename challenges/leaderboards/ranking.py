@@ -1,0 +1,242 @@
+"""Ranks without scanning: checkpoints every PAGE rows of a version's leaderboard.
+
+A leaderboard of 100,000 players cannot be ranked per request (a window over every row,
+or a large OFFSET, costs tens of milliseconds). Instead a ``LeaderboardRanking`` row
+keeps every PAGE-th entry in rank order: its ranking key and its competition rank. A
+page is one index range read from its checkpoint; a player's rank is a checkpoint plus
+at most PAGE rows.
+
+Checkpoints go stale when entries change. Writers (ingestion, rescoring) know nothing
+of this module: an entry they insert or improve holds an attempt other than the one it
+was ranked with (````unranked``, a small partial index), and the next reader that
+sees such a row recomputes the checkpoints (one ordered pass over the rank index, a few
+tens of milliseconds for 100,000 players). Deleted entries leave no row behind: the
+``post_delete`` receivers below mark rankings stale instead.
+
+Each process keeps the parsed checkpoints of the rankings it has read, by token, so a
+request pays one small query to learn that they are still current.
+"""
+
+from __future__ import annotations
+
+import bisect
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any, NamedTuple
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.models import Exists, F, Q, QuerySet
+from django.db.models.fields.tuple_lookups import (
+    Tuple,
+    TupleGreaterThan,
+    TupleGreaterThanOrEqual,
+)
+from django.db.models.signals import post_delete
+from django.dispatch import receiver
+from django.utils import timezone
+
+from challenges.models import Attempt, LeaderboardEntry, LeaderboardRanking, Player
+
+PAGE = 50  # rows between checkpoints: the public page size
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+ONE_US = timedelta(microseconds=1)
+
+# A ranking key: (sort_key, created_at in epoch microseconds, attempt_id). Rank order is
+# ascending on it; rows equal on the first two share a competition rank.
+Key = tuple[float, int, int]
+
+
+def to_us(value: datetime) -> int:
+    return (value - EPOCH) // ONE_US
+
+
+def from_us(value: int) -> datetime:
+    return EPOCH + timedelta(microseconds=value)
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """The checkpoints of one version's leaderboard, as of ``computed_at``."""
+
+    version_id: int
+    token: str
+    entries: int
+    keys: list[Key]  # keys[j] is the key of the row at place j * PAGE (0-based)
+    ranks: list[int]  # its competition rank
+    computed_at: datetime
+
+    def checkpoint_before(self, key: Key) -> int:
+        """Index of the last checkpoint at or before ``key`` (0 when there is none)."""
+        return max(0, bisect.bisect_right(self.keys, key) - 1)
+
+
+def key_filter(op: type, key: Key) -> Q:
+    """Rows whose ranking key compares with ``key`` by ``op`` (a row-value comparison,
+    which the rank index serves as a range)."""
+    columns = Tuple(F("sort_key"), F("created_at"), F("attempt_id"))
+    return Q(op(columns, (key[0], from_us(key[1]), key[2])))
+
+
+def rows_from(queryset: QuerySet, key: Key | None, *, after: bool = False) -> QuerySet:
+    """``queryset`` in rank order, from ``key`` on (inclusive, or strictly ``after``)."""
+    if key is not None:
+        queryset = queryset.filter(
+            key_filter(TupleGreaterThan if after else TupleGreaterThanOrEqual, key)
+        )
+    return queryset.order_by("sort_key", "created_at", "attempt_id")
+
+
+def assign_ranks(ties: list[tuple[float, datetime]], *, place: int, rank: int) -> list[int]:
+    """Competition ranks of consecutive rows in rank order, given as their (sort_key,
+    created_at), whose first row is at 0-based ``place`` with rank ``rank``: rows equal
+    on both share a rank."""
+    ranks = []
+    for offset, tie in enumerate(ties):
+        if offset and tie != ties[offset - 1]:
+            rank = place + offset + 1
+        ranks.append(rank)
+    return ranks
+
+
+# --- reading and recomputing ------------------------------------------------------------
+_loaded: dict[int, Ranking] = {}  # version id -> the last ranking this process parsed
+
+
+class State(NamedTuple):
+    """What a reader checks: the ranking's token (None: never ranked), whether it is
+    marked stale, and whether any entry changed since."""
+
+    token: str | None
+    stale: bool | None
+    changed: bool
+
+
+def ranking_state(*, version_id: int) -> State:
+    changed = LeaderboardEntry.objects.filter(version_id=version_id, unranked=True)
+    found = (
+        LeaderboardRanking.objects.filter(version_id=version_id)
+        .annotate(changed=Exists(changed))
+        .values_list("token", "stale", "changed")
+        .first()
+    )
+    return State(*found) if found else State(None, None, False)
+
+
+def ranking_current(*, version_id: int, state: State | None = None) -> Ranking:
+    """The version's checkpoints, recomputed first when its entries changed. ``state``:
+    as just read by the caller (e.g. with the challenge, saving a query), or read here."""
+    if state is None:
+        state = ranking_state(version_id=version_id)
+    if state.token is None or state.stale:
+        return _recompute(version_id)
+    cached = _loaded.get(version_id)
+    current = cached is not None and cached.token == state.token
+    if state.changed:
+        # Under steady ingestion every write changes an entry: recompute at most once per
+        # PODIUM_RANKING_MAX_AGE_MS, not on every read (ranks and page boundaries may lag
+        # the newest attempts by that long; deletions are never served stale).
+        max_age = timedelta(milliseconds=settings.PODIUM_RANKING_MAX_AGE_MS)
+        if current and max_age and timezone.now() - cached.computed_at < max_age:
+            return cached
+        return _recompute(version_id)
+    if current:
+        return cached
+    return _remember(LeaderboardRanking.objects.get(version_id=version_id))
+
+
+def _remember(row: LeaderboardRanking) -> Ranking:
+    keys = [(c[0], c[1], c[2]) for c in row.checkpoints]
+    ranking = Ranking(
+        version_id=row.version_id,
+        token=row.token,
+        entries=row.entries,
+        keys=keys,
+        ranks=[c[3] for c in row.checkpoints],
+        computed_at=row.computed_at,
+    )
+    _loaded[row.version_id] = ranking
+    return ranking
+
+
+# Every PAGE-th row in rank order, and the last one (its place + 1 is the row count).
+# ``tied``: equal on (sort_key, created_at) to the row before, so the rank is lower than
+# place + 1 (rare; resolved per checkpoint). One window pass over the rank index.
+_CHECKPOINTS_SQL = """
+SELECT sort_key, created_at, attempt_id, place, tied FROM (
+    SELECT sort_key, created_at, attempt_id,
+           ROW_NUMBER() OVER w - 1 AS place,
+           CASE WHEN LAG(sort_key) OVER w = sort_key
+                 AND LAG(created_at) OVER w = created_at THEN 1 ELSE 0 END AS tied,
+           CASE WHEN LEAD(attempt_id) OVER w IS NULL THEN 1 ELSE 0 END AS last
+    FROM {entry} WHERE version_id = %s
+    WINDOW w AS (ORDER BY sort_key, created_at, attempt_id)
+) ranked
+WHERE place %% {page} = 0 OR last = 1
+ORDER BY place
+"""
+
+
+def _recompute(version_id: int) -> Ranking:
+    with transaction.atomic():
+        row, created = LeaderboardRanking.objects.select_for_update().get_or_create(
+            version_id=version_id, defaults={"token": "", "computed_at": timezone.now()}
+        )
+        entries = LeaderboardEntry.objects.filter(version_id=version_id)
+        changed = entries.filter(unranked=True)
+        if not created and not row.stale and row.token and not changed.exists():
+            return _remember(row)  # another request recomputed it while we waited
+        # Mark first, then read: every row marked here is in the read below (a later
+        # statement sees at least as much); a row changed after the mark stays unranked
+        # and makes the next reader recompute again.
+        changed.update(ranked_attempt_id=F("attempt_id"))
+        sql = _CHECKPOINTS_SQL.format(entry=LeaderboardEntry._meta.db_table, page=PAGE)
+        with connection.cursor() as cursor:
+            cursor.execute(sql, [version_id])
+            found = cursor.fetchall()
+        if connection.vendor == "sqlite":  # datetimes come back as text there
+            field = LeaderboardEntry._meta.get_field("created_at")
+            convert = connection.ops.convert_datetimefield_value
+            found = [(r[0], convert(r[1], field, connection), *r[2:]) for r in found]
+        checkpoints = []
+        for sort_key, created_at, attempt_id, place, tied in found:
+            if place % PAGE:
+                continue  # the last row, read for the count only
+            rank = place + 1
+            if tied:  # the tie group started before this row: it shares that rank
+                rank -= entries.filter(
+                    sort_key=sort_key, created_at=created_at, attempt_id__lt=attempt_id
+                ).count()
+            checkpoints.append([sort_key, to_us(created_at), attempt_id, rank])
+        row.checkpoints = checkpoints
+        row.entries = found[-1][3] + 1 if found else 0
+        row.token = uuid.uuid4().hex
+        row.stale = False
+        row.computed_at = timezone.now()
+        row.save()
+    return _remember(row)
+
+
+# --- deletions ----------------------------------------------------------------------------
+# A deleted attempt or player takes its leaderboard entries with it (a cascade), leaving
+# no unranked row to notice: mark every ranking stale once the deletion commits (one
+# update per transaction, however many attempts a challenge's deletion removes).
+class _MarkStale:
+    """The on-commit update; ``pending`` until it ran (a transaction registers one)."""
+
+    def __init__(self) -> None:
+        self.pending = True
+
+    def __call__(self) -> None:
+        self.pending = False
+        LeaderboardRanking.objects.filter(stale=False).update(stale=True)
+
+
+@receiver(post_delete, sender=Attempt, dispatch_uid="podium-ranking-attempt-deleted")
+@receiver(post_delete, sender=Player, dispatch_uid="podium-ranking-player-deleted")
+def _entries_deleted(sender: type, **kwargs: Any) -> None:
+    using = kwargs.get("using") or "default"
+    registered = transaction.get_connection(using).run_on_commit
+    if not any(isinstance(func, _MarkStale) and func.pending for _, func, _ in registered):
+        transaction.on_commit(_MarkStale(), using=using)

@@ -1,0 +1,464 @@
+"""Writing scores and keeping the leaderboard: shared by ingestion and rescoring.
+
+Scores of a version are rows of ``AttemptScore``; ``LeaderboardEntry`` holds each
+player's best counted attempt per version, upserted on ingestion and rebuilt in one
+statement when a rescore finishes.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import Any
+
+from django.db import connection, transaction
+from django.db.models import Exists, F, OuterRef, QuerySet
+
+from challenges.leaderboards import exclusions
+from challenges.models import (
+    Attempt,
+    AttemptScore,
+    Challenge,
+    LeaderboardEntry,
+    LeaderboardRanking,
+    Player,
+    ScoringVersion,
+)
+from challenges.text import BAD_CHAR, outcome_storable
+from scoring import services as scoring
+from scoring.engine.outcome import Outcome
+from scoring.engine.scorers_list import split_qa
+from scoring.failures import failures_log, failures_tick
+
+SCORING_FIELDS = (
+    "id",
+    "player_id",
+    "succeeded",
+    "tokens_total",
+    "elapsed_ms",
+    "rating",
+    "created_at",
+    "practice",
+    "hidden",
+)
+
+
+def attempts_for_scoring(challenge_id: int) -> QuerySet[Attempt]:
+    """A challenge's attempts with just what scoring needs (and the player's external id)."""
+    return (
+        Attempt.objects.filter(challenge_id=challenge_id)
+        .annotate(player_external_id=F("player__external_id"))
+        .only(*SCORING_FIELDS)
+        .order_by("pk")
+    )
+
+
+# A rescore reads a million attempts: plain tuples, not model instances.
+# (id, player_id, external_id, succeeded, tokens_total, elapsed_ms, rating, created_ms,
+#  created_at) where created_at is the database's own text on PostgreSQL (copied back
+#  as it is) and a datetime elsewhere.
+AttemptRow = tuple[int, int, str, bool, int | None, int | None, int | None, int, object]
+
+_RANGE_SQL = """
+SELECT a.id, a.player_id, p.external_id, a.succeeded, a.tokens_total, a.elapsed_ms,
+       a.rating, {created_ms}, {created_at}
+FROM {attempt} a JOIN {player} p ON p.id = a.player_id
+WHERE a.challenge_id = %s AND a.id BETWEEN %s AND %s
+ORDER BY a.id
+"""
+# PostgreSQL computes epoch milliseconds exactly (numeric); elsewhere Python does.
+_PG_COLUMNS = {
+    "created_ms": "(EXTRACT(EPOCH FROM a.created_at) * 1000)::bigint",
+    "created_at": "a.created_at::text",
+}
+
+
+def attempt_rows(*, challenge_id: int, first_id: int, last_id: int) -> list[AttemptRow]:
+    """The challenge's attempts with ids in [first_id, last_id], in id order."""
+    postgres = connection.vendor == "postgresql"
+    columns = _PG_COLUMNS if postgres else {"created_ms": "0", "created_at": "a.created_at"}
+    sql = _RANGE_SQL.format(attempt=Attempt._meta.db_table, player=Player._meta.db_table, **columns)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [challenge_id, first_id, last_id])
+        rows = cursor.fetchall()
+    if postgres:
+        return rows
+    field = Attempt._meta.get_field("created_at")
+    convert = connection.ops.convert_datetimefield_value
+    converted = []
+    for r in rows:
+        created_at = convert(r[8], field, connection)
+        converted.append((*r[:7], scoring.epoch_ms(created_at), created_at))
+    return converted
+
+
+def _copy_text(value: object) -> str:
+    """A value in PostgreSQL's COPY text format."""
+    if value is None:
+        return "\\N"
+    text = value if isinstance(value, str) else repr(value)
+    return text.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")
+
+
+Compute = Callable[[Sequence[AttemptRow]], list[Outcome]]
+
+
+def scores_put(
+    *, version: ScoringVersion, attempts: Sequence[AttemptRow], outcomes: Sequence[Outcome]
+) -> None:
+    """Make the version's scores of a batch of attempts (consecutive in id order) exactly
+    ``outcomes``: the rows in the batch's id range are deleted, then written. Call in a
+    short transaction, after computing the outcomes: a retried or duplicated batch
+    writes each score once. On PostgreSQL the rows go through COPY."""
+    if not attempts:
+        return
+    AttemptScore.objects.filter(
+        version=version, attempt_id__gte=attempts[0][0], attempt_id__lte=attempts[-1][0]
+    ).delete()
+    if connection.vendor != "postgresql":
+        rows = [
+            _score_row(version, a[0], a[1], a[8], o)
+            for a, o in zip(attempts, outcomes, strict=True)
+        ]
+        AttemptScore.objects.bulk_create(rows, batch_size=2000)
+        _failures_note(version, attempts, outcomes)
+        return
+    table = AttemptScore._meta.db_table
+    columns = (
+        "version_id, attempt_id, player_id, created_at, score, sort_key, details, error, "
+        "qa, qa_failed"
+    )
+    # The raw psycopg cursor's errors are made Django's (a lost connection is then an
+    # OperationalError like any other, and the connection is marked unusable).
+    with connection.cursor() as cursor, connection.wrap_database_errors:
+        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")  # checked during COPY, not at commit
+        with cursor.cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
+            copy.write(_copy_lines(version, attempts, outcomes))
+    _failures_note(version, attempts, outcomes)
+
+
+def _failures_note(
+    version: ScoringVersion, attempts: Sequence[AttemptRow], outcomes: Sequence[Outcome]
+) -> None:
+    """Log the batch's scorer failures (a burst of one error is summarised)."""
+    if any(o.error for o in outcomes):
+        failures_log(version=version, attempt_ids=[a[0] for a in attempts], outcomes=outcomes)
+    else:
+        failures_tick()
+
+
+def scores_count(*, version_id: int, first_id: int, last_id: int) -> tuple[int, int]:
+    """How many attempts in [first_id, last_id] have a score under the version, and how
+    many of those are failures."""
+    rows = AttemptScore.objects.filter(
+        version_id=version_id, attempt_id__gte=first_id, attempt_id__lte=last_id
+    )
+    return rows.count(), rows.exclude(error="").count()
+
+
+_PLAIN_KEY = re.compile(r"[A-Za-z0-9_ .:-]{1,100}")
+_plain_keys: dict[tuple[str, ...], bool] = {}
+
+
+def _details_json(details: dict[str, Any]) -> str:
+    """JSON text of a details dict (never NaN or infinity: the rules refused them).
+
+    Flat dicts of floats under plain keys (what built-in scorers give) are written
+    directly, a few times faster than json.dumps; anything else goes through it."""
+    keys = tuple(details)
+    plain = _plain_keys.get(keys)
+    if plain is None:
+        plain = _plain_keys[keys] = all(type(k) is str and _PLAIN_KEY.fullmatch(k) for k in keys)
+    if plain and all(type(v) is float for v in details.values()):
+        return "{" + ", ".join([f'"{k}": {v!r}' for k, v in details.items()]) + "}"
+    return json.dumps(details)
+
+
+def _copy_lines(
+    version: ScoringVersion, attempts: Sequence[AttemptRow], outcomes: Sequence[Outcome]
+) -> str:
+    """Score rows in COPY text format."""
+    negate = scoring.sort_key_of(version, 1.0) == -1.0
+    version_id = version.pk
+    lines = []
+    for a, o in zip(attempts, outcomes, strict=True):
+        score = o.score
+        if score is None:
+            score_text = sort_text = "\\N"
+        else:
+            score_text = repr(score)
+            sort_text = repr(-score if negate else score)
+        plain, qa, qa_failed = split_qa(o.details)
+        details = "\\N" if plain is None else _copy_text(_details_json(plain))
+        qa_text = "\\N" if qa is None else _copy_text(json.dumps(qa))
+        if "\\u" in details or "\\u" in qa_text or (o.error and BAD_CHAR.search(o.error)):
+            o = outcome_storable(o)  # rare: check
+            plain, qa, qa_failed = split_qa(o.details)
+            details = "\\N" if plain is None else _copy_text(_details_json(plain))
+            qa_text = "\\N" if qa is None else _copy_text(json.dumps(qa))
+        error = _copy_text(o.error) if o.error else ""
+        lines.append(
+            f"{version_id}\t{a[0]}\t{a[1]}\t{a[8]}\t{score_text}\t{sort_text}\t{details}"
+            f"\t{error}\t{qa_text}\t{qa_failed}\n"
+        )
+    return "".join(lines)
+
+
+# Built-in strategies as SQL (PostgreSQL): the value the engine's strategy computes, so a
+# rescore needs no Python per attempt. tests/challenges/test_ranking.py checks both ways
+# against the same brute-force reference.
+_STRATEGY_VALUE_SQL = {
+    "first": "CASE WHEN a.succeeded THEN (EXTRACT(EPOCH FROM a.created_at) * 1000)::float8 END",
+    "fastest": "CASE WHEN a.succeeded THEN a.elapsed_ms::float8 END",
+    "fewest_tokens": "CASE WHEN a.succeeded THEN a.tokens_total::float8 END",
+    "highest_rating": "CASE WHEN a.succeeded THEN a.rating::float8 END",
+}
+_STRATEGY_INSERT_SQL = """
+INSERT INTO {score} (version_id, attempt_id, player_id, created_at, score, sort_key, details, error)
+SELECT %s, id, player_id, created_at, value, {sign} value, NULL, '' FROM (
+    SELECT a.id, a.player_id, a.created_at, {value} AS value
+    FROM {attempt} a WHERE a.challenge_id = %s AND a.id BETWEEN %s AND %s
+) computed
+"""
+
+
+def scores_settle(*, version_id: int, first_id: int, last_id: int) -> None:
+    """Visit the committed score rows of a range once (PostgreSQL): the first read of a
+    freshly written row records that its transaction committed (the row's hint bits),
+    which costs about as much as the read itself. Done per chunk, in parallel, it spares
+    the final leaderboard rebuild a million such first reads."""
+    if connection.vendor != "postgresql":
+        return
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT count(*) FROM {AttemptScore._meta.db_table} "  # noqa: S608 - our table
+            "WHERE version_id = %s AND attempt_id BETWEEN %s AND %s",
+            [version_id, first_id, last_id],
+        )
+
+
+def scored_in_sql(version: ScoringVersion | Challenge) -> bool:
+    """Whether a rescore computes this version's scores in the database."""
+    return connection.vendor == "postgresql" and version.scoring_strategy in _STRATEGY_VALUE_SQL
+
+
+def scores_replace_in_sql(
+    *, version: ScoringVersion, challenge_id: int, first_id: int, last_id: int
+) -> int | None:
+    """Like ``scores_replace`` for a built-in strategy, computed by the database.
+
+    Returns the number of attempts scored, or None where this path does not apply (not
+    PostgreSQL, or not a built-in strategy): the caller scores in Python instead."""
+    if not scored_in_sql(version):
+        return None
+    value = _STRATEGY_VALUE_SQL[version.scoring_strategy]
+    AttemptScore.objects.filter(
+        version=version, attempt_id__gte=first_id, attempt_id__lte=last_id
+    ).delete()
+    sign = "-" if scoring.sort_key_of(version, 1.0) == -1.0 else ""
+    sql = _STRATEGY_INSERT_SQL.format(
+        score=AttemptScore._meta.db_table, attempt=Attempt._meta.db_table, sign=sign, value=value
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [version.pk, challenge_id, first_id, last_id])
+        return cursor.rowcount
+
+
+def score_rows(
+    *, version: ScoringVersion, attempts: Sequence[Attempt], outcomes: Sequence[Outcome]
+) -> list[AttemptScore]:
+    return [
+        _score_row(version, a.pk, a.player_id, a.created_at, o)
+        for a, o in zip(attempts, outcomes, strict=True)
+    ]
+
+
+def _score_row(
+    version: ScoringVersion, attempt_id: int, player_id: int, created_at: Any, o: Outcome
+) -> AttemptScore:
+    o = outcome_storable(o)  # a scorer's text may hold what no column can store
+    details, qa, qa_failed = split_qa(o.details)
+    return AttemptScore(
+        version=version,
+        attempt_id=attempt_id,
+        player_id=player_id,
+        created_at=created_at,
+        score=o.score,
+        sort_key=scoring.sort_key_of(version, o.score),
+        details=details,
+        error=o.error,
+        qa=qa,
+        qa_failed=qa_failed,
+    )
+
+
+def scores_write(
+    *, version: ScoringVersion, attempts: Sequence[Attempt], outcomes: Sequence[Outcome]
+) -> list[AttemptScore]:
+    """Write the scores of attempts that have none under the version yet (new ones, or
+    the ones a rescore catches up while it holds the challenge lock)."""
+    rows = score_rows(version=version, attempts=attempts, outcomes=outcomes)
+    AttemptScore.objects.bulk_create(rows)
+    if any(o.error for o in outcomes):
+        failures_log(version=version, attempt_ids=[a.pk for a in attempts], outcomes=outcomes)
+    else:
+        failures_tick()
+    return rows
+
+
+def score_missing(
+    *, version: ScoringVersion, after_id: int = 0, batch_size: int = 2000
+) -> tuple[int, int]:
+    """Score the attempts of the version's challenge with ids above ``after_id`` that
+    have no score under it, and keep their players' leaderboard entries. Returns
+    (scored, failed)."""
+    challenge = version.challenge
+    has_score = AttemptScore.objects.filter(version=version, attempt=OuterRef("pk"))
+    todo = attempts_for_scoring(challenge.pk).filter(~Exists(has_score))
+    scored = failed = 0
+    last_pk = after_id
+    while batch := list(todo.filter(pk__gt=last_pk)[:batch_size]):
+        items = scoring.items_from_attempts(
+            batch, challenge=challenge, timeout_ms=version.timeout_ms
+        )
+        outcomes = scoring.scores_compute(version=version, items=items)
+        rows = scores_write(version=version, attempts=batch, outcomes=outcomes)
+        entries_upsert(version=version, attempts=batch, rows=rows)
+        scored += len(batch)
+        failed += sum(1 for o in outcomes if o.error)
+        last_pk = batch[-1].pk
+    return scored, failed
+
+
+def scores_catch_up(
+    *, version: ScoringVersion, after_id: int, batch_size: int = 500
+) -> tuple[int, int]:
+    """Score the attempts above ``after_id`` that lack a score under the version, outside
+    any transaction: each batch is computed first, then written in its own short
+    transaction (a row a concurrent caller wrote meanwhile is kept). No leaderboard
+    entries: the caller makes them. Returns (scored, failed)."""
+    challenge = version.challenge
+    has_score = AttemptScore.objects.filter(version=version, attempt=OuterRef("pk"))
+    todo = attempts_for_scoring(challenge.pk).filter(~Exists(has_score))
+    scored = failed = 0
+    last_pk = after_id
+    while batch := list(todo.filter(pk__gt=last_pk)[:batch_size]):
+        items = scoring.items_from_attempts(
+            batch, challenge=challenge, timeout_ms=version.timeout_ms
+        )
+        outcomes = scoring.scores_compute(version=version, items=items)  # no transaction
+        rows = score_rows(version=version, attempts=batch, outcomes=outcomes)
+        with transaction.atomic():
+            AttemptScore.objects.bulk_create(rows, ignore_conflicts=True)
+        scored += len(batch)
+        failed += sum(1 for o in outcomes if o.error)
+        last_pk = batch[-1].pk
+    return scored, failed
+
+
+_COLUMNS = "version_id, player_id, attempt_id, score, sort_key, created_at"
+# Keep the better of two entries of a player: lower sort_key, then earlier, then lower id.
+_KEEP_BETTER = """
+ON CONFLICT (version_id, player_id) DO UPDATE SET
+    attempt_id = excluded.attempt_id, score = excluded.score,
+    sort_key = excluded.sort_key, created_at = excluded.created_at
+WHERE excluded.sort_key < {t}.sort_key
+   OR (excluded.sort_key = {t}.sort_key AND (excluded.created_at < {t}.created_at
+       OR (excluded.created_at = {t}.created_at AND excluded.attempt_id < {t}.attempt_id)))
+"""
+# Best attempt per player: the first in (sort_key, created_at, attempt_id) order.
+_REBUILD_SQL = {
+    "postgresql": """
+INSERT INTO {entry} ({columns}{marked})
+SELECT DISTINCT ON (player_id) {columns}{marks} FROM {score}
+WHERE version_id = %s AND sort_key IS NOT NULL{players}{excluded}
+ORDER BY player_id, sort_key, created_at, attempt_id
+""",
+    "default": """
+INSERT INTO {entry} ({columns}{marked})
+SELECT {columns}{marks} FROM (
+    SELECT {columns}, ROW_NUMBER() OVER (
+        PARTITION BY player_id ORDER BY sort_key, created_at, attempt_id
+    ) AS place
+    FROM {score} WHERE version_id = %s AND sort_key IS NOT NULL{players}{excluded}
+) best
+WHERE place = 1
+""",
+}
+
+
+def entries_rebuild(*, version: ScoringVersion) -> None:
+    """Recompute every player's best attempt under ``version`` from its scores, in one
+    statement over the scores table alone. Attempts recorded meanwhile may upsert
+    entries of the version concurrently: the better entry is kept either way."""
+    LeaderboardEntry.objects.filter(version=version).delete()
+    # The rows are written as already ranked (ranked_attempt_id = attempt_id) and the
+    # version's page checkpoints are dropped: the first reader recomputes them in one
+    # pass instead of first marking 100,000 rows (see challenges/ranking.py).
+    LeaderboardRanking.objects.filter(version=version).delete()
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":  # sort a million rows in memory, not on disk
+            cursor.execute("SET LOCAL work_mem = '256MB'")
+    _entries_insert_best(version.pk, ranked=True)
+
+
+def entries_repair(*, version_id: int, player_ids: Sequence[int]) -> None:
+    """Recompute the entries of some players under a version from its scores (after
+    attempts were deleted: their entries may point at attempts that are gone). The rows
+    are left unranked: readers of this version recompute its checkpoints."""
+    LeaderboardEntry.objects.filter(version_id=version_id, player_id__in=player_ids).delete()
+    _entries_insert_best(version_id, player_ids=player_ids, ranked=False)
+
+
+def _entries_insert_best(
+    version_id: int, *, player_ids: Sequence[int] | None = None, ranked: bool
+) -> None:
+    """Insert each player's best scored attempt under the version (of ``player_ids``
+    only, when given), keeping the better row where one is there already."""
+    players = ""
+    if player_ids is not None:
+        players = f" AND player_id IN ({', '.join(['%s'] * len(player_ids))})"
+    table = LeaderboardEntry._meta.db_table
+    sql = _REBUILD_SQL.get(connection.vendor, _REBUILD_SQL["default"]).format(
+        entry=table,
+        score=AttemptScore._meta.db_table,
+        columns=_COLUMNS,
+        marked=", ranked_attempt_id" if ranked else "",
+        marks=", attempt_id" if ranked else "",
+        players=players,
+        # Practice, hidden attempts and hidden players are never ranked.
+        excluded=exclusions.entry_exclusions_sql(AttemptScore._meta.db_table),
+    ) + _KEEP_BETTER.format(t=table)  # ingestion may upsert the same players meanwhile
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [version_id, *(player_ids or ()), version_id])
+
+
+# Our own table and column names; every value is a parameter.
+_UPSERT_SQL = f"INSERT INTO {{t}} ({_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s)" + _KEEP_BETTER  # noqa: S608
+
+
+def entries_upsert(
+    *, version: ScoringVersion, attempts: Sequence[Attempt], rows: Sequence[AttemptScore]
+) -> None:
+    """Keep each player's best attempt under ``version`` after new attempts."""
+    best: dict[int, tuple[tuple[float, datetime, int], Attempt, AttemptScore]] = {}
+    hidden = exclusions.hidden_player_ids(
+        challenge_id=version.challenge_id, player_ids={a.player_id for a in attempts}
+    )
+    for a, row in zip(attempts, rows, strict=True):
+        if row.sort_key is None or a.practice or a.hidden or a.player_id in hidden:
+            continue  # not counted, or never ranked (challenges/leaderboards/exclusions.py)
+        key = (row.sort_key, a.created_at, a.pk)
+        if a.player_id not in best or key < best[a.player_id][0]:
+            best[a.player_id] = (key, a, row)
+    if not best:
+        return
+    adapt = connection.ops.adapt_datetimefield_value
+    params = [
+        (version.pk, a.player_id, a.pk, row.score, row.sort_key, adapt(a.created_at))
+        for _, a, row in best.values()
+    ]
+    with connection.cursor() as cursor:
+        cursor.executemany(_UPSERT_SQL.format(t=LeaderboardEntry._meta.db_table), params)

@@ -1,0 +1,182 @@
+"""How the public pages word and format things: values in each strategy's unit, times,
+score breakdowns and the one-sentence scoring rule. Plain functions, formatted once in
+Python (a template filter per cell is what makes a leaderboard page slow)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from challenges.leaderboards import precision
+from scoring.engine.registry import RegistryError
+from scoring.engine.strategies import get_strategy
+from scoring.registry import registry
+
+WEIGHTED = "builtin.weighted_scorer"
+MEDALS = {1: ("gold", "gold medal"), 2: ("silver", "silver medal"), 3: ("bronze", "bronze medal")}
+TERM_LABELS = {"clamped_from": "Total before the floor at 0"}
+MAX_TERMS = 32  # a plugin's details are its own: show a readable handful, never a wall
+
+
+def format_value(score: float, strategy: str, setup: Any = None) -> str:
+    """The leaderboard value in the unit the strategy or scorer defines: a time, tokens,
+    a rating out of 10, a weighted scorer's points; a snippet's score is a plain number
+    (a 0/1 score reads 1, never "1.00 pts")."""
+    score = precision.served(score)
+    if strategy == "python":
+        return f"{score:,.4f}".rstrip("0").rstrip(".") if score != int(score) else f"{score:,.0f}"
+    unit = get_strategy(strategy).unit
+    if unit == "epoch_ms":
+        return datetime.fromtimestamp(score / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    if unit == "ms":
+        return f"{score / 1000:,.3f} s"
+    if unit == "tokens":
+        return f"{score:,.0f} tokens"
+    if unit == "rating":
+        return f"{score:g} / 10"
+    return f"{score:,.2f} pts"
+
+
+def medal(rank: int, score: float, setup: Any) -> tuple[str, str] | None:
+    """A medal for the top three, only for a value above the lowest possible one: a
+    higher-is-better score of 0 (or a rating of 0) wins nothing."""
+    if rank not in MEDALS:
+        return None
+    if get_strategy(setup.scoring_strategy).descending and score <= 0:
+        return None
+    return MEDALS[rank]
+
+
+def exact_time(value: datetime) -> str:
+    return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def relative_time(value: datetime, now: datetime) -> str:
+    """ "just now", "5 minutes ago", "3 days ago", or the date for old times."""
+    seconds = (now - value).total_seconds()
+    if seconds < 0:
+        return "in the future" if seconds < -60 else "just now"
+    for limit, size, unit in (
+        (60, 0, ""),
+        (3600, 60, "minute"),
+        (86400, 3600, "hour"),
+        (86400 * 30, 86400, "day"),
+    ):
+        if seconds < limit:
+            if not size:
+                return "just now"
+            n = int(seconds // size)
+            return f"{n} {unit}{'' if n == 1 else 's'} ago"
+    return value.astimezone(UTC).strftime("%Y-%m-%d")  # as the exact times and the admin
+
+
+def _term_label(key: str) -> str:
+    return TERM_LABELS.get(key) or key.replace("_", " ").strip().capitalize()
+
+
+def _term_value(value: Any) -> str | None:
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int | float):
+        return f"{value:+,.2f}".replace("-", "−") if value else "0.00"
+    if isinstance(value, str) and len(value) <= 80:
+        return value
+    return None  # nested or long: not for a table cell
+
+
+def breakdown(details: Any, metrics: dict[str, Any]) -> list[tuple[str, str]]:
+    """The terms behind a score, for the public: the scorer's details (never its error,
+    never a snippet's metadata) and then the attempt's own metrics."""
+    terms: list[tuple[str, str]] = []
+    if isinstance(details, dict):
+        flat = details.get("scores") if isinstance(details.get("scores"), dict) else details
+        for key, value in flat.items():
+            if key in ("error", "metadata", "scores") or not isinstance(key, str):
+                continue
+            shown = _term_value(value)
+            if shown is not None:
+                terms.append((_term_label(key), shown))
+            if len(terms) >= MAX_TERMS:
+                break
+    return terms + metric_cells(metrics)
+
+
+def metric_cells(metrics: dict[str, Any]) -> list[tuple[str, str]]:
+    """An attempt's own metrics, labelled, in their units (the ones it has)."""
+    terms: list[tuple[str, str]] = []
+    if metrics.get("succeeded") is not None:
+        terms.append(("Succeeded", "yes" if metrics["succeeded"] else "no"))
+    if metrics.get("elapsed_ms") is not None:
+        terms.append(("Time taken", f"{metrics['elapsed_ms'] / 1000:,.3f} s"))
+    if metrics.get("tokens_total") is not None:
+        terms.append(("Tokens used", f"{metrics['tokens_total']:,}"))
+    if metrics.get("rating") is not None:
+        terms.append(("Judge rating", f"{metrics['rating']} / 10"))
+    return terms
+
+
+def _plugin_name(plugin_id: str) -> str | None:
+    try:
+        return registry().info(plugin_id).name
+    except RegistryError:
+        return None
+
+
+def strategy_words(setup: Any) -> str:
+    """The strategy in plain words: "Fastest success", "Highest weighted score"…"""
+    strategy = setup.scoring_strategy
+    if strategy == "custom":
+        name = _plugin_name(setup.scoring_plugin_id)
+        return f"Highest {name.lower()}" if name else "Highest plugin score"
+    if strategy == "python":
+        return f"Highest {score_name(setup)}"
+    return get_strategy(strategy).label
+
+
+def score_name(setup: Any) -> str:
+    """A snippet's ranking score as people read it: the display name of the metric over
+    it when there is one ("field completeness"), else its key in words ("is complete"),
+    or "score" when the snippet returns a single unnamed one."""
+    key = setup.score_key or ""
+    if not key:
+        return "score"
+    for metric in setup.metrics or []:
+        if isinstance(metric, dict) and metric.get("field") == key and metric.get("name"):
+            return str(metric["name"]).lower()
+    return key.replace("_", " ").strip()
+
+
+def _number(value: Any) -> str:
+    return f"{float(value):g}"
+
+
+def scoring_sentence(setup: Any) -> str:
+    """How scoring works, in one sentence."""
+    strategy = setup.scoring_strategy
+    best = "each player's best attempt counts"
+    if strategy == "first":
+        return "The earliest successful attempt ranks first: each player's first success counts."
+    if strategy == "fastest":
+        return f"Successful attempts are ranked by time taken, fastest first; {best}."
+    if strategy == "fewest_tokens":
+        return f"Successful attempts are ranked by tokens used, fewest first; {best}."
+    if strategy == "highest_rating":
+        return (
+            f"Successful attempts are ranked by their judge rating (0–10), highest first; {best}."
+        )
+    if strategy == "custom" and setup.scoring_plugin_id == WEIGHTED:
+        c = setup.scoring_config or {}
+        return (
+            f"Each attempt scores {_number(c.get('success_bonus', 100))} points for success, "
+            f"plus {_number(c.get('rating_weight', 10))} per rating point, minus "
+            f"{_number(c.get('time_penalty', 1))} per second and "
+            f"{_number(c.get('token_penalty', 0.01))} per token (never below 0); "
+            f"the highest score counts, earlier breaks ties."
+        )
+    if strategy == "custom":
+        name = _plugin_name(setup.scoring_plugin_id) or "a scorer plugin"
+        return f"Each attempt is scored by {name}; the highest score counts, earlier breaks ties."
+    return (
+        f"Each attempt is scored by the challenge's own code; players are ranked by their "
+        f"highest {score_name(setup)}, earlier breaks ties."
+    )

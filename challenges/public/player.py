@@ -1,0 +1,93 @@
+"""The public page of one player in one challenge: rank, best attempt, and the attempt
+history (paginated) with the same breakdowns as the leaderboard."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.utils import timezone
+from django.views.decorators.http import require_safe
+
+from challenges.leaderboards import selectors
+from challenges.leaderboards.player import player_page
+from challenges.leaderboards.rules import TIE_RULE
+from challenges.public import display
+
+
+def _page_number(raw: str | None) -> int:
+    try:
+        return max(1, int(raw or "1"))
+    except ValueError:
+        return 1
+
+
+@require_safe
+def player_detail(request: HttpRequest, slug: str, external_id: str) -> HttpResponse:
+    challenge = selectors.challenge_public(slug=slug)
+    if challenge is None:
+        return render(request, "404.html", {"missing": "challenge", "slug": slug}, status=404)
+    found = player_page(
+        challenge=challenge,
+        external_id=external_id,
+        page=_page_number(request.GET.get("page")),
+        user=request.user,
+    )
+    if found is None:
+        return render(
+            request,
+            "404.html",
+            {"missing": "player", "slug": slug, "challenge": challenge, "external_id": external_id},
+            status=404,
+        )
+    setup = challenge.active_version or challenge
+    strategy = setup.scoring_strategy
+    now = timezone.now()
+    history: list[dict[str, Any]] = []
+    for item in found.items:
+        history.append(
+            {
+                "id": item.attempt_id,
+                "when": display.relative_time(item.created_at, now),
+                "when_exact": display.exact_time(item.created_at),
+                "when_iso": item.created_at.isoformat(),
+                "metrics": display.metric_cells(item.metrics),
+                "value": (
+                    display.format_value(item.score, strategy, setup)
+                    if item.score is not None
+                    else ""
+                ),
+                "terms": display.breakdown(item.details, {}),  # metrics have a column
+                "counts": item.counts,
+            }
+        )
+    row = found.row
+    best = None
+    if row is not None:
+        best = {
+            "rank": row.rank,
+            "medal": display.medal(row.rank, row.score, setup),
+            "value": display.format_value(row.score, strategy, setup),
+            "when": display.relative_time(row.created_at, now),
+            "when_exact": display.exact_time(row.created_at),
+            "when_iso": row.created_at.isoformat(),
+            "board_url": f"/challenges/{challenge.slug}/?player={found.player.external_id}",
+        }
+    return render(
+        request,
+        "challenges/player.html",
+        {
+            "challenge": challenge,
+            "player": found.player,
+            "best": best,
+            "ranked": found.ranked,
+            "attempts": found.attempts,
+            "history": history,
+            "page": found.page,
+            "pages": found.pages,
+            "numbers": selectors.page_numbers(found.page, found.pages),
+            "strategy_words": display.strategy_words(setup),
+            "tie_rule": TIE_RULE,
+        },
+    )

@@ -1,0 +1,392 @@
+"""Public pages: server-rendered, read-only, no login.
+
+Views parse the query string, call one selector and render. Values are formatted once in
+Python (``board_rows``), and the rendered table is cached by its content, so a quiet
+leaderboard costs a few small queries per request and no template work.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import unicodedata
+from collections.abc import Callable, Iterator
+from datetime import datetime
+from typing import Any
+from urllib.parse import quote
+
+from django.core.cache import cache
+from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
+from django.shortcuts import render
+from django.template.loader import render_to_string
+from django.utils import timezone
+from django.views.decorators.http import require_safe
+
+from challenges.leaderboards import charts, freeze, precision, score_columns, selectors
+from challenges.leaderboards.metrics import challenge_metrics, public_metrics
+from challenges.leaderboards.rules import TIE_RULE
+from challenges.models import Challenge
+from challenges.public import display, schedule
+from challenges.public.markdown import render_markdown, summary
+from challenges.rescoring.batch import batch_coverage
+
+SEARCH_MAX = 100  # characters of a name search: display names are at most 200
+FRAGMENT_TTL = 300  # seconds; the key holds the content, so this only bounds memory
+
+
+def _not_found(request: HttpRequest, slug: str) -> HttpResponse:
+    """The friendly 404 for an unknown or inactive challenge (also under DEBUG)."""
+    return render(
+        request,
+        "404.html",
+        {"missing": "challenge", "slug": slug},
+        status=404,
+    )
+
+
+@require_safe
+def challenge_list(request: HttpRequest) -> HttpResponse:
+    cards = selectors.challenge_cards()
+    now = timezone.now()
+    for c in cards:
+        if freeze.frozen_for(c, request.user):
+            freeze.card_frozen(card=c)  # leader, players, activity as of the freeze
+        c.summary = summary(c.description)
+        setup = c.active_version or c
+        c.strategy_words = display.strategy_words(setup)
+        c.leader_value = (
+            display.format_value(c.leader_score, setup.scoring_strategy)
+            if c.leader_score is not None
+            else ""
+        )
+        c.activity = display.relative_time(c.last_activity, now) if c.last_activity else ""
+        c.activity_exact = display.exact_time(c.last_activity) if c.last_activity else ""
+        c.schedule = schedule.banner(challenge=c, now=now)
+    return render(request, "challenges/list.html", {"challenges": cards})
+
+
+def _page_number(raw: str | None) -> int:
+    try:
+        return max(1, int(raw or "1"))
+    except ValueError:
+        return 1
+
+
+def _board_request(request: HttpRequest) -> dict[str, Any]:
+    return {
+        "page": _page_number(request.GET.get("page")),
+        "query": (request.GET.get("q") or "").strip()[:SEARCH_MAX],
+        "player": (request.GET.get("player") or "").strip()[:255],
+    }
+
+
+def board_rows(
+    board: selectors.Board,
+    strategy: str,
+    breakdowns: dict[int, selectors.Breakdown],
+    now: datetime,
+    setup: Any = None,
+    slug: str = "",
+) -> list[dict[str, Any]]:
+    """Every cell of the table, formatted once."""
+    rows = []
+    players_url = f"/challenges/{slug}/players/"
+    for row in board.rows:
+        why = breakdowns.get(row.attempt_id)
+        rows.append(
+            {
+                "rank": row.rank,
+                "shared": False,
+                "medal": (
+                    display.medal(row.rank, row.score, setup)
+                    if setup is not None
+                    else display.MEDALS.get(row.rank)
+                ),
+                "name": row.display_name,
+                "url": players_url + quote(row.player_external_id, safe="") + "/",
+                "value": display.format_value(row.score, strategy),
+                "when": display.relative_time(row.created_at, now),
+                "when_exact": display.exact_time(row.created_at),
+                "when_iso": row.created_at.isoformat(),
+                "terms": [
+                    *(display.breakdown(why.details, why.metrics) if why else []),
+                    ("Attempt time", display.exact_time(row.created_at)),
+                ],
+                "attempt": row.attempt_id,
+                "highlight": bool(board.player) and row.player_external_id == board.player,
+            }
+        )
+    for i, r in enumerate(rows):  # "=" before a rank shared with a neighbour
+        r["shared"] = any(
+            0 <= i + d < len(rows) and rows[i + d]["rank"] == r["rank"] for d in (-1, 1)
+        )
+    return rows
+
+
+class BoardView:
+    """One request's leaderboard: the rows (a light query) and a key naming everything
+    the rendered HTML shows. Identical content renders identically, so the HTML is
+    cached under that key and formatting, breakdowns and templates are skipped on a
+    hit; any change (a new attempt, a rename, a rescore, the minute for relative
+    times) is a new key, never a stale page."""
+
+    def __init__(self, request: HttpRequest, challenge: Challenge):
+        self.request = request
+        self.challenge = challenge
+        # During a freeze the public reads the frozen board (leaderboards/freeze.py) and
+        # learns of no activity after it; staff read the live one.
+        self.board_id = freeze.board_id(challenge=challenge, user=request.user)
+        self.frozen = self.board_id is not None and self.board_id != challenge.active_version_id
+        self.frozen_live = not self.frozen and freeze.is_frozen(challenge)
+        if self.frozen:
+            challenge.last_activity = freeze.last_activity(challenge, challenge.last_activity)
+        self.board = selectors.board_page(
+            challenge=challenge, board_id=self.board_id, **_board_request(request)
+        )
+        # Relative times are worded against the minute, so a minute shares one render.
+        self.now = timezone.now().replace(second=0, microsecond=0)
+        query_string = request.GET.urlencode()
+        slug_url = f"/challenges/{challenge.slug}/"  # == reverse("challenges:detail")
+        self.detail_url = slug_url
+        self.refresh_url = f"{slug_url}board/" + (f"?{query_string}" if query_string else "")
+        board = self.board
+        self.key = hashlib.sha256(
+            repr(
+                (
+                    challenge.pk,
+                    challenge.slug,
+                    challenge.updated_at,  # a batch run's new scores (same version) bump it
+                    challenge.rescoring,
+                    challenge.last_activity,
+                    board.version.pk if board.version else None,
+                    board.count,
+                    board.page,
+                    board.pages,
+                    board.query,
+                    board.more_matches,
+                    board.player,
+                    board.player_found,
+                    [
+                        (r.rank, r.attempt_id, r.player_external_id, r.display_name)
+                        for r in board.rows
+                    ],
+                    self.refresh_url,
+                    self.now,
+                    # A new ranking (after moderation, say) may change what the page
+                    # around the rows shows (metrics) with the same rows.
+                    board.ranked_at,
+                    self.board_id,
+                    self.frozen_live,
+                )
+            ).encode()
+        ).hexdigest()
+
+    def context(self) -> dict[str, Any]:
+        board, challenge = self.board, self.challenge
+        setup = board.version or challenge
+        breakdowns = (
+            selectors.leaderboard_breakdowns(
+                version_id=board.version.pk, attempt_ids=[r.attempt_id for r in board.rows]
+            )
+            if board.version and board.rows
+            else {}
+        )
+        updated = challenge.last_activity or (board.version.scored_at if board.version else None)
+        if self.frozen and updated:
+            updated = freeze.last_activity(challenge, updated)
+        rows = board_rows(
+            board, setup.scoring_strategy, breakdowns, self.now, setup, challenge.slug
+        )
+        header = score_columns.page_columns(board.version, rows, breakdowns)
+        return {
+            "challenge": challenge,
+            "board": board,
+            "rows": rows,
+            "score_header": header,
+            "numbers": selectors.page_numbers(board.page, board.pages) if board.page else [],
+            "detail_url": self.detail_url,
+            "refresh_url": self.refresh_url,
+            "updated": display.relative_time(updated, self.now) if updated else "",
+            "updated_exact": display.exact_time(updated) if updated else "",
+            "updated_iso": updated.isoformat() if updated else "",
+            "frozen": self.frozen,
+            "frozen_live": self.frozen_live,
+            "frozen_exact": display.exact_time(challenge.freeze_at) if challenge.freeze_at else "",
+            "frozen_iso": challenge.freeze_at.isoformat() if challenge.freeze_at else "",
+        }
+
+    def html(self, page: Callable[[], dict[str, Any]] | None = None) -> str:
+        """The board alone, or (with ``page``, the rest of the page's context) the
+        whole challenge page around it."""
+        key = f"podium:{'page' if page else 'board'}:{self.key}"
+        html = cache.get(key)
+        if html is None:
+            context = self.context()
+            html = render_to_string("challenges/_board.html", context, request=self.request)
+            if page is not None:
+                context.update(page(), board_html=html)
+                html = render_to_string("challenges/detail.html", context, request=self.request)
+            cache.set(key, html, FRAGMENT_TTL)
+        return html
+
+
+@require_safe
+def challenge_detail(request: HttpRequest, slug: str) -> HttpResponse:
+    challenge = selectors.challenge_public(slug=slug)
+    if challenge is None:
+        return _not_found(request, slug)
+    view = BoardView(request, challenge)
+    # The page around the board depends on the challenge as saved (its updated_at) and
+    # its active version (in the board's key) as well.
+    view.key += f":{challenge.updated_at.isoformat()}"
+
+    def extra() -> dict[str, Any]:
+        setup = view.board.version or challenge
+        return {
+            "description": render_markdown(challenge.description),
+            "strategy_words": display.strategy_words(setup),
+            "scoring_sentence": display.scoring_sentence(setup),
+            "charts_url": f"{view.detail_url}charts.json",
+            "tie_rule": TIE_RULE,
+            # Computed on a cache miss only: at most a minute old (the key has the minute).
+            "metrics": public_metrics(
+                challenge_metrics(
+                    challenge=challenge, before=challenge.freeze_at if view.frozen else None
+                )
+            ),
+            "batch_coverage": batch_coverage(challenge=challenge),
+            # The key has the minute and the challenge's updated_at: never a stale banner.
+            "schedule": schedule.banner(challenge=challenge, now=view.now),
+        }
+
+    return HttpResponse(view.html(page=extra))
+
+
+@require_safe
+def challenge_board(request: HttpRequest, slug: str) -> HttpResponse:
+    """The leaderboard fragment alone: what the live refresh swaps in."""
+    challenge = selectors.challenge_public(slug=slug)
+    if challenge is None:
+        return _not_found(request, slug)
+    response = HttpResponse(BoardView(request, challenge).html())
+    response["Cache-Control"] = "no-cache"
+    return response
+
+
+@require_safe
+def challenge_charts(request: HttpRequest, slug: str) -> HttpResponse:
+    challenge = selectors.challenge_public(slug=slug)
+    if challenge is None:
+        return JsonResponse({"detail": "No such challenge."}, status=404)
+    board_id = freeze.board_id(challenge=challenge, user=request.user)
+    frozen = board_id != challenge.active_version_id
+    data = charts.charts_data(
+        challenge=challenge, board_id=board_id, before=challenge.freeze_at if frozen else None
+    )
+    version = challenge.active_version
+    if version is not None and version.scoring_strategy == "python":
+        # the snippet's own score names the axis, not "points"
+        data = {**data, "axis": display.score_name(version).capitalize()}
+    return JsonResponse(data)
+
+
+# --- export ------------------------------------------------------------------------------
+EXPORT_COLUMNS = ("rank", "player", "display_name", "score", "attempt_id", "created_at")
+CSV_FORMULA_START = ("=", "+", "-", "@", "|", "\t", "\r")
+
+
+def _formula_lead(value: str) -> str:
+    """The character a spreadsheet would read first: leading whitespace and invisible
+    format characters (BOM, zero-width, joiners) skipped, look-alikes folded (the
+    full-width and small forms of = + - @ | become their ASCII selves)."""
+    for char in value:
+        if char.isspace() or unicodedata.category(char) == "Cf":
+            continue
+        return unicodedata.normalize("NFKC", char)[:1]
+    return ""
+
+
+def csv_cell(value: Any) -> Any:
+    """A cell a spreadsheet will not run: text starting like a formula (even behind
+    spaces, invisible characters or a look-alike) gets a quote."""
+    if isinstance(value, str) and (
+        value.startswith(CSV_FORMULA_START) or _formula_lead(value) in CSV_FORMULA_START[:5]
+    ):
+        return "'" + value
+    return value
+
+
+class _Echo:
+    def write(self, value: str) -> str:
+        return value
+
+
+def _export_rows(challenge: Challenge, board_id: int | None) -> Iterator[tuple[Any, ...]]:
+    """(the row's cells..., its scores or None): scores for python versions only (a
+    frozen board's rows are the active version's attempts: their scores are its)."""
+    if board_id is None:
+        return
+    rows = selectors.leaderboard_stream(version_id=board_id)
+    for row, scores in score_columns.with_scores(rows, challenge.active_version):
+        yield (
+            row.rank,
+            row.player_external_id,
+            row.display_name,
+            precision.served(row.score),
+            row.attempt_id,
+            row.created_at.isoformat().replace("+00:00", "Z"),
+            precision.served_json(scores),
+        )
+
+
+def _attachment(response: HttpResponse, challenge: Challenge, extension: str) -> HttpResponse:
+    response["Content-Disposition"] = (
+        f'attachment; filename="{challenge.slug}-leaderboard.{extension}"'
+    )
+    return response
+
+
+@require_safe
+def export_csv(request: HttpRequest, slug: str) -> HttpResponse:
+    challenge = selectors.challenge_public(slug=slug)
+    if challenge is None:
+        return _not_found(request, slug)
+    writer = csv.writer(_Echo())
+    board_id = freeze.board_id(challenge=challenge, user=request.user)
+
+    def lines() -> Iterator[str]:
+        rows = _export_rows(challenge, board_id)
+        names, rows = score_columns.csv_names(rows)
+        yield writer.writerow([*EXPORT_COLUMNS, *(f"scores.{n}" for n in names)])
+        for *row, scores in rows:
+            extra = [(scores or {}).get(n) for n in names]
+            yield writer.writerow([csv_cell(v) for v in (*row, *extra)])
+
+    response = StreamingHttpResponse(lines(), content_type="text/csv; charset=utf-8")
+    return _attachment(response, challenge, "csv")
+
+
+@require_safe
+def export_json(request: HttpRequest, slug: str) -> HttpResponse:
+    challenge = selectors.challenge_public(slug=slug)
+    if challenge is None:
+        return _not_found(request, slug)
+    version = challenge.active_version
+    board_id = freeze.board_id(challenge=challenge, user=request.user)
+
+    def chunks() -> Iterator[str]:
+        head = {"challenge": challenge.slug, "version": version.number if version else None}
+        yield json.dumps(head)[:-1] + ', "results": ['
+        first = True
+        for *row, scores in _export_rows(challenge, board_id):
+            item = dict(zip(EXPORT_COLUMNS, row, strict=True))
+            if scores is not None:
+                item["scores"] = scores
+            item = json.dumps(item)
+            yield item if first else ", " + item
+            first = False
+        yield "]}"
+
+    response = StreamingHttpResponse(chunks(), content_type="application/json")
+    return _attachment(response, challenge, "json")

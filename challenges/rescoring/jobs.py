@@ -1,0 +1,682 @@
+"""Rescore jobs: score every attempt of a challenge under one version, in chunks, on any
+number of workers, then make that version active in one transaction.
+
+The guarantees, and where each one lives:
+- *No mix*: scores belong to a version; the public leaderboard reads the active
+  version only, and ``job_finalize`` moves the pointer after the last chunk.
+- *No lost attempt*: the chunks' id ranges run from 1 to the highest id the plan saw
+  (an attempt of a transaction still open at the plan commits into a range);
+  ``rescore_start`` creates the job under the challenge row lock, which waits for every
+  ingestion under way (they hold it in share mode), so an attempt recorded later is
+  scored under the job's version at ingestion (``services``); the few committed between
+  the plan and the lock are scored by ``job_finalize`` before the switch.
+- *No double write*: a chunk's batches each replace their own rows in a short
+  transaction under the chunk row lock, and its ``done_at`` is set once; a retried or
+  duplicated chunk task rewrites the same rows or finds it done.
+- *Compute, then commit*: no transaction or lock is open while a scorer runs.
+- *Always ends*: ``job_finalize`` is one transaction, claimed by one caller at a time,
+  retried after any transient error; a chunk task that finds its chunk done finalizes a
+  job that is ready; the rebuild and ingestion never write the same rows.
+- *Newest wins*: starting a job cancels the challenge's other queued or running jobs;
+  only a running job whose chunks are all done can be finalized; a cancelled job's
+  chunks stop at their next batch.
+- *Resumable*: a job whose progress stopped (a killed worker, a lost message, a broker
+  outage) is resumed by the periodic watchdog (``jobs_resume``), which re-sends its
+  unfinished chunks, or finalizes it.
+"""
+
+from __future__ import annotations
+
+import gc
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.models import Count, F, Max
+from django.dispatch import Signal
+from django.utils import timezone
+
+from challenges import audit
+from challenges.leaderboards import scores
+from challenges.models import AttemptScore, Challenge, RescoreChunk, RescoreJob, ScoringVersion
+from challenges.rescoring import batch as batch_scoring
+from config.transient import retry_transient
+from scoring import services as scoring
+
+logger = logging.getLogger(__name__)
+Status = RescoreJob.Status
+
+
+class JobStateError(ValueError):
+    """An action that the job's status does not allow (e.g. cancelling a finished job)."""
+
+
+# --- starting ---------------------------------------------------------------------------
+def rescore_start(
+    *, challenge: Challenge, version: ScoringVersion | None = None, by: Any = None
+) -> RescoreJob:
+    """Queue a rescore of ``challenge``: of ``version``, or of a new version holding the
+    current setup (made under the challenge lock, so numbers never collide). Other queued
+    or running jobs of the challenge are cancelled: the newest request wins. The job's
+    tasks are sent when the transaction commits."""
+    # Plan the chunks before taking the challenge lock (reading a million ids takes a
+    # while, and ingestion waits for that lock). An attempt recorded after the plan is
+    # in no chunk: it is scored at ingestion once the job exists, or by the switch,
+    # which scores every attempt above the planned ranges still missing a score.
+    in_sql = scores.scored_in_sql(version if version is not None else challenge)
+    most = settings.PODIUM_SCORING_CHUNK * (SQL_CHUNK_FACTOR if in_sql else 1)
+    plan = _plan_chunks(challenge.pk, most=most)
+    with transaction.atomic():
+        challenge = Challenge.objects.select_for_update().get(pk=challenge.pk)
+        if version is None:
+            version = ScoringVersion.objects.create_next(
+                challenge=challenge, by=by, reason="rescore"
+            )
+        now = timezone.now()
+        RescoreJob.objects.filter(
+            challenge=challenge, status__in=RescoreJob.ACTIVE_STATUSES
+        ).update(status=Status.CANCELLED, finished_at=now, error="Superseded by a newer rescore.")
+        job = RescoreJob.objects.create(
+            challenge=challenge,
+            version=version,
+            created_by=by if getattr(by, "is_authenticated", False) else None,
+            total=plan.total,
+            chunks_total=len(plan.ranges),
+        )
+        RescoreChunk.objects.bulk_create(
+            RescoreChunk(job=job, number=n, first_attempt_id=first, last_attempt_id=last)
+            for n, (first, last) in enumerate(plan.ranges, start=1)
+        )
+        audit.audit_record(
+            kind=audit.Kind.RESCORE_START,
+            by=by,
+            challenge=challenge,
+            after={"job": job.pk, "version": version.number, "attempts": plan.total},
+        )
+        transaction.on_commit(lambda: _send(job))
+    logger.info(
+        "rescore queued",
+        extra={
+            **_job_fields(job),
+            "strategy": version.scoring_strategy,
+            "plugin_id": version.scoring_plugin_id or None,
+            "total": job.total,
+            "chunks": job.chunks_total,
+        },
+    )
+    return job
+
+
+def _job_fields(job: RescoreJob) -> dict[str, Any]:
+    return {"challenge_id": job.challenge_id, "job_id": job.pk, "version_id": job.version_id}
+
+
+CHUNKS_PER_JOB = 16
+FEWEST_PER_CHUNK = 1000
+SQL_CHUNK_FACTOR = 5
+
+
+def chunk_size(*, total: int, most: int) -> int:
+    """About CHUNKS_PER_JOB chunks, of FEWEST_PER_CHUNK to ``most`` attempts each."""
+    return max(1, min(most, max(FEWEST_PER_CHUNK, -(-total // CHUNKS_PER_JOB))))
+
+
+@dataclass(frozen=True)
+class Plan:
+    total: int
+    ranges: list[tuple[int, int]]  # inclusive attempt id ranges, one per chunk
+
+
+def _plan_chunks(challenge_id: int, *, most: int) -> Plan:
+    """Split the challenge's attempts (as they are now) into id ranges that together
+    cover every id from 1 to the highest one seen."""
+    attempts = scores.attempts_for_scoring(challenge_id)
+    stats = attempts.aggregate(total=Count("pk"), last=Max("pk"))
+    total, last = stats["total"], stats["last"]
+    size = chunk_size(total=total, most=most)
+    starts: list[int] = []
+    if total:
+        table = attempts.model._meta.db_table
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"SELECT id FROM (SELECT id, ROW_NUMBER() OVER (ORDER BY id) AS place "  # noqa: S608
+                f"FROM {table} WHERE challenge_id = %s) numbered "
+                f"WHERE (place - 1) %% %s = 0 ORDER BY id",
+                [challenge_id, size],
+            )
+            starts = [row[0] for row in cursor.fetchall()]
+    ends = [start - 1 for start in starts[1:]] + ([last] if starts else [])
+    if starts:
+        # The ranges run from id 1, not from the lowest id seen: a transaction still open
+        # now (a bulk POST) may commit lower ids than an attempt committed after it; they
+        # must be in a chunk too. Higher ids are the switch's catch-up (``_switch``).
+        starts[0] = 1
+    return Plan(total, list(zip(starts, ends, strict=True)))
+
+
+# Sent (with ``job_id``) when a job's transaction commits. ``challenges.tasks`` connects
+# the Celery dispatch to it, so this module never imports the tasks that import it.
+job_queued = Signal()
+
+
+def _send(job: RescoreJob) -> None:
+    try:
+        job_queued.send(sender=RescoreJob, job_id=job.pk)
+    except Exception:  # the broker is down: the job waits for `jobs_resume`
+        logger.exception("Could not queue rescore job %s; it stays queued.", job.pk)
+
+
+def job_dispatch(*, job_id: int, send_chunk: Callable[[int], None]) -> None:
+    """Send a task per unfinished chunk (or finalize a job that has nothing to score)."""
+    job = RescoreJob.objects.filter(pk=job_id, status__in=RescoreJob.ACTIVE_STATUSES).first()
+    if job is None:
+        return
+    pending = list(job.chunks.filter(done_at__isnull=True).values_list("pk", flat=True))
+    if not pending:
+        _mark_running(job.pk)
+        job_finalize(job_id=job.pk)
+        return
+    RescoreChunk.objects.filter(pk__in=pending).update(heartbeat_at=timezone.now())
+    for chunk_id in pending:
+        send_chunk(chunk_id)
+
+
+def _mark_running(job_id: int) -> None:
+    RescoreJob.objects.filter(pk=job_id, status=Status.QUEUED).update(
+        status=Status.RUNNING, started_at=timezone.now()
+    )
+
+
+# --- chunks -----------------------------------------------------------------------------
+def chunk_run(*, chunk_id: int, finalize: bool = True) -> bool:
+    """Score one chunk under its job's version; finalize the job after its last chunk
+    (unless ``finalize`` is False: the caller will, e.g. to time the switch alone).
+
+    Returns False when there was nothing to do (chunk done already, job cancelled or
+    superseded, chunk gone)."""
+    job_id = RescoreChunk.objects.filter(pk=chunk_id).values_list("job_id", flat=True).first()
+    if job_id is None:
+        return False
+    _mark_running(job_id)  # on its own: the job shows "running" while the chunk scores
+    started = time.perf_counter()
+    with _gc_paused():
+        scored = _chunk_score(chunk_id)
+    if scored is None:
+        # Done already (a redelivery, a retry after the finalize failed) or the job is
+        # over. A job whose chunks are all done is finalized by whoever sees it first:
+        # a retried last chunk must not leave it "running" forever.
+        if finalize and _job_ready(job_id):
+            retry_transient(lambda: job_finalize(job_id=job_id), what="rescore finalize")
+        return False
+    done, chunk = scored
+    # Read the chunk's new rows once now that they are committed, while the other chunks
+    # are still scoring: the final leaderboard rebuild then finds them settled instead
+    # of paying for a million first reads while the switch waits.
+    scores.scores_settle(
+        version_id=done.version_id,
+        first_id=chunk.first_attempt_id,
+        last_id=chunk.last_attempt_id,
+    )
+    logger.info(
+        "rescore chunk done",
+        extra={**_job_fields(done), "chunk_id": chunk_id, "duration_ms": _ms_since(started)},
+    )
+    if not finalize:
+        return True
+    done.refresh_from_db(fields=["chunks_done", "chunks_total", "status"])
+    if done.status == Status.RUNNING and done.chunks_done == done.chunks_total:
+        retry_transient(lambda: job_finalize(job_id=done.pk), what="rescore finalize")
+    return True
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """A chunk makes hundreds of thousands of short-lived, acyclic tuples; the cyclic
+    collector scanning them costs about a tenth of a rescore. It runs again after."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _chunk_score(chunk_id: int) -> tuple[RescoreJob, RescoreChunk] | None:
+    """Score a chunk and mark it done; None if there was nothing to do (done already, the
+    job is over). Returns the chunk's job and the chunk.
+
+    Compute, then commit: no transaction is open and no lock is held while a scorer
+    runs. A built-in strategy on PostgreSQL is one statement (no Python scorer); any
+    other scorer is run on a batch of attempts outside any transaction, then the batch's
+    scores are written in a short transaction under the chunk row lock, which also
+    checks that the job is still on (a cancelled job's chunk stops at its next batch)."""
+    chunk = (
+        RescoreChunk.objects.select_related("job__version__challenge").filter(pk=chunk_id).first()
+    )
+    if chunk is None or chunk.done_at is not None:
+        return None
+    job = chunk.job
+    if job.status not in RescoreJob.ACTIVE_STATUSES:
+        return None
+    version = job.version
+    span = {"first_id": chunk.first_attempt_id, "last_id": chunk.last_attempt_id}
+    if scores.scored_in_sql(version):
+        return _chunk_score_in_sql(chunk_id, version, **span)
+
+    attempts = scores.attempt_rows(challenge_id=job.challenge_id, **span)
+    scorer = scoring.rows_scorer(version=version, challenge=version.challenge, attempts=attempts)
+    batches = _Batches(len(attempts))
+    with _BatchWriter(chunk_id, version) as writer:
+        while (batch := batches.next(attempts)) is not None:
+            outcomes = scorer(batch)
+            if not writer.put(batch, outcomes):
+                return None  # the job was cancelled or superseded, or a twin finished first
+            batches.took_since_last()
+    if writer.stopped:
+        return None
+    return retry_transient(lambda: _chunk_done(chunk_id, version.pk, **span), what="chunk done")
+
+
+class _BatchWriter:
+    """Writes computed batches, each in its own short transaction (``_batch_write``).
+
+    On PostgreSQL, outside a caller's transaction, a thread with its own connection
+    writes while the next batch is computed (the database works while Python does; the
+    writes wait for nothing the scorer holds). Elsewhere (SQLite, or inside a test's
+    transaction, which another connection could not see) batches are written in turn."""
+
+    def __init__(self, chunk_id: int, version: ScoringVersion):
+        self.chunk_id, self.version = chunk_id, version
+        self.stopped = False
+        self.error: BaseException | None = None
+        self.threaded = connection.vendor == "postgresql" and not connection.in_atomic_block
+        self.queue: queue.Queue[tuple[Any, Any] | None] = queue.Queue(maxsize=2)
+        self.thread: threading.Thread | None = None
+
+    def __enter__(self) -> _BatchWriter:
+        if self.threaded:
+            self.thread = threading.Thread(target=self._drain, daemon=True, name="batch-writer")
+            self.thread.start()
+        return self
+
+    def put(self, batch: list[scores.AttemptRow], outcomes: list[Any]) -> bool:
+        """Hand a batch over; False once the writer stopped (the job is off, or an error:
+        raised when the writer closes)."""
+        if self.stopped or self.error is not None:
+            return False
+        if not self.threaded:
+            self.stopped = not self._write(batch, outcomes)
+            return not self.stopped
+        self.queue.put((batch, outcomes))
+        return not (self.stopped or self.error is not None)
+
+    def _write(self, batch: list[scores.AttemptRow], outcomes: list[Any]) -> bool:
+        return retry_transient(
+            lambda: _batch_write(self.chunk_id, self.version, batch, outcomes),
+            what="rescore batch",
+        )
+
+    def _drain(self) -> None:
+        try:
+            while (item := self.queue.get()) is not None:
+                if self.stopped or self.error is not None:
+                    continue  # keep taking batches so that put() never blocks
+                try:
+                    self.stopped = not self._write(*item)
+                except BaseException as exc:  # raised in the scoring thread at close
+                    self.error = exc
+        finally:
+            connection.close()  # this thread's own connection
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self.thread is not None:
+            self.queue.put(None)
+            self.thread.join()
+        if self.error is not None:
+            raise self.error
+
+
+class _Batches:
+    """Consecutive slices of a chunk's attempts, sized so that a batch takes about
+    BATCH_TARGET_S to score (a slow snippet: a few attempts; a built-in plugin: up to
+    STREAM_BATCH): the job's progress and its cancel are seen that often."""
+
+    def __init__(self, total: int):
+        self.total, self.start, self.size = total, 0, FIRST_BATCH
+        self.started = time.perf_counter()
+
+    def next(self, attempts: list[scores.AttemptRow]) -> list[scores.AttemptRow] | None:
+        if self.start >= self.total:
+            return None
+        batch = attempts[self.start : self.start + self.size]
+        self.start += len(batch)
+        self.started = time.perf_counter()
+        return batch
+
+    def took_since_last(self) -> None:
+        took = max(time.perf_counter() - self.started, 1e-6)
+        wanted = int(self.size * BATCH_TARGET_S / took)
+        self.size = max(1, min(STREAM_BATCH, wanted, self.size * 4))
+
+
+FIRST_BATCH = 10
+STREAM_BATCH = 5000
+BATCH_TARGET_S = 1.0
+
+
+def _lock_chunk_of_active_job(chunk_id: int) -> RescoreChunk | None:
+    """The chunk row, locked for this transaction, if it is not done and its job is on."""
+    chunk = (
+        # of=self: lock the chunk row only, not the job row it is joined with (that
+        # would serialize the chunks and block a cancel).
+        RescoreChunk.objects.select_for_update(of=("self",))
+        .select_related("job")
+        .filter(pk=chunk_id)
+        .first()
+    )
+    if chunk is None or chunk.done_at is not None:
+        return None
+    if chunk.job.status not in RescoreJob.ACTIVE_STATUSES:
+        return None
+    return chunk
+
+
+def _batch_write(
+    chunk_id: int,
+    version: ScoringVersion,
+    batch: list[scores.AttemptRow],
+    outcomes: list[Any],
+) -> bool:
+    """Write a computed batch (one short transaction); False when the chunk is done or
+    its job is no longer on: nothing is written."""
+    with transaction.atomic():
+        if _lock_chunk_of_active_job(chunk_id) is None:
+            return False
+        _commit_without_waiting_for_disk()
+        scores.scores_put(version=version, attempts=batch, outcomes=outcomes)
+        RescoreChunk.objects.filter(pk=chunk_id).update(heartbeat_at=timezone.now())
+    return True
+
+
+def _commit_without_waiting_for_disk() -> None:
+    """A batch's commit need not wait for its WAL flush (PostgreSQL): a crash can lose
+    only the last commits, in order, so a batch is lost only with the chunk's done mark
+    (committed after it, durably), and the chunk is then scored again."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SET LOCAL synchronous_commit = off")
+
+
+def _chunk_done(
+    chunk_id: int, version_id: int, *, first_id: int, last_id: int
+) -> tuple[RescoreJob, RescoreChunk] | None:
+    """Mark the chunk done and count it into its job, once."""
+    with transaction.atomic():
+        chunk = _lock_chunk_of_active_job(chunk_id)
+        if chunk is None:
+            return None
+        scored, failed = scores.scores_count(
+            version_id=version_id, first_id=first_id, last_id=last_id
+        )
+        return _count_done(chunk, scored, failed)
+
+
+def _count_done(chunk: RescoreChunk, scored: int, failed: int) -> tuple[RescoreJob, RescoreChunk]:
+    chunk.done_at, chunk.scored, chunk.failed = timezone.now(), scored, failed
+    chunk.save(update_fields=["done_at", "scored", "failed"])
+    RescoreJob.objects.filter(pk=chunk.job_id).update(
+        processed=F("processed") + scored,
+        failed=F("failed") + failed,
+        chunks_done=F("chunks_done") + 1,
+    )
+    return chunk.job, chunk
+
+
+def _chunk_score_in_sql(
+    chunk_id: int, version: ScoringVersion, *, first_id: int, last_id: int
+) -> tuple[RescoreJob, RescoreChunk] | None:
+    """A built-in strategy's chunk: one statement, in one transaction with the chunk's
+    done mark (no Python scorer runs in it)."""
+
+    def run() -> tuple[RescoreJob, RescoreChunk] | None:
+        with transaction.atomic():
+            chunk = _lock_chunk_of_active_job(chunk_id)
+            if chunk is None:
+                return None
+            scored = scores.scores_replace_in_sql(
+                version=version,
+                challenge_id=chunk.job.challenge_id,
+                first_id=first_id,
+                last_id=last_id,
+            )
+            return _count_done(chunk, scored or 0, 0)  # built-in strategies cannot fail
+
+    return retry_transient(run, what="rescore chunk in SQL")
+
+
+# --- finishing ---------------------------------------------------------------------------
+def job_finalize(*, job_id: int) -> bool:
+    """Make the job's version active, if the job is running and every chunk is done.
+    Safe to call any number of times, from any number of workers, and to retry after
+    any error: it is one transaction, claimed by one caller at a time.
+
+    First the version's leaderboard is rebuilt from its scores without blocking anyone
+    (public readers do not see a version that is not active, and ingestion writes no
+    entries of it). Then, under the challenge row lock (ingestion waits a few
+    milliseconds), the attempts recorded since the plan get their scores and entries and
+    the pointer moves: readers see the old version or the new one, never a mix.
+
+    Lock order, the same as every other writer's: the claim, the version's entries, the
+    challenge row, the job row (``rescore_start`` takes challenge then jobs; ingestion
+    takes the challenge in share mode and never touches a pending version's entries)."""
+    started = time.perf_counter()
+    job = RescoreJob.objects.select_related("version__challenge").filter(pk=job_id).first()
+    if job is None or not _ready(job):
+        return False
+    # The attempts recorded after the plan but before the job existed have no score yet
+    # (later ones were scored at ingestion): score them now, outside any transaction, so
+    # that no scorer runs while the switch holds the challenge lock.
+    planned_up_to = job.chunks.aggregate(last=Max("last_attempt_id"))["last"] or 0
+    scores.scores_catch_up(version=job.version, after_id=planned_up_to)
+    _batch_before_switch(job)
+    with transaction.atomic():
+        if not _claim_finalize(job_id):
+            return False  # another worker is finalizing this job right now
+        job = RescoreJob.objects.filter(pk=job_id).first()
+        if job is None or not _ready(job):
+            return False
+        scores.entries_rebuild(version=ScoringVersion.objects.get(pk=job.version_id))
+        rebuilt = time.perf_counter()
+        job = _switch(job_id)
+    if job is not None and job.version.scorers and batch_scoring.has_batch(job.version):
+        batch_scoring.batch_request(
+            challenge_id=job.challenge_id
+        )  # attempts recorded during the run
+    if job is not None:
+        logger.info(
+            "rescore switched",
+            extra={
+                **_job_fields(job),
+                "processed": job.processed,
+                "failed": job.failed,
+                "rebuild_ms": _ms_since(started, rebuilt),
+                "switch_ms": _ms_since(rebuilt),
+            },
+        )
+    return job is not None
+
+
+LATE_PLAYERS_BATCH = 500
+_FINALIZE_LOCK = 0x706F6469  # "podi": the advisory-lock namespace of finalizing jobs
+
+
+def _claim_finalize(job_id: int) -> bool:
+    """Claim the right to finalize a job until this transaction ends (PostgreSQL: a
+    transaction-level advisory lock, released however the transaction ends, even by a
+    killed worker). A second caller gets False at once instead of rebuilding twice.
+    SQLite runs one write transaction at a time: the claim is the write lock itself."""
+    if connection.vendor != "postgresql":
+        return True
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_try_advisory_xact_lock(%s, %s)", [_FINALIZE_LOCK, job_id])
+        return bool(cursor.fetchone()[0])
+
+
+def _batch_before_switch(job: RescoreJob) -> None:
+    """A version with batch scorers runs them before it goes live (outside any lock);
+    attempts recorded after this are pending until the next batch run."""
+    if batch_scoring.has_batch(job.version):
+        batch_scoring.batch_score_version(version=job.version)
+        transaction.on_commit(lambda: batch_scoring.batch_request(challenge_id=job.challenge_id))
+
+
+def _ms_since(start: float, end: float | None = None) -> float:
+    return round(((end if end is not None else time.perf_counter()) - start) * 1000, 1)
+
+
+def _job_ready(job_id: int) -> bool:
+    return RescoreJob.objects.filter(
+        pk=job_id, status=Status.RUNNING, chunks_done=F("chunks_total")
+    ).exists()
+
+
+def _ready(job: RescoreJob) -> bool:
+    return job.status == Status.RUNNING and job.chunks_done == job.chunks_total
+
+
+def _switch(job_id: int) -> RescoreJob | None:
+    """Move the pointer; the finished job, or None when it was not this call's to do."""
+    with transaction.atomic():
+        job = RescoreJob.objects.filter(pk=job_id).first()
+        if job is None:
+            return None
+        challenge = Challenge.objects.select_for_update().get(pk=job.challenge_id)
+        job = RescoreJob.objects.select_for_update().get(pk=job_id)
+        if not _ready(job):  # cancelled, superseded, or switched by a twin task
+            return None
+        version = ScoringVersion.objects.get(pk=job.version_id)
+        version.challenge = challenge
+        # Every planned range is scored (its chunk is done): only attempts recorded since
+        # the plan can lack a score, and ``job_finalize`` scored those before the lock
+        # (this finds any it could not: a safety net). Those recorded since the job
+        # started were scored at ingestion, which writes no leaderboard entries for a
+        # version that is not active: their players' entries are made here.
+        planned_up_to = job.chunks.aggregate(last=Max("last_attempt_id"))["last"] or 0
+        scores.score_missing(version=version, after_id=planned_up_to)
+        late = AttemptScore.objects.filter(version=version, attempt_id__gt=planned_up_to)
+        late_players = sorted(
+            set(late.filter(sort_key__isnull=False).values_list("player_id", flat=True))
+        )
+        for start in range(0, len(late_players), LATE_PLAYERS_BATCH):
+            batch = late_players[start : start + LATE_PLAYERS_BATCH]
+            scores.entries_repair(version_id=version.pk, player_ids=batch)
+        now = timezone.now()
+        version.scored_at = now
+        version.save(update_fields=["scored_at"])
+        challenge.active_version = version
+        challenge.save(update_fields=["active_version", "updated_at"])
+        job.status, job.finished_at = Status.SUCCEEDED, now
+        # Attempts recorded during the run (after the planned ranges) were scored at
+        # ingestion or just now: the finished job counts them too.
+        job.total = job.processed = job.processed + late.count()
+        job.failed += late.exclude(error="").count()
+        job.save(update_fields=["status", "finished_at", "total", "processed", "failed"])
+    return job
+
+
+def job_cancel(*, job: RescoreJob, by: Any = None) -> RescoreJob:
+    """Stop a queued or running job; the active version does not change. Chunks being
+    scored stop at their next batch (``_batch_write`` checks the job's status).
+
+    When the challenge's editable setup is the cancelled version's (a setup change whose
+    rescore is cancelled), it goes back to the active version's: what the form shows
+    and what "Rescore now" scores is what is live, not the setup that was called off."""
+    with transaction.atomic():
+        challenge = Challenge.objects.select_for_update().get(pk=job.challenge_id)
+        cancelled = RescoreJob.objects.filter(
+            pk=job.pk, status__in=RescoreJob.ACTIVE_STATUSES
+        ).update(status=Status.CANCELLED, finished_at=timezone.now(), error="Cancelled.")
+        if cancelled:
+            _setup_back_to_active(challenge, cancelled_version_id=job.version_id)
+    job.refresh_from_db()
+    if not cancelled:
+        ended = "been cancelled" if job.status == Status.CANCELLED else job.status
+        raise JobStateError(
+            f"Rescore job {job.pk} has already {ended}; only a queued or running job can be "
+            "cancelled."
+        )
+    audit.audit_record(
+        kind=audit.Kind.RESCORE_CANCEL,
+        by=by,
+        challenge=job.challenge,
+        before={"job": job.pk, "status": "active"},
+        after={"job": job.pk, "status": job.status},
+    )
+    logger.info("rescore cancelled", extra=_job_fields(job))
+    return job
+
+
+def _setup_back_to_active(challenge: Challenge, *, cancelled_version_id: int) -> None:
+    active = challenge.active_version
+    if active is None or active.pk == cancelled_version_id:
+        return
+    cancelled = ScoringVersion.objects.get(pk=cancelled_version_id)
+    if challenge.setup_dict() != cancelled.setup_dict():
+        return  # the setup moved on since (a newer change): leave it
+    for name, value in active.setup_dict().items():
+        setattr(challenge, name, value)
+    challenge.save(update_fields=[*active.SETUP_FIELDS, "updated_at"])
+
+
+def job_fail(*, job_id: int, error: str) -> None:
+    """Give up on a job after an unexpected error (the scorer's own failures do not fail a
+    job: they are recorded per attempt)."""
+    failed = RescoreJob.objects.filter(pk=job_id, status__in=RescoreJob.ACTIVE_STATUSES).update(
+        status=Status.FAILED, finished_at=timezone.now(), error=error[:5000]
+    )
+    if failed:
+        logger.warning("rescore failed", extra={"job_id": job_id})
+
+
+def jobs_resume(*, send_dispatch: Callable[[int], None], stalled_for_s: float = 0.0) -> list[int]:
+    """Re-send the queued or running jobs whose progress stopped ``stalled_for_s``
+    seconds ago or more (0: every one): their unfinished chunks are queued again
+    (finished chunks are never redone), or, with all chunks done, they are finalized.
+
+    Progress is the job's creation, start, and every chunk's send, batch and end: a job
+    whose chunks are being worked on or wait in the queue behind a busy worker is left
+    alone until all of them fall silent for that long. Run by the periodic watchdog
+    (``tasks.rescore_watchdog``), so a chunk whose message was lost (a broker outage, a
+    killed worker) is sent again without waiting for the broker's visibility timeout,
+    and a job queued while the broker was down starts when it is back."""
+    jobs = RescoreJob.objects.filter(status__in=RescoreJob.ACTIVE_STATUSES).annotate(
+        last_beat=Max("chunks__heartbeat_at"), last_done=Max("chunks__done_at")
+    )
+    quiet_since = timezone.now() - timedelta(seconds=stalled_for_s)
+    ids = []
+    for job_id, *moments in jobs.values_list(
+        "pk", "created_at", "started_at", "last_beat", "last_done"
+    ).order_by("pk"):
+        if stalled_for_s <= 0 or max(m for m in moments if m is not None) <= quiet_since:
+            ids.append(job_id)
+    for job_id in ids:
+        logger.info("rescore resumed", extra={"job_id": job_id})
+        send_dispatch(job_id)
+    return ids
+
+
+# --- running without a worker ----------------------------------------------------------------
+def job_run_inline(*, job: RescoreJob) -> RescoreJob:
+    """Run a job in this process, chunk after chunk (tests, the command's --inline)."""
+    job_dispatch(job_id=job.pk, send_chunk=lambda chunk_id: chunk_run(chunk_id=chunk_id))
+    job.refresh_from_db()
+    return job

@@ -1,0 +1,128 @@
+"""Services that write a challenge and its scoring setup: create, update, the merge of a
+partial setup change, and the rescore of the current setup.
+
+A scoring change makes a new version (``ScoringVersion.objects.create_next``) and queues its
+rescore (``rescoring.jobs.rescore_start``); the active version stays until that is done.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+from django.utils.text import slugify
+
+from challenges import audit
+from challenges.fieldsets import EMPTY_SETUP, INFO_FIELDS, SETUP_FIELDS, SINGLE_SCORER
+from challenges.ingestion import rules
+from challenges.leaderboards import freeze
+from challenges.models import Challenge, RescoreJob, ScoringVersion
+from challenges.rescoring import jobs as rescoring
+from scoring import services as scoring
+from scoring.engine import strategies as S
+
+
+def _unique_slug(name: str, exclude_pk: int | None = None) -> str:
+    base = slugify(name)[:190] or "challenge"
+    slug, n = base, 1
+    taken = Challenge.objects.exclude(pk=exclude_pk)
+    while taken.filter(slug=slug).exists():
+        n += 1
+        slug = f"{base}-{n}"
+    return slug
+
+
+@transaction.atomic
+def challenge_create(*, data: dict[str, Any], by: Any = None) -> Challenge:
+    """Create a challenge and its scoring version 1 (active at once: nothing to score).
+
+    ``data`` has been validated for types; the scoring setup is validated here.
+    Raises ``scoring.SetupInvalid``.
+    """
+    setup = {name: data[name] for name in SETUP_FIELDS if name in data}
+    setup.setdefault("scoring_strategy", S.FIRST)
+    setup = scoring.setup_validate(setup=setup)
+    challenge = Challenge(**{k: v for k, v in data.items() if k in INFO_FIELDS}, **setup)
+    rules.competition_validate(challenge=challenge)
+    if not challenge.slug:
+        challenge.slug = _unique_slug(challenge.name)
+    challenge.save()
+    version = ScoringVersion.objects.create_next(challenge=challenge, by=by, reason="created")
+    version.scored_at = timezone.now()
+    version.save(update_fields=["scored_at"])
+    challenge.active_version = version
+    challenge.save(update_fields=["active_version"])
+    audit.audit_challenge_saved(challenge=challenge, before=None, by=by)
+    return challenge
+
+
+def setup_merge(*, challenge: Challenge, changes: dict[str, Any]) -> dict[str, Any]:
+    """The setup a partial change leads to. When the strategy changes, the fields the new
+    strategy does not use and the change does not mention are cleared."""
+    merged = challenge.setup_dict()
+    if changes.get("scoring_strategy", merged["scoring_strategy"]) != merged["scoring_strategy"]:
+        merged.update(copy.deepcopy(EMPTY_SETUP))
+    # Switching between one scorer and a list: the form the change does not use is cleared.
+    if changes.get("scorers") and not any(name in changes for name in SINGLE_SCORER):
+        merged.update({name: copy.deepcopy(EMPTY_SETUP[name]) for name in SINGLE_SCORER})
+    elif changes.get("scoring_code") and "scorers" not in changes:
+        merged.update(scorers=[], rank_by="")
+    merged.update({k: v for k, v in changes.items() if k in SETUP_FIELDS})
+    return merged
+
+
+@dataclass(frozen=True)
+class ChallengeUpdate:
+    challenge: Challenge
+    new_version: ScoringVersion | None  # set when the scoring setup changed
+    job: RescoreJob | None  # the rescore queued for the new version
+
+
+@transaction.atomic
+def challenge_update(
+    *, challenge: Challenge, data: dict[str, Any], by: Any = None
+) -> ChallengeUpdate:
+    """Update a challenge. A change of the scoring setup makes a new version and queues
+    its rescore; the active version stays until that rescore is done."""
+    challenge = Challenge.objects.select_for_update().get(pk=challenge.pk)
+    before = audit.challenge_values(challenge)
+    for name in INFO_FIELDS:
+        if name in data:
+            setattr(challenge, name, data[name])
+    rules.competition_validate(challenge=challenge)
+    refreeze = challenge.freeze_at != before["freeze_at"]
+    if refreeze:  # a new freeze: revealed again only by a new reveal
+        challenge.revealed_at = None
+    if not challenge.slug:
+        challenge.slug = _unique_slug(challenge.name, exclude_pk=challenge.pk)
+    new_version = None
+    if any(name in data for name in SETUP_FIELDS):
+        setup = scoring.setup_validate(setup=setup_merge(challenge=challenge, changes=data))
+        if setup != challenge.setup_dict():
+            for name, value in setup.items():
+                setattr(challenge, name, value)
+            new_version = ScoringVersion.objects.create_next(
+                challenge=challenge, by=by, reason="setup change"
+            )
+    challenge.save()
+    if refreeze:
+        freeze.frozen_drop(challenge_ids=[challenge.pk])
+    audit.audit_challenge_saved(
+        challenge=challenge,
+        before=before,
+        by=by,
+        new_version_number=new_version.number if new_version else None,
+    )
+    job = None
+    if new_version is not None:
+        job = rescoring.rescore_start(challenge=challenge, version=new_version, by=by)
+    return ChallengeUpdate(challenge, new_version, job)
+
+
+def challenge_rescore(*, challenge: Challenge, by: Any = None) -> RescoreJob:
+    """Rescore the challenge's current setup: ``rescore_start`` plans the chunks, then
+    makes the version holding the setup and the job under the challenge lock."""
+    return rescoring.rescore_start(challenge=challenge, by=by)

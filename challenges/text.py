@@ -1,0 +1,136 @@
+"""Text that can be stored and shown everywhere (DESIGN.md "Recording attempts").
+
+A lone surrogate (U+D800–U+DFFF without its pair) cannot be encoded as UTF-8, so it makes
+a page, an export or an API answer fail; PostgreSQL refuses it and NUL (U+0000) in text
+and jsonb. Requests carrying either are refused (``text_problem``); rows written before
+that rule are repaired as they are read (``text_clean``, ``TextSafeJSONDecoder``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from scoring.engine.outcome import Outcome
+
+# Surrogates and NUL, as decoded text, and as the JSON escapes that produce them.
+BAD_CHAR = re.compile("[\ud800-\udfff\x00]")
+BAD_ESCAPE = re.compile(r"\\u(?:[dD][89abcdefABCDEF][0-9a-fA-F]{2}|0000)")
+SURROGATE = re.compile("[\ud800-\udfff]")
+REPLACEMENT = "\ufffd"
+
+Path = tuple[str | int, ...]
+
+
+def _describe(char: str) -> str:
+    if char == "\x00":
+        return "a NUL character (U+0000)"
+    return f"a lone surrogate (U+{ord(char):04X})"
+
+
+def key_label(key: str) -> str:
+    """A key as it can be shown in an answer: JSON-escaped when it is not valid text."""
+    return json.dumps(key)[1:-1] if BAD_CHAR.search(key) else key
+
+
+def path_label(path: Path) -> str:
+    """``sample["a"][3]``: where in the body a value is."""
+    out = ""
+    for part in path:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif not out:
+            out = key_label(part)
+        else:
+            out += f"[{json.dumps(part)}]"
+    return out or "the body"
+
+
+def text_problem(value: Any) -> tuple[Path, str] | None:
+    """The first place in a JSON value (keys included) holding a surrogate or a NUL, with
+    what is there; None when all its text is valid. Iterative: depth costs no stack."""
+    stack: list[tuple[Path, Any]] = [((), value)]
+    while stack:
+        path, item = stack.pop()
+        if isinstance(item, str):
+            found = BAD_CHAR.search(item)
+            if found:
+                return path, f"{_describe(found.group())} at position {found.start()}"
+        elif isinstance(item, dict):
+            children = []
+            for key, child in item.items():
+                found = BAD_CHAR.search(key) if isinstance(key, str) else None
+                if found:
+                    return (*path, key), f"{_describe(found.group())} in a key"
+                children.append(((*path, key), child))
+            stack.extend(reversed(children))
+        elif isinstance(item, list):
+            stack.extend(((*path, i), child) for i, child in reversed(list(enumerate(item))))
+    return None
+
+
+def text_error(path: Path, what: str) -> dict[str, Any]:
+    """A 400 body naming the field (and, in a list body, the item index first), with the
+    full path in the message."""
+    message = f"Text must be valid Unicode: {what}, at {path_label(path)}."
+    field_at = 1 if path and isinstance(path[0], int) else 0
+    if len(path) <= field_at:
+        errors: Any = {"non_field_errors": [message]}
+    else:
+        errors = {key_label(str(path[field_at])): [message]}
+    if field_at:
+        errors = {str(path[0]): errors}
+    return errors
+
+
+def text_clean(value: Any, *, chars: re.Pattern[str] = SURROGATE) -> Any:
+    """``value`` with every lone surrogate (or every match of ``chars``) replaced by
+    U+FFFD, keys included. For reading rows stored before the rule."""
+    if isinstance(value, str):
+        return chars.sub(REPLACEMENT, value) if chars.search(value) else value
+    if isinstance(value, dict):
+        return {text_clean(k, chars=chars): text_clean(v, chars=chars) for k, v in value.items()}
+    if isinstance(value, list):
+        return [text_clean(v, chars=chars) for v in value]
+    return value
+
+
+def text_storable(value: Any) -> Any:
+    """``value`` (a scorer's details or error) with lone surrogates and NUL replaced by
+    U+FFFD; the same object when there is none. What a scorer returns is never refused
+    (it is not the client's fault), only made safe to store and to show."""
+    if value is None or (isinstance(value, str) and not BAD_CHAR.search(value)):
+        return value
+    if isinstance(value, dict):
+        for key, item in value.items():  # flat dicts of numbers: one cheap pass
+            kind = type(item)
+            if BAD_CHAR.search(key) or kind is dict or kind is list:
+                break
+            if kind is str and BAD_CHAR.search(item):
+                break
+        else:
+            return value
+        if text_problem(value) is None:
+            return value
+    return text_clean(value, chars=BAD_CHAR)
+
+
+def outcome_storable(outcome: Outcome) -> Outcome:
+    """The outcome with its details and error safe to store (the same object if they
+    are already)."""
+    details, error = text_storable(outcome.details), text_storable(outcome.error)
+    if details is outcome.details and error is outcome.error:
+        return outcome
+    return outcome._replace(details=details, error=error)
+
+
+class TextSafeJSONDecoder(json.JSONDecoder):
+    """Reads JSON columns; a surrogate escape written by an older version (SQLite kept
+    them) comes back as U+FFFD, so no page, export or answer fails to encode."""
+
+    def decode(self, s: str, *args: Any, **kwargs: Any) -> Any:
+        value = super().decode(s, *args, **kwargs)
+        if "\\u" in s and BAD_ESCAPE.search(s):
+            return text_clean(value)
+        return value

@@ -1,0 +1,269 @@
+"""Every public and admin page in a real browser, at 1280 and 390 px (issue 15): no
+horizontal scroll, no console error, no text reading 1970, None, nan or a Python repr,
+and the numbers the pages show equal the API's. Long unbroken names and slugs are part
+of the data. Screenshots of each page at both widths go to var/artifacts/pages/."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from challenges.models import Attempt, Challenge, ScoringVersion
+from scoring import sandbox
+from tests.browser.conftest import ARTIFACTS
+from tests.factories import WEIGHTED_SEED, attempt_input, make_challenge, record
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+WIDTHS = {"desktop": {"width": 1280, "height": 900}, "phone": {"width": 390, "height": 844}}
+LONG = "x" * 200  # an unbroken 200-character word
+# Text a person should never read: an epoch-zero date, Python's None/nan, a repr.
+BAD_TEXT = [
+    (re.compile(r"\b1970\b"), "1970"),
+    (re.compile(r"\bNone\b"), "None"),
+    (re.compile(r"\b(nan|NaN)\b"), "nan"),
+    (re.compile(r"\{'[^']*':|\[\{'|<[\w.]+ object at 0x"), "a Python repr"),
+]
+SNIPPET = """def compute_scores(sample):
+    ok = sample.get("answer") not in (None, "")
+    return {"is_complete": ok, "length": len(sample.get("answer") or "")}
+"""
+
+
+@pytest.fixture
+def data(admin):
+    """A weighted board with a long-named player, a fastest board, a snippet board with
+    metrics, an empty board, and a challenge with a 200-character name and slug."""
+    weighted = make_challenge(**WEIGHTED_SEED, slug="prompting")
+    record(
+        weighted,
+        *[
+            attempt_input(
+                f"user-{i:02d}",
+                player_name=f"Player {i:02d}",
+                rating=(i * 7) % 11,
+                elapsed_ms=2000 + 150 * i,
+                tokens_total=300 + 10 * i,
+                created_at=60 * i,
+            )
+            for i in range(12)
+        ],
+        attempt_input("long", player_name=LONG, rating=10, elapsed_ms=1000, tokens_total=896),
+    )
+    speed = make_challenge(name="Speed run", slug="speed", scoring_strategy="fastest")
+    record(speed, attempt_input("a", elapsed_ms=1200), attempt_input("b", elapsed_ms=1200))
+    make_challenge(name="Nobody yet", slug="empty", scoring_strategy="highest_rating")
+    make_challenge(name=LONG, slug=LONG, scoring_strategy="first", description=LONG)
+    made = {"weighted": weighted, "speed": speed}
+    if sandbox.availability().available:
+        snippet = make_challenge(
+            name="Field completeness",
+            slug="fields",
+            scoring_strategy="python",
+            scoring_code=SNIPPET,
+            score_key="is_complete",
+            metrics=[
+                {"type": "mean", "field": "is_complete", "name": "Field completeness"},
+                {"type": "frequency", "field": "is_complete", "name": "Answers"},
+            ],
+        )
+        record(
+            snippet,
+            attempt_input("s1", sample={"answer": "Paris"}),
+            attempt_input("s2", sample={"answer": ""}),
+            attempt_input("s3", sample={}),
+        )
+        made["snippet"] = snippet
+    return made
+
+
+def check(page, url: str, name: str, status: int = 200) -> dict[str, str]:
+    """Open ``url`` at both widths and assert the page is sound; return its text."""
+    texts = {}
+    for width, size in WIDTHS.items():
+        page.set_viewport_size(size)
+        page.errors.clear()
+        response = page.goto(url)
+        assert response is not None and response.status == status, (url, response.status)
+        page.wait_for_load_state("networkidle")
+        overflow = page.evaluate(
+            "() => document.documentElement.scrollWidth - document.documentElement.clientWidth"
+        )
+        (ARTIFACTS / "pages").mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "pages" / f"{name}-{width}.png"), full_page=True)
+        assert overflow <= 0, f"{url} scrolls by {overflow}px at {width}: {widest(page)}"
+        # A 404 page logs its own status; nothing else may be logged.
+        own = f"the server responded with a status of {status}" if status != 200 else None
+        errors = [e for e in page.errors if not (own and own in e)]
+        assert not errors, (url, width, errors)
+        text = page.evaluate("() => document.body.innerText")
+        for pattern, label in BAD_TEXT:
+            found = pattern.search(text)
+            if found:
+                around = text[max(0, found.start() - 60) : found.end() + 60]
+                pytest.fail(f"{url} at {width} reads {label}: …{around}…")
+        texts[width] = text
+    return texts
+
+
+def test_public_pages(page, live_server, data, client):
+    base = live_server.url
+    check(page, f"{base}/", "home")
+    check(page, f"{base}/challenges/", "list")
+    for key, challenge in data.items():
+        check(page, f"{base}/challenges/{challenge.slug}/", f"challenge-{key}")
+    check(page, f"{base}/challenges/empty/", "challenge-empty")
+    check(page, f"{base}/challenges/{LONG}/", "challenge-long")
+    check(page, f"{base}/challenges/prompting/players/long/", "player-long")
+    check(page, f"{base}/challenges/prompting/players/user-03/", "player")
+    check(page, f"{base}/challenges/prompting/?player=user-05", "challenge-player-param")
+    check(page, f"{base}/challenges/no-such/", "not-found", status=404)
+    check(page, f"{base}/challenges/prompting/players/nobody/", "player-not-found", status=404)
+    check(page, f"{base}/api/docs/", "api-docs")
+
+
+def test_numbers_on_the_pages_equal_the_api(page, live_server, data, client):
+    base = live_server.url
+    weighted = data["weighted"]
+    api = client.get(f"/api/challenges/{weighted.pk}/leaderboard/?limit=50").json()
+    page.set_viewport_size(WIDTHS["desktop"])
+    page.goto(f"{base}/challenges/prompting/")
+    rows = page.locator("#board tbody tr")
+    shown = [
+        (
+            rows.nth(i).locator(".col-rank").inner_text().strip().lstrip("="),
+            rows.nth(i).locator(".col-name").inner_text().strip(),
+            rows.nth(i).locator(".col-value summary").inner_text().strip(),
+        )
+        for i in range(rows.count())
+    ]
+    expected = [
+        (str(r["rank"]), r["display_name"], f"{r['score']:,.2f} pts") for r in api["results"]
+    ]
+    assert shown == expected
+    # The card's ranked players and leader.
+    page.goto(f"{base}/")
+    card = page.locator("li.card", has=page.locator("a[href='/challenges/prompting/']"))
+    facts = card.locator("dl.facts").inner_text()
+    assert re.search(rf"Ranked players\s+{api['count']}\b", facts), facts
+    assert api["results"][0]["display_name"] in facts
+    # A player's page: rank and best value as the API's row for that player.
+    mine = client.get(f"/api/challenges/{weighted.pk}/leaderboard/?player=user-03").json()
+    [row] = mine["results"]
+    page.goto(f"{base}/challenges/prompting/players/user-03/")
+    assert page.locator(".player-rank").inner_text().split()[0] == str(row["rank"])
+    assert page.locator(".player-best").inner_text().strip() == f"{row['score']:,.2f} pts"
+    # The snippet's metrics panel equals the metrics API.
+    if "snippet" in data:
+        metrics = client.get(f"/api/challenges/{data['snippet'].pk}/metrics/").json()
+        page.goto(f"{base}/challenges/fields/")
+        panel = page.locator(".metrics").inner_text()
+        mean = next(m for m in metrics if m["type"] == "mean")["value"]
+        assert f"{mean:.4g}"[:4] in panel, panel
+
+
+def test_admin_pages(page, live_server, data, admin):
+    admin.set_password("pw")
+    admin.save()
+    base = live_server.url
+    page.goto(f"{base}/admin/login/")
+    check(page, f"{base}/admin/login/", "admin-login")
+    page.fill("#id_username", "admin")
+    page.fill("#id_password", "pw")
+    page.click("input[type=submit]")
+    weighted = data["weighted"]
+    check(page, f"{base}/admin/", "admin-dashboard")
+    check(page, f"{base}/admin/challenges/challenge/", "admin-challenges")
+    check(page, f"{base}/admin/challenges/challenge/{weighted.pk}/change/", "admin-challenge")
+    long = Challenge.objects.get(slug=LONG)
+    check(page, f"{base}/admin/challenges/challenge/{long.pk}/change/", "admin-challenge-long")
+    check(page, f"{base}/admin/challenges/challenge/{weighted.pk}/versions/", "admin-versions")
+    check(page, f"{base}/admin/challenges/attempt/", "admin-attempts")
+    attempt = Attempt.objects.filter(challenge=weighted).first()
+    check(page, f"{base}/admin/challenges/attempt/{attempt.pk}/change/", "admin-attempt")
+    check(page, f"{base}/admin/challenges/player/", "admin-players")
+    check(page, f"{base}/admin/challenges/scoringversion/", "admin-scoringversions")
+    version = ScoringVersion.objects.filter(challenge=weighted).first()
+    check(page, f"{base}/admin/challenges/scoringversion/{version.pk}/change/", "admin-version")
+    check(page, f"{base}/admin/challenges/attemptscore/", "admin-scores")
+    check(page, f"{base}/admin/challenges/rescorejob/", "admin-jobs")
+    if "snippet" in data:
+        snippet = data["snippet"]
+        check(page, f"{base}/admin/challenges/challenge/{snippet.pk}/change/", "admin-snippet")
+
+
+def widest(page) -> str:
+    """For a failing overflow: the elements sticking out of the viewport (debugging aid)."""
+    return page.evaluate(
+        """() => [...document.querySelectorAll('body *')]
+            .filter(e => e.getBoundingClientRect().right > document.documentElement.clientWidth + 1)
+            .slice(0, 6)
+            .map(e => `${e.tagName}#${e.id}.${e.className} ${e.getBoundingClientRect().right}`)
+            .join(' | ')"""
+    )
+
+
+def test_charts_empty_state_and_time_axis(page, live_server):
+    """No counted attempt: a sentence, no chart frames. Attempts within one minute: time
+    ticks that do not repeat, and an axis that ends at the newest attempt."""
+    from datetime import UTC, datetime, timedelta
+
+    make_challenge(name="Nobody", slug="nobody", scoring_strategy="fastest")
+    quick = make_challenge(name="Quick", slug="quick", scoring_strategy="fastest")
+    start = datetime(2026, 3, 1, 10, 0, 0, tzinfo=UTC)
+    record(
+        quick,
+        *[
+            attempt_input(
+                f"p{i}", elapsed_ms=1000 - 10 * i, created_at=start + timedelta(seconds=5 * i)
+            )
+            for i in range(8)
+        ],
+    )
+    for size in WIDTHS.values():
+        page.set_viewport_size(size)
+        page.goto(f"{live_server.url}/challenges/nobody/")
+        page.wait_for_selector("section.charts[data-drawn=true]")
+        assert page.locator("#chart-status").inner_text().startswith("No charts yet")
+        assert not page.locator("#chart-top").is_visible()
+        page.goto(f"{live_server.url}/challenges/quick/")
+        page.wait_for_selector("section.charts[data-drawn=true]")
+        axis = page.evaluate(
+            """() => { const x = Chart.getChart(document.getElementById('chart-top')).scales.x;
+                       return {labels: x.ticks.map(t => t.label).filter(l => l), max: x.max}; }"""
+        )
+        assert len(axis["labels"]) == len(set(axis["labels"])) >= 2, axis
+        newest = (start + timedelta(seconds=35)).timestamp() * 1000
+        assert axis["max"] == newest, axis
+        assert not page.errors, page.errors
+
+
+def test_try_it_results_are_readable_at_both_widths(page, live_server, data, admin):
+    """Try it on a snippet challenge: scores as a table, the sample shown, no repr, no
+    sideways scroll of the page."""
+    if "snippet" not in data:
+        pytest.skip(sandbox.availability().message)
+    admin.set_password("pw")
+    admin.save()
+    page.goto(f"{live_server.url}/admin/login/")
+    page.fill("#id_username", "admin")
+    page.fill("#id_password", "pw")
+    page.click("input[type=submit]")
+    url = f"{live_server.url}/admin/challenges/challenge/{data['snippet'].pk}/change/"
+    for width, size in WIDTHS.items():
+        page.set_viewport_size(size)
+        page.goto(url)
+        page.click("#scoring-try-button")
+        page.locator("#scoring-try table.scoring-scores").first.wait_for()
+        text = page.locator("#scoring-try").inner_text()
+        assert "is_complete" in text and "Sample" in text
+        assert "{'" not in text
+        page.locator("#scoring-try details.scoring-sample").last.click()  # s1: Paris
+        assert '"answer"' in page.locator("#scoring-try").inner_text()
+        overflow = page.evaluate(
+            "() => document.documentElement.scrollWidth - document.documentElement.clientWidth"
+        )
+        page.screenshot(path=str(ARTIFACTS / "pages" / f"admin-try-{width}.png"), full_page=True)
+        assert overflow <= 0, widest(page)
+        assert not page.errors, page.errors

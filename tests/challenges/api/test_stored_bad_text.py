@@ -1,0 +1,130 @@
+"""Nothing already stored can make a page, an export or the API fail (issue 12, finding
+5): rows written by an older version with lone surrogates (SQLite kept them in JSON
+columns) or NUL characters are inserted directly, then every reader is opened."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.core.management import call_command
+from django.db import connection
+
+from challenges.models import Attempt, AttemptScore, Challenge, Player, ScoringVersion
+from tests.factories import WEIGHTED_SEED, attempt_input, make_challenge, record
+
+pytestmark = [
+    pytest.mark.django_db,
+    pytest.mark.skipif(
+        connection.vendor != "sqlite", reason="PostgreSQL never stored these characters"
+    ),
+]
+
+BAD_CONFIG = {"success_bonus": 1.0, "note\ud800": ["x\udfff", {"\ud83d": "\u0000"}]}
+
+
+@pytest.fixture
+def stored():
+    challenge = make_challenge(slug="old", **WEIGHTED_SEED)
+    (recorded,) = record(challenge, attempt_input("p1", rating=5, elapsed_ms=10))
+    attempt = recorded.attempt
+    Challenge.objects.filter(pk=challenge.pk).update(
+        scoring_config=BAD_CONFIG,
+        metrics=[{"type": "mean", "field": "s\ud800", "name": "m\udc00"}],
+        description="Old \u0000 text",
+    )
+    ScoringVersion.objects.filter(challenge=challenge).update(scoring_config=BAD_CONFIG)
+    Attempt.objects.filter(pk=attempt.pk).update(
+        sample={"q\ud800": "a\udfff", "deep": [[{"k": "\ud83d"}]]},
+        messages=[{"role": "user", "content": "\udc00"}],
+        output="nul \u0000 here",
+    )
+    AttemptScore.objects.filter(attempt=attempt).update(details={"why\ud800": "\ud800"})
+    Player.objects.filter(pk=attempt.player_id).update(display_name="Pat \u0000")
+    # The rows really hold the characters (as the JSON escapes SQLite keeps).
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT sample FROM challenges_attempt WHERE id = %s", [attempt.pk])
+        assert "\\ud800" in cursor.fetchone()[0]
+    challenge.refresh_from_db()
+    return challenge, attempt
+
+
+def _ok(response, url):
+    assert response.status_code == 200, (url, response.status_code)
+    content = (
+        b"".join(response.streaming_content)
+        if getattr(response, "streaming", False)
+        else response.content
+    )
+    content.decode("utf-8")
+    return content
+
+
+def test_admin_pages(client, admin, stored):
+    challenge, attempt = stored
+    client.force_login(admin)
+    version = challenge.active_version
+    score = AttemptScore.objects.get(attempt=attempt)
+    for url in (
+        f"/admin/challenges/attempt/{attempt.pk}/change/",
+        "/admin/challenges/attempt/",
+        f"/admin/challenges/challenge/{challenge.pk}/change/",
+        "/admin/challenges/challenge/",
+        f"/admin/challenges/challenge/{challenge.pk}/versions/",
+        f"/admin/challenges/scoringversion/{version.pk}/change/",
+        f"/admin/challenges/attemptscore/{score.pk}/change/",
+        "/admin/challenges/attemptscore/",
+        "/admin/challenges/player/",
+        "/admin/",
+    ):
+        _ok(client.get(url), url)
+
+
+def test_api(admin_api, anon_api, stored):
+    challenge, _ = stored
+    for api in (admin_api, anon_api):
+        for url in (
+            "/api/challenges/",
+            f"/api/challenges/{challenge.pk}/",
+            f"/api/challenges/{challenge.pk}/leaderboard/",
+            f"/api/challenges/{challenge.pk}/metrics/",
+        ):
+            body = json.loads(_ok(api.get(url), url))
+    assert body is not None
+    detail = json.loads(_ok(admin_api.get(f"/api/challenges/{challenge.pk}/"), "detail"))
+    assert detail["scoring_config"]["note\ufffd"][0] == "x\ufffd"  # shown, made safe
+
+
+def test_public_pages(client, stored):
+    challenge, _ = stored
+    slug = challenge.slug
+    for url in (
+        "/",
+        "/challenges/",
+        f"/challenges/{slug}/",
+        f"/challenges/{slug}/board/",
+        f"/challenges/{slug}/charts.json",
+        f"/challenges/{slug}/leaderboard.csv",
+        f"/challenges/{slug}/leaderboard.json",
+    ):
+        _ok(client.get(url), url)
+
+
+def test_export_challenge(stored, tmp_path):
+    challenge, _ = stored
+    path = tmp_path / "old.jsonl"
+    call_command("export_challenge", challenge.slug, "-o", str(path), stderr=open("/dev/null", "w"))
+    lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    samples = [item["sample"] for item in lines if "sample" in item]
+    assert samples == [{"q\ufffd": "a\ufffd", "deep": [[{"k": "\ufffd"}]]}]
+
+
+def test_reads_of_the_models_are_safe(stored):
+    challenge, attempt = stored
+    attempt = Attempt.objects.get(pk=attempt.pk)
+    json.dumps(attempt.sample, ensure_ascii=False).encode("utf-8")
+    assert attempt.messages == [{"role": "user", "content": "\ufffd"}]
+    assert Challenge.objects.values_list("scoring_config", flat=True).get(pk=challenge.pk) == {
+        "success_bonus": 1.0,
+        "note\ufffd": ["x\ufffd", {"\ufffd": "\u0000"}],
+    }

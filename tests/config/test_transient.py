@@ -1,0 +1,133 @@
+"""Transient errors (issue 13, finding 3): retried in tasks, 503 with Retry-After on the
+web, never a 500 and never a failed job; connections are health-checked."""
+
+from __future__ import annotations
+
+import psycopg
+import pytest
+from django.conf import settings
+from django.db import IntegrityError, OperationalError, close_old_connections, connection
+
+from challenges.ingestion import services
+from challenges.leaderboards import scores
+from challenges.models import Attempt, Challenge, RescoreJob
+from challenges.rescoring import jobs as rescoring
+from challenges.setup import services as setup_services
+from challenges.tasks import rescore_chunk
+from config.transient import is_transient, retry_transient
+from tests.factories import attempt_input, attempts_url, make_challenge, record
+
+
+def test_transient_errors_are_told_from_the_others():
+    assert is_transient(OperationalError("server closed the connection unexpectedly"))
+    assert is_transient(psycopg.errors.DeadlockDetected("deadlock detected"))
+    assert is_transient(psycopg.errors.SerializationFailure("could not serialize"))
+    assert is_transient(psycopg.OperationalError("consuming input failed"))
+    wrapped = RuntimeError("while writing")
+    wrapped.__cause__ = psycopg.OperationalError("terminating connection")
+    assert is_transient(wrapped)
+    assert not is_transient(IntegrityError("duplicate key"))
+    assert not is_transient(ValueError("bad"))
+
+
+def test_retry_transient_tries_again_and_gives_up_on_other_errors():
+    calls = []
+
+    def flaky():
+        calls.append(1)
+        if len(calls) < 3:
+            raise psycopg.errors.DeadlockDetected("deadlock detected")
+        return "done"
+
+    assert retry_transient(flaky, tries=3, first_wait_s=0.001) == "done"
+    with pytest.raises(IntegrityError):
+        retry_transient(lambda: (_ for _ in ()).throw(IntegrityError("x")), first_wait_s=0.001)
+
+
+def test_connection_health_checks_are_on():
+    assert settings.DATABASES["default"]["CONN_HEALTH_CHECKS"] is True
+
+
+@pytest.mark.django_db
+def test_a_request_meeting_a_deadlock_gets_503_with_retry_after(integration_api, monkeypatch):
+    challenge = make_challenge()
+
+    def deadlocked(**kwargs):
+        raise OperationalError("deadlock detected")
+
+    monkeypatch.setattr(services, "attempts_record", deadlocked)
+    response = integration_api.post(
+        attempts_url(challenge.pk), {"player": "a", "succeeded": True}, format="json"
+    )
+    assert response.status_code == 503
+    assert response["Retry-After"] == "1"
+    assert "try again" in response.json()["detail"]
+    assert not Attempt.objects.exists()
+
+
+@pytest.mark.django_db
+def test_a_page_meeting_a_lost_connection_gets_503(client, monkeypatch):
+    from challenges.leaderboards import selectors
+
+    def lost(**kwargs):
+        raise psycopg.OperationalError("server closed the connection unexpectedly")
+
+    monkeypatch.setattr(selectors, "challenges_listed", lost, raising=False)
+    monkeypatch.setattr(selectors, "challenge_list", lost, raising=False)
+    challenge = make_challenge(is_active=True)
+    monkeypatch.setattr(selectors, "leaderboard_page", lost)
+    response = client.get(f"/challenges/{challenge.slug}/")
+    assert response.status_code == 503
+    assert response["Retry-After"] == "1"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_request_after_the_database_dropped_the_kept_connection_reconnects():
+    """What a web worker does at each request (Django's test client skips it): the
+    connection kept since the last request (CONN_MAX_AGE) was closed by the server (a
+    database restart); with health checks, the first query reconnects instead of
+    failing. Before: the first request of every web worker was a 500."""
+    if connection.vendor != "postgresql":
+        pytest.skip("PostgreSQL: a server-side terminated session")
+    make_challenge(is_active=True)
+    close_old_connections()  # a request ends
+    pid = connection.connection.info.backend_pid  # kept for the next request
+    with psycopg.connect(_dsn(), autocommit=True) as other:
+        other.execute("SELECT pg_terminate_backend(%s)", [pid])
+    close_old_connections()  # the next request starts (request_started)
+    assert Challenge.objects.count() == 1
+
+
+def _dsn() -> str:
+    db = connection.settings_dict
+    host, port = db["HOST"] or "127.0.0.1", db["PORT"] or 5432
+    return f"host={host} port={port} user={db['USER']} dbname={db['NAME']}"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_chunk_meeting_lost_connections_is_retried_not_failed(monkeypatch, settings):
+    """A raw psycopg error from the COPY path, more times than the batch's own retries:
+    the task retries (eagerly here) and the job succeeds. Before: the job failed."""
+    settings.PODIUM_SCORING_CHUNK = 100
+    challenge = make_challenge(
+        scoring_strategy="custom", scoring_plugin_id="builtin.weighted_scorer"
+    )
+    record(challenge, *[attempt_input(f"p{i}", tokens_total=10 + i) for i in range(5)])
+    monkeypatch.setattr(rescoring, "_send", lambda job: None)
+    monkeypatch.setattr("config.transient.time.sleep", lambda s: None)
+    job = setup_services.challenge_rescore(challenge=challenge)
+    original = scores.scores_put
+    calls = []
+
+    def dropping(**kwargs):
+        calls.append(1)
+        if len(calls) <= 4:
+            raise psycopg.OperationalError("server closed the connection unexpectedly")
+        return original(**kwargs)
+
+    monkeypatch.setattr(scores, "scores_put", dropping)
+    rescore_chunk.apply(args=[job.chunks.get().pk], throw=False)  # eager: retries inline
+    assert len(calls) == 5
+    job.refresh_from_db()
+    assert job.status == RescoreJob.Status.SUCCEEDED, job.error
+    assert job.processed == 5

@@ -1,0 +1,150 @@
+"""The house plan, checked: ``challenges/`` imports one way (entry points → capabilities
+→ leaderboards → models → the scoring engine), with no import cycle between modules,
+lazy imports included. docs/architecture.md explains the plan."""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from pathlib import Path
+
+PROJECT = Path(__file__).resolve().parents[1]
+APP = PROJECT / "challenges"
+
+# Each top-level room of the app and its layer: a room may import rooms of lower layers.
+LAYERS = {
+    "urls": 6,
+    "api": 5,
+    "public": 5,
+    "admin": 5,
+    "management": 5,
+    "templatetags": 5,
+    "tasks": 5,
+    "transfer": 4,
+    "setup": 3,
+    "ingestion": 2,
+    "rescoring": 1.5,  # ingestion queues the first rescore of a challenge made without a version
+    "leaderboards": 1,
+    "audit": 0.7,  # every capability records what it changed
+    "fieldsets": 0.5,
+    "permissions": 0,
+    "text": -1,  # text checks models use: below them
+    "models": 0,
+    "migrations": 0,
+}
+# Deliberate sideways arrows between entry points, each with its reason.
+SIDEWAYS = {
+    ("transfer", "api"): "an imported file is validated by the API's own serializers",
+    ("api", "public"): "the API's public view explains the scoring in the page's own words",
+    ("templatetags", "admin"): "the admin templates' tags render the admin's progress box",
+    ("templatetags", "public"): "the public templates' filters wrap public.display",
+}
+WIRING = {"apps", "__init__"}  # AppConfig.ready connects receivers: it may import anything
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(PROJECT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _imports(path: Path) -> set[str]:
+    """Every module of the app that ``path`` imports, at any depth of the file."""
+    module = _module_name(path)
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(anchor + ([node.module] if node.module else []))
+            for alias in node.names:
+                candidate = f"{base}.{alias.name}"
+                exists = (PROJECT / Path(*candidate.split("."))).with_suffix(".py").exists() or (
+                    PROJECT / Path(*candidate.split("."))
+                ).is_dir()
+                found.add(candidate if exists else base)
+    return {name for name in found if name == "challenges" or name.startswith("challenges.")}
+
+
+def _graph() -> dict[str, set[str]]:
+    return {
+        _module_name(path): _imports(path)
+        for path in APP.rglob("*.py")
+        if "migrations" not in path.parts
+    }
+
+
+def _room(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def test_every_room_has_a_layer():
+    rooms = {_room(m) for m in _graph()} - WIRING
+    assert rooms <= set(LAYERS), f"rooms without a layer: {sorted(rooms - set(LAYERS))}"
+
+
+def _violations(graph: dict[str, set[str]]) -> list[str]:
+    wrong = []
+    for module, targets in graph.items():
+        source = _room(module)
+        if source in WIRING:
+            continue
+        for target in targets:
+            room = _room(target)
+            if room in (source, "__init__") or (source, room) in SIDEWAYS:
+                continue
+            if LAYERS[room] >= LAYERS[source]:
+                wrong.append(f"{module} → {target}")
+    return sorted(wrong)
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    modules = {m: {t for t in targets if t in graph and t != m} for m, targets in graph.items()}
+    state: dict[str, int] = defaultdict(int)  # 0 new, 1 on the stack, 2 done
+    stack: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(modules[node]):
+            if state[nxt] == 1:
+                return [*stack[stack.index(nxt) :], nxt]
+            if state[nxt] == 0 and (found := visit(nxt)):
+                return found
+        stack.pop()
+        state[node] = 2
+        return None
+
+    for module in sorted(modules):
+        if state[module] == 0 and (found := visit(module)):
+            return found
+    return None
+
+
+def test_rooms_import_only_downward():
+    wrong = _violations(_graph())
+    assert not wrong, "imports that go up or sideways:\n" + "\n".join(wrong)
+
+
+def test_no_import_cycle():
+    cycle = _cycle(_graph())
+    assert cycle is None, "import cycle: " + " → ".join(cycle or [])
+
+
+def test_the_checks_can_fail():
+    # The old cycle (services → rescoring → services, lazily) and an upward arrow are seen.
+    old = {
+        "challenges.ingestion.services": {"challenges.rescoring.jobs"},
+        "challenges.rescoring.jobs": {"challenges.ingestion.services", "challenges.tasks"},
+        "challenges.tasks": {"challenges.rescoring.jobs"},
+    }
+    assert _cycle(old)
+    assert "challenges.rescoring.jobs → challenges.tasks" in _violations(old)
+    # and the walker sees a lazy import inside a function
+    assert "challenges.tasks" in _imports(APP / "apps.py")
