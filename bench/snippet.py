@@ -8,7 +8,14 @@ sandboxed process per attempt, side by side in one run.
   filters) for every attempt, as a naive implementation would.
 
 Rounds alternate the two; the medians of their rates and the ratio are printed.
+
+- batch: one ``python_batch`` scorer (the rank-normalised answer length of the batch
+  tests) over growing batches through the same sandbox (one ``compute_batch_scores``
+  call per worker, every answer checked): attempts/s and the largest batch that ran
+  within the 60 s ceiling and the 1 GB memory limit (``--batch`` sizes).
+
 Run: .venv/bin/python bench/snippet.py [--n 100000] [--fresh 20] [--rounds 5]
+     [--batch 10000,50000,100000,200000]
 """
 
 from __future__ import annotations
@@ -66,11 +73,58 @@ def fresh_rate(mode: str, interp, items, payloads) -> float:
     return len(items) / (time.perf_counter() - started)
 
 
+RANK_NORMALISED = """\
+from bisect import bisect_left
+
+
+def compute_batch_scores(samples):
+    lengths = [len(s.get("answer", "")) for s in samples]
+    ordered = sorted(lengths)
+    top = max(len(lengths) - 1, 1)
+    return [{"rank_norm": bisect_left(ordered, n) / top} for n in lengths]
+"""
+
+
+def batch_line(pool, sizes: list[int]) -> None:
+    """attempts/s of a batch scorer per batch size, and the largest batch that ran."""
+    from scoring.engine.shims import batch_results
+
+    largest, rates = 0, []
+    for n in sizes:
+        samples = [{"answer": "x" * (i % 200), "question": f"q{i % 97}"} for i in range(n)]
+        started = time.perf_counter()
+        results = batch_results(
+            code=RANK_NORMALISED,
+            config={},
+            samples=samples,
+            outputs=[],
+            owner=f"bench batch {n}",
+            timeout_ms=60_000,
+            score_key="rank_norm",
+            sandbox=pool,
+        )
+        took = time.perf_counter() - started
+        failed = [r.outcome.error for r in results if r.outcome.error]
+        if failed:
+            print(f"batch of {n:>9,}: failed in {took:.1f} s: {failed[0][:120]}")
+            break
+        largest = n
+        rates.append((n, n / took))
+        print(f"batch of {n:>9,}: {took:6.2f} s, {n / took:>10,.0f} attempts/s")
+    print(
+        f"batch scorer: largest batch measured {largest:,} attempts"
+        + (f", {rates[-1][1]:,.0f} attempts/s at that size" if rates else "")
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=100_000, help="attempts per pool round")
     parser.add_argument("--fresh", type=int, default=20, help="attempts per fresh round")
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument(
+        "--batch", default="10000,50000,100000,200000", help="batch sizes (empty: skip)"
+    )
     args = parser.parse_args()
 
     found = sandbox.availability()
@@ -96,6 +150,8 @@ def main() -> None:
     print(f"ratio pool / fresh:         {ratio:>10,.0f}x (target ≥ {TARGET_RATIO}x)")
     print("rounds (pool):  " + ", ".join(f"{r:,.0f}" for r in pooled))
     print("rounds (fresh): " + ", ".join(f"{r:,.1f}" for r in fresh))
+    if args.batch:
+        batch_line(pool, [int(n) for n in args.batch.split(",")])
 
 
 if __name__ == "__main__":

@@ -30,4 +30,8 @@ EMPTY_SETUP = {  # a setup's fields but the strategy and timeout, empty
     "metrics": [],
     "lower_is_better": False,
     "sample_with_metrics": False,
+    "scorers": [],
+    "rank_by": "",
 }
+# The single-scorer form of a python setup (a list of ``scorers`` replaces it).
+SINGLE_SCORER = ("scoring_code", "scoring_config", "score_key", "metrics")

@@ -46,6 +46,10 @@ class ScoringSetupFields(models.Model):
     score_key = models.CharField(max_length=64, blank=True)
     metrics = models.JSONField(default=list, blank=True, decoder=TextSafeJSONDecoder)
     timeout_ms = models.PositiveIntegerField(default=5000)
+    # Several scorers of a python challenge (DESIGN.md "Python scorers, the full model");
+    # empty: the single-scorer fields above are the one scorer.
+    scorers = models.JSONField(default=list, blank=True)
+    rank_by = models.CharField(max_length=200, blank=True)
     # Python snippets: the ranking score orders ascending (a loss, an error) when set.
     lower_is_better = models.BooleanField(default=False)
     # Python snippets saved before issue 20 saw the five metrics merged into ``sample``;
@@ -61,6 +65,8 @@ class ScoringSetupFields(models.Model):
         "score_key",
         "metrics",
         "timeout_ms",
+        "scorers",
+        "rank_by",
         "lower_is_better",
         "sample_with_metrics",
     )
@@ -310,6 +316,11 @@ class AttemptScore(models.Model):
     sort_key = models.FloatField(null=True)
     details = models.JSONField(null=True, blank=True, decoder=TextSafeJSONDecoder)
     error = models.TextField(blank=True)
+    # Results of the version's QA scorers, for admins only (never in ``details``, which
+    # the public breakdown and integrations read): {key: {"scores", "metadata",
+    # "failed": [check, ...], "error"?}}; ``qa_failed`` counts failing checks and errors.
+    qa = models.JSONField(null=True, blank=True)
+    qa_failed = models.PositiveSmallIntegerField(default=0, db_default=0)
 
     class Meta:
         indexes = [
@@ -489,6 +500,30 @@ class RescoreChunk(models.Model):
 
     def __str__(self) -> str:
         return f"Chunk {self.number} of job {self.job_id}"
+
+
+class BatchState(models.Model):
+    """The batch scorers of a challenge (``python_batch``): whether a run is scheduled
+    (claimed with a conditional update, so a burst of attempts schedules one run) and
+    what the last run covered."""
+
+    challenge = models.OneToOneField(
+        Challenge, on_delete=models.CASCADE, primary_key=True, related_name="batch_state"
+    )
+    scheduled = models.BooleanField(default=False)
+    requested_at = models.DateTimeField(null=True, blank=True)
+    version = models.ForeignKey(
+        ScoringVersion, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    covered = models.PositiveIntegerField(default=0, help_text="Attempts the last run scored.")
+    last_attempt_id = models.BigIntegerField(default=0)
+    runs = models.PositiveIntegerField(default=0)
+    last_run_at = models.DateTimeField(null=True, blank=True)
+    last_run_ms = models.FloatField(null=True, blank=True)
+    error = models.TextField(blank=True)
+
+    def __str__(self) -> str:
+        return f"Batch state of {self.challenge_id}"
 
 
 class PlayerHide(models.Model):

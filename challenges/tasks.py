@@ -20,6 +20,7 @@ from django.conf import settings
 from django.dispatch import receiver
 
 from challenges.ingestion import budget, idempotency
+from challenges.rescoring import batch
 from challenges.rescoring import jobs as rescoring
 from config.transient import TRANSIENT, forget_connection, is_transient
 
@@ -158,6 +159,25 @@ def _score_pending(
 def idempotency_purge() -> None:
     """Periodic (hourly): forget Idempotency-Keys past their keeping time."""
     idempotency.records_purge()
+
+
+@shared_task(
+    name="challenges.tasks.batch_score",
+    acks_late=True,
+    reject_on_worker_lost=True,
+    autoretry_for=TRANSIENT,
+    max_retries=5,
+)
+def batch_score(challenge_id: int) -> None:
+    """Run a challenge's batch scorers (scheduled, debounced, by batch_request)."""
+    batch.batch_run(challenge_id=challenge_id)
+
+
+@receiver(batch.batch_requested)
+def _schedule_batch(
+    sender: object = None, *, challenge_id: int, countdown: float, **kwargs: object
+) -> None:
+    batch_score.apply_async((challenge_id,), countdown=countdown)
 
 
 @worker_ready.connect

@@ -347,6 +347,10 @@ PODIUM_SCORING_BUDGET_MS = env_int("PODIUM_SCORING_BUDGET_MS", 3000, minimum=0)
 # ingestion (0: recompute on the first read after any change).
 PODIUM_RANKING_MAX_AGE_MS = env_int("PODIUM_RANKING_MAX_AGE_MS", 1000)
 PODIUM_SCORING_CHUNK = env_int("PODIUM_SCORING_CHUNK", 20_000, minimum=1)
+# Batch scorers (python_batch): a run starts this long after the first attempt that
+# needs one, so a burst of attempts costs one run; and the most attempts one run takes.
+PODIUM_BATCH_DEBOUNCE_MS = env_int("PODIUM_BATCH_DEBOUNCE_MS", 2000)
+PODIUM_BATCH_MAX_ATTEMPTS = env_int("PODIUM_BATCH_MAX_ATTEMPTS", 50_000, minimum=1)
 # Rescore watchdog: a queued or running job with no progress for this many seconds is
 # resumed (its unfinished chunks sent again); it looks every PODIUM_WATCHDOG_EVERY_S.
 # Idempotency-Key of attempt POSTs: how long a key's first response is kept (>= 24 h).

@@ -27,6 +27,7 @@ from scoring.engine.protocol import (
     ScoringContext,
 )
 from scoring.engine.runner import Scorer, ScoringSetup, build_scorer
+from scoring.engine.scorers_list import ScorerList, ScorersInvalid, validate_scorers
 from scoring.engine.snippet import (
     AttemptPayload,
     SnippetInvalid,
@@ -81,15 +82,31 @@ def setup_validate(*, setup: dict[str, Any]) -> dict[str, Any]:
     if strategy == S.PYTHON:
         for name in ("scoring_plugin_id", "scoring_entrypoint"):
             unused(name, "")
-        _validate_snippet(setup, out, errors)
+        folded = _fold_single(setup)
+        if folded is not None:
+            setup = folded
+            out.update(folded)
+        if setup.get("scorers"):
+            _validate_scorers(setup, out, errors)
+        else:
+            unused("rank_by", "")
+            _validate_snippet(setup, out, errors)
     elif strategy == S.CUSTOM:
-        for name in ("scoring_code", "score_key"):
+        for name in ("scoring_code", "score_key", "rank_by"):
             unused(name, "")
         unused("metrics", [])
+        unused("scorers", [])
         _validate_plugin(setup, out, errors)
     else:
-        for name in ("scoring_plugin_id", "scoring_entrypoint", "scoring_code", "score_key"):
+        for name in (
+            "scoring_plugin_id",
+            "scoring_entrypoint",
+            "scoring_code",
+            "score_key",
+            "rank_by",
+        ):
             unused(name, "")
+        unused("scorers", [])
         unused("scoring_config", {})
         unused("metrics", [])
     if errors:
@@ -178,6 +195,56 @@ def _validate_snippet(setup: dict[str, Any], out: dict[str, Any], errors: dict[s
         errors["metrics"] = str(exc)
 
 
+def _fold_single(setup: dict[str, Any]) -> dict[str, Any] | None:
+    """A list of one scorer without a key (the Python scorer guide's own example) is the
+    single-scorer form: stored in the first round's fields, so it ranks, shows and
+    exports exactly as they do. ``rank_by`` then names the score alone."""
+    scorers = setup.get("scorers")
+    if not isinstance(scorers, list) or len(scorers) != 1 or not isinstance(scorers[0], dict):
+        return None
+    only = scorers[0]
+    if only.get("key") or only.get("purpose", "score") != "score":
+        return None
+    if only.get("type", "python") != "python" or set(only) - {
+        "type",
+        "purpose",
+        "display_name",
+        "compute_scores_snippet",
+        "config",
+        "metrics",
+    }:
+        return None
+    if any(setup.get(name) for name in ("scoring_code", "score_key", "scoring_config", "metrics")):
+        return None  # both forms at once: the list's validation names the clash
+    rank_by = setup.get("rank_by") or ""
+    return {
+        **setup,
+        "scorers": [],
+        "rank_by": "",
+        "scoring_code": only.get("compute_scores_snippet"),
+        "scoring_config": only.get("config") or {},
+        "metrics": only.get("metrics") or [],
+        "score_key": rank_by.partition(".")[2] if "." in rank_by else rank_by,
+    }
+
+
+def _validate_scorers(setup: dict[str, Any], out: dict[str, Any], errors: dict[str, str]) -> None:
+    """Several scorers: the single-scorer fields stay empty (the list holds everything)."""
+    found = sandbox.availability()
+    if not found.available:
+        errors["scoring_strategy"] = found.message
+    for name, empty in (("scoring_code", ""), ("score_key", ""), ("scoring_config", {})):
+        if setup.get(name) not in (empty, None):
+            errors[name] = "Leave it empty with 'scorers': each scorer has its own."
+    if setup.get("metrics") not in ([], None):
+        errors["metrics"] = "Leave it empty with 'scorers': each scorer has its own metrics."
+    out.update(scoring_code="", score_key="", scoring_config={}, metrics=[])
+    try:
+        out["scorers"], out["rank_by"] = validate_scorers(setup["scorers"], setup.get("rank_by"))
+    except ScorersInvalid as exc:
+        errors.update(exc.errors)
+
+
 def score_key_problem(names: Iterable[str] | None, score_key: str) -> str:
     """What is wrong with ``score_key`` for a snippet returning the scores ``names`` (None:
     not known without running it; then Try it and the save's probe decide), or ""."""
@@ -203,6 +270,8 @@ def setup_of(version: Any) -> ScoringSetup:
         code=version.scoring_code,
         score_key=version.score_key,
         owner=_owner(version),
+        scorers=tuple(getattr(version, "scorers", None) or ()),
+        rank_by=getattr(version, "rank_by", "") or "",
         lower_is_better=bool(getattr(version, "lower_is_better", False)),
         sample_with_metrics=bool(getattr(version, "sample_with_metrics", False)),
     )
@@ -337,10 +406,10 @@ def rows_scorer(
         return lambda rows: [failure] * len(rows)
 
     contexts = context.cache  # looked up inline: a million method calls add up
-    snippet = scorer if isinstance(scorer, SnippetScorer) else None
+    snippet = scorer if payload_arity(scorer) else None
     prefetched = None
     if snippet is not None and attempts is not None:
-        prefetched = _row_payloads(challenge, attempts, snippet.program.arity)
+        prefetched = _row_payloads(challenge, attempts, payload_arity(snippet))
 
     def score(rows: Sequence[Any]) -> list[Outcome]:
         items = [
@@ -349,11 +418,24 @@ def rows_scorer(
         ]
         if snippet is None:
             return scorer.score_many(items)
-        arity = snippet.program.arity
+        arity = payload_arity(snippet)
         found = prefetched if prefetched is not None else _row_payloads(challenge, rows, arity)
         missing = (None, None, None)
         payloads = [_payload(*found.get(r[0], missing), arity) for r in rows]
         return snippet.score_many(items, payloads)
+
+    if isinstance(scorer, ScorerList) and attempts:
+        # Several scorers take turns on the pool's few workers: each batch would start
+        # them afresh. Every attempt of the range is scored at the first call instead
+        # (one turn per scorer), and each batch is served from that.
+        done: dict[int, Outcome] = {}
+
+        def score_all(rows: Sequence[Any]) -> list[Outcome]:
+            if not done:
+                done.update(zip((a[0] for a in attempts), score(attempts), strict=True))
+            return [done[r[0]] if r[0] in done else score([r])[0] for r in rows]
+
+        return score_all
 
     return score
 
@@ -364,12 +446,22 @@ def scores_compute(*, version: Any, items: Sequence[Item]) -> list[Outcome]:
         scorer = scorer_for(version)
     except ValueError as exc:
         return [Outcome.failed(f"this scoring setup cannot run: {exc}")] * len(items)
-    if isinstance(scorer, SnippetScorer):
+    arity = payload_arity(scorer)
+    if arity:
         payloads = None
         if isinstance(items, Items):
-            payloads = items.payloads(arity=scorer.program.arity)
+            payloads = items.payloads(arity=arity)
         return scorer.score_many(items, payloads)
     return scorer.score_many(items)
+
+
+def payload_arity(scorer: Any) -> int:
+    """0 for a scorer that reads metrics only; else 1 (samples) or 2 (and outputs)."""
+    if isinstance(scorer, SnippetScorer):
+        return scorer.program.arity
+    if isinstance(scorer, ScorerList):
+        return scorer.arity
+    return 0
 
 
 def sort_key_of(version: Any, score: float | None) -> float | None:

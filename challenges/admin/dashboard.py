@@ -9,6 +9,7 @@ from datetime import datetime
 from django.db.models import Count, IntegerField, Max, OuterRef, Prefetch, Subquery, Value
 from django.db.models.functions import Coalesce
 
+from challenges.admin.qa import qa_failing_count
 from challenges.models import Attempt, AttemptScore, Challenge, RescoreJob
 
 MOST = 200  # challenges shown (the changelist has the rest)
@@ -22,6 +23,7 @@ class DashboardRow:
     last_attempt: datetime | None
     running: list[RescoreJob]  # queued or running rescore jobs, newest first
     failures: int  # attempts whose scorer failed under the active version
+    qa_failing: int = 0  # attempts with a failing QA check under the active version
 
 
 def _count(aggregate: Count) -> Coalesce:
@@ -63,13 +65,20 @@ def dashboard_rows() -> list[DashboardRow]:
             player_count=_count(Count("player", distinct=True)),
             last_attempt_at=_per_challenge(Max("created_at")),
             failure_count=failures_count(OuterRef("active_version")),
+            qa_count=qa_failing_count(OuterRef("active_version")),
         )
         .prefetch_related(Prefetch("rescore_jobs", queryset=running, to_attr="running_jobs"))
         .order_by("name", "pk")[:MOST]
     )
     return [
         DashboardRow(
-            c, c.attempt_count, c.player_count, c.last_attempt_at, c.running_jobs, c.failure_count
+            c,
+            c.attempt_count,
+            c.player_count,
+            c.last_attempt_at,
+            c.running_jobs,
+            c.failure_count,
+            c.qa_count,
         )
         for c in challenges
     ]

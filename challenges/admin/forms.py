@@ -27,6 +27,7 @@ from typing import Any
 from django import forms
 from django.utils.functional import cached_property
 
+from challenges.admin import scorers as admin_scorers
 from challenges.ingestion.rules import competition_errors
 from challenges.models import Attempt, Challenge, LateAttempts, ScoringStrategy
 from challenges.setup import services as setup_services
@@ -276,6 +277,14 @@ class ChallengeAdminForm(forms.ModelForm):
         label="Score key",
         help_text="The score that ranks the leaderboard (required with several scores).",
     )
+    rank_by = forms.CharField(
+        required=False,
+        max_length=200,
+        label="Ranking score",
+        widget=forms.TextInput(attrs={"list": "rank-by-options", "class": "vTextField"}),
+        help_text="With several scorers: '<scorer key>.<score>'. A trial run of the setup "
+        "suggests the scores the scorers returned.",
+    )
     lower_is_better = forms.BooleanField(
         required=False,
         label="Lower scores rank first",
@@ -312,6 +321,10 @@ class ChallengeAdminForm(forms.ModelForm):
         self._weight_fields()
         self._template_fields()
         self._metric_fields()
+        python = instance.pk and instance.scoring_strategy == S.PYTHON
+        saved_scorers = list(instance.scorers or []) if python else []
+        self.scorer_row_count = admin_scorers.add_scorer_fields(self, saved_scorers)
+        self._scorer_rows_of: list[int] = []
         self.fields[
             "confirm_rescore"
         ].label = f"Rescore all {self.attempt_count:,} attempts with the new setup"
@@ -418,9 +431,12 @@ class ChallengeAdminForm(forms.ModelForm):
             "metrics",
             "timeout_ms",
             "confirm_rescore",
+            "rank_by",
         ]
         generated = [
-            n for n in self.fields if n.startswith((WEIGHT_PREFIX, TEMPLATE_PREFIX, METRIC_PREFIX))
+            n
+            for n in self.fields
+            if n.startswith((WEIGHT_PREFIX, TEMPLATE_PREFIX, METRIC_PREFIX, admin_scorers.PREFIX))
         ]
         return fixed + generated
 
@@ -436,6 +452,9 @@ class ChallengeAdminForm(forms.ModelForm):
             p.plugin_id: {"entrypoint": p.entrypoint, "has_form": bool(p.weights)}
             for p in self.plugins.values()
         }
+
+    def scorer_rows(self) -> list[dict[str, forms.BoundField]]:
+        return admin_scorers.scorer_rows(self, self.scorer_row_count)
 
     def template_fields(self) -> list[forms.BoundField]:
         return [self[n] for n in self.fields if n.startswith(TEMPLATE_PREFIX)]
@@ -505,8 +524,19 @@ class ChallengeAdminForm(forms.ModelForm):
                 used |= {s.field_name(plugin.plugin_id) for s in plugin.weights}
             return used | {"scoring_strategy", "timeout_ms"}
         if strategy == S.PYTHON:
-            used = {"scoring_code", "score_key", "lower_is_better", "metrics", "scoring_config"}
-            used |= {n for n in self.fields if n.startswith((TEMPLATE_PREFIX, METRIC_PREFIX))}
+            used = {
+                "scoring_code",
+                "score_key",
+                "lower_is_better",
+                "metrics",
+                "scoring_config",
+                "rank_by",
+            }
+            used |= {
+                n
+                for n in self.fields
+                if n.startswith((TEMPLATE_PREFIX, METRIC_PREFIX, admin_scorers.PREFIX))
+            }
             return used | {"scoring_strategy", "timeout_ms"}
         return {"scoring_strategy"}
 
@@ -547,6 +577,14 @@ class ChallengeAdminForm(forms.ModelForm):
     ) -> None:
         """A ``setup_validate`` error on its input: config errors ("KEY: message; …") on
         the weight or template input of KEY, unless that input has its own error."""
+        row_input = admin_scorers.error_field(field, self._scorer_rows_of)
+        if row_input is not None:
+            if row_input not in self._errors:
+                self.add_error(row_input, message)
+            return
+        if field == "scorers":
+            self.add_error(None, f"Scorers: {message}")
+            return
         if field != "scoring_config":
             if field not in self._errors:
                 self.add_error(field if field in self.fields else None, message)
@@ -633,6 +671,12 @@ class ChallengeAdminForm(forms.ModelForm):
                 )
         setup["scoring_config"] = config
         setup["metrics"] = self._metrics(cleaned)
+        scorers, self._scorer_rows_of = admin_scorers.clean_scorers(
+            self, cleaned, self.scorer_row_count
+        )
+        if scorers:
+            setup["scorers"] = scorers
+            setup["rank_by"] = (cleaned.get("rank_by") or "").strip()
 
     def _metrics(self, cleaned: dict[str, Any]) -> list[dict[str, str]]:
         metrics = []

@@ -32,6 +32,7 @@ from django.urls import path, reverse
 from django.utils.html import format_html
 from django.utils.text import Truncator
 
+from challenges.admin import qa
 from challenges.admin import views as admin_views
 from challenges.admin.competition import AttemptModerationMixin
 from challenges.admin.dashboard import failures_count
@@ -434,11 +435,23 @@ class AttemptAdmin(AttemptModerationMixin, admin.ModelAdmin):
         "practice",
         "hidden",
     ]
-    list_filter = ["challenge", "succeeded", "practice", "hidden"]
+    list_filter = ["challenge", "succeeded", "practice", "hidden", qa.QAFailingFilter]
     list_select_related = ["challenge", "player"]
     raw_id_fields = ["player"]
     search_fields = ["player__external_id", "player__display_name"]
-    readonly_fields = ["practice", "hidden"]  # hidden: through the actions (and the audit)
+    # hidden: through the actions (and the audit)
+    readonly_fields = ["practice", "hidden", "qa_results"]
+
+    @admin.display(description="QA checks (active version)")
+    def qa_results(self, obj: Attempt) -> str:
+        if obj.pk is None:
+            return ""
+        found = (
+            AttemptScore.objects.filter(attempt=obj, version_id=obj.challenge.active_version_id)
+            .values_list("qa", flat=True)
+            .first()
+        )
+        return qa.qa_html(found)
 
     # Leaderboard entries are a cache without foreign-key constraints: deleting attempts
     # goes through the service that recomputes the entries that pointed at them.
@@ -535,8 +548,30 @@ class VersionFilter(admin.SimpleListFilter):
 
 @admin.register(AttemptScore)
 class AttemptScoreAdmin(admin.ModelAdmin):
-    list_display = ["id", "attempt_link", "player", "version", "score", "error_summary"]
-    list_filter = [HasErrorFilter, VersionFilter, "version__challenge"]
+    list_display = [
+        "id",
+        "attempt_link",
+        "player",
+        "version",
+        "score",
+        "error_summary",
+        "qa_summary",
+    ]
+    list_filter = [HasErrorFilter, qa.QAFailingFilter, VersionFilter, "version__challenge"]
+    readonly_fields = ["qa_results"]
+
+    @admin.display(description="QA", ordering="qa_failed")
+    def qa_summary(self, obj: AttemptScore) -> str:
+        if obj.qa is None:
+            return ""
+        if not obj.qa_failed:
+            return format_html('<span class="quiet">{}</span>', "passed")
+        return format_html('<span class="score-error">{} failing</span>', obj.qa_failed)
+
+    @admin.display(description="QA checks")
+    def qa_results(self, obj: AttemptScore) -> str:
+        return qa.qa_html(obj.qa)
+
     list_select_related = ["player", "version__challenge"]
     raw_id_fields = ["attempt", "version", "player"]
     search_fields = ["player__external_id", "player__display_name"]
@@ -574,6 +609,7 @@ class RescoreJobAdmin(admin.ModelAdmin):
         "status_badge",
         "progress",
         "failures",
+        "qa_failing",
         "who",
         "created",
         "started",
@@ -589,6 +625,7 @@ class RescoreJobAdmin(admin.ModelAdmin):
         "total",
         "processed",
         "failed",
+        "qa_failing",
         "chunks_total",
         "chunks_done",
         "created_by",
@@ -597,10 +634,16 @@ class RescoreJobAdmin(admin.ModelAdmin):
         "finished_at",
         "error",
     ]
+    readonly_fields = ["qa_failing"]
     actions = ["cancel_selected"]
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[RescoreJob]:
-        return super().get_queryset(request).select_related("challenge", "version")
+        return (
+            super()
+            .get_queryset(request)
+            .select_related("challenge", "version")
+            .annotate(qa_count=qa.qa_failing_count(OuterRef("version")))
+        )
 
     def has_add_permission(self, request: Any) -> bool:
         return False
@@ -615,7 +658,7 @@ class RescoreJobAdmin(admin.ModelAdmin):
         return is_staff_member(request.user)
 
     # --- columns --------------------------------------------------------------------
-    request_columns = ("progress", "failures")
+    request_columns = ("progress", "failures", "qa_failing")
 
     def get_list_display(self, request: HttpRequest) -> list:
         return _bind_to_request(self, super().get_list_display(request), request)
@@ -635,6 +678,13 @@ class RescoreJobAdmin(admin.ModelAdmin):
     @admin.display(description="processed / total")
     def progress(self, obj: RescoreJob, request: HttpRequest | None = None) -> str:
         return admin_views.render_progress(request, obj, compact=True)
+
+    @admin.display(description="failing QA")
+    def qa_failing(self, obj: RescoreJob, request: HttpRequest | None = None) -> str:
+        count = getattr(obj, "qa_count", None)
+        if count is None:  # an instance not loaded through get_queryset
+            count = qa.qa_failing(version_id=obj.version_id)
+        return qa.qa_link(count, obj.version_id, request.user if request else None)
 
     @admin.display(description="failed", ordering="failed")
     def failures(self, obj: RescoreJob, request: HttpRequest | None = None) -> str:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from django.db.models import Max, Min, Q
@@ -31,8 +31,12 @@ from challenges.models import (
     Player,
     ScoringVersion,
 )
+from scoring import sandbox
 from scoring import services as scoring
 from scoring.engine import strategies as S
+from scoring.engine.scorers_list import batch_specs, merge_batch, ranking_of
+from scoring.engine.shims import batch_results
+from scoring.engine.snippet import SnippetInvalid
 
 TRY_LATEST = 20
 TRY_MOST = 100
@@ -117,7 +121,57 @@ def try_setup(
         rows.append(
             TryRow(attempt, outcome.score, details, outcome.error, took_ms, current.get(attempt.pk))
         )
-    return TryResult(rows, picked=bool(attempt_ids))
+    return TryResult(_with_batch(challenge, version, rows), picked=bool(attempt_ids))
+
+
+def _with_batch(challenge: Challenge, version: ScoringVersion, rows: list[TryRow]) -> list[TryRow]:
+    """The tried attempts with the setup's batch scorers run over them as one batch
+    (relative to these attempts only: the real run takes the whole challenge)."""
+    specs = batch_specs(version.scorers or ()) if version.scoring_strategy == "python" else []
+    if not specs or not rows:
+        return rows
+    rank_key, rank_score = ranking_of(version.scorers, version.rank_by)
+    try:
+        pool = sandbox.shared_pool()
+    except sandbox.SandboxUnavailable:
+        return rows
+    merged = [[r.score, r.details or {}, r.error, (r.details or {}).get("qa")] for r in rows]
+    extra_ms = 0.0
+    samples = [r.attempt.sample if isinstance(r.attempt.sample, dict) else {} for r in rows]
+    for spec in specs:
+        started = time.perf_counter()
+        try:
+            results = batch_results(
+                code=spec["compute_scores_snippet"],
+                config=spec.get("config") or {},
+                samples=samples,
+                outputs=[(r.attempt.output or "", r.attempt.messages) for r in rows],
+                owner=f"draft of challenge {challenge.pk} batch {spec['key']}",
+                timeout_ms=version.timeout_ms,
+                score_key=rank_score if spec["key"] == rank_key else "",
+                sandbox=pool,
+            )
+        except SnippetInvalid:
+            continue  # the form's validation reports it
+        extra_ms += (time.perf_counter() - started) * 1000 / len(rows)
+        for row, result in zip(merged, results, strict=True):
+            score, details, error, qa, _ = merge_batch(
+                score=row[0],
+                details=row[1],
+                error=row[2],
+                qa=row[3],
+                spec=spec,
+                rank_key=rank_key,
+                result=result,
+            )
+            details.pop("pending", None)
+            if qa:
+                details["qa"] = qa
+            row[:] = [score, details, error, qa]
+    return [
+        replace(r, score=m[0], details=m[1], error=m[2], took_ms=r.took_ms + extra_ms)
+        for r, m in zip(rows, merged, strict=True)
+    ]
 
 
 # --- preview leaderboard --------------------------------------------------------------------
@@ -287,6 +341,12 @@ def leaderboard_preview(
     started = time.perf_counter()
     version = candidate_version(challenge=challenge, setup=setup)
     notes: list[str] = []
+    if setup.get("scoring_strategy") == S.PYTHON and batch_specs(setup.get("scorers") or ()):
+        notes.append(
+            "Batch scorers (python_batch) are left out of this preview: after saving they "
+            "run over the whole challenge in the background (Try it runs them over the "
+            "tried attempts). Attempts a batch scorer ranks are unranked here."
+        )
     chosen = Player.objects.filter(external_id=player).first() if player else None
     if player and chosen is None:
         notes.append(f"No player with the id {player!r}.")

@@ -26,6 +26,7 @@ from django.utils.html import format_html, format_html_join
 from django.views.decorators.cache import never_cache
 
 from challenges.admin import preview
+from challenges.admin import scorers as admin_scorers
 from challenges.models import RescoreJob
 from challenges.permissions import is_staff_member
 from challenges.setup import versions
@@ -215,6 +216,9 @@ def setup_try(model_admin: Any, request: HttpRequest, challenge: Any) -> HttpRes
             ids = preview.parse_attempt_ids(request.POST.get("try_attempts", ""))
             context["result"] = preview.try_setup(
                 challenge=challenge, setup=form.setup, attempt_ids=ids
+            )
+            context["rank_by_options"] = admin_scorers.rank_by_choices(
+                context["result"].rows, form.setup
             )
         except preview.PreviewError as exc:
             context["errors"] = {"Attempts": [str(exc)]}

@@ -71,6 +71,19 @@ class ChallengeSerializer(StrictSerializer):
     )
     score_key = StrictCharField(max_length=64, required=False, allow_blank=True, default="")
     metrics = JSONListField(required=False, default=list, allow_null=True)
+    scorers = JSONListField(
+        required=False,
+        default=list,
+        help_text="Several scorers (python): [{key, type, display_name, purpose, "
+        "compute_scores_snippet, config, metrics}]; staff and admins only.",
+    )
+    rank_by = StrictCharField(
+        max_length=200,
+        required=False,
+        allow_blank=True,
+        default="",
+        help_text="'<scorer key>.<score name>': the score that ranks, with scorers.",
+    )
     lower_is_better = StrictBooleanField(
         required=False,
         default=False,
@@ -168,6 +181,8 @@ STAFF_ONLY_FIELDS = (
     "metrics",
     "lower_is_better",
     "sample_with_metrics",
+    "scorers",
+    "rank_by",
     "tenant_id",
     "app_id",
     "workflow_id",
@@ -343,6 +358,11 @@ class LeaderboardRowSerializer(serializers.Serializer):
     score = ServedFloatField()
     attempt_id = serializers.IntegerField()
     created_at = serializers.DateTimeField()
+    scores = serializers.DictField(
+        child=serializers.FloatField(allow_null=True),
+        required=False,
+        help_text="Python scorers: every score of the ranking scorer, the ranking one first.",
+    )
 
 
 class LeaderboardSerializer(serializers.Serializer):

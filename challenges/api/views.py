@@ -38,8 +38,9 @@ from challenges.api.serializers import (
 from challenges.api.throttles import AttemptsThrottle
 from challenges.ingestion import idempotency, rules, services
 from challenges.leaderboards import freeze, precision, selectors
-from challenges.leaderboards.metrics import challenge_metrics
+from challenges.leaderboards.metrics import challenge_metrics, public_metrics
 from challenges.leaderboards.rules import TIE_RULE
+from challenges.leaderboards.score_columns import public_details, row_scores
 from challenges.models import Attempt, RescoreJob
 from challenges.permissions import (
     CanRecordAttempts,
@@ -275,7 +276,12 @@ class ChallengeViewSet(BodyCheckedMixin, viewsets.ModelViewSet):
                 offset=params["offset"],
                 board_id=board_id,
             )
-        return Response(_leaderboard_body(page))
+        body = _leaderboard_body(page)
+        if page.version is not None and page.version.scoring_strategy == "python":
+            found = row_scores(version=page.version, attempt_ids=[r.attempt_id for r in page.rows])
+            for row in body["results"]:  # every score of the ranking scorer, ranking first
+                row["scores"] = precision.served_json(found.get(row["attempt_id"], {}))
+        return Response(body)
 
     @extend_schema(
         responses={
@@ -284,11 +290,18 @@ class ChallengeViewSet(BodyCheckedMixin, viewsets.ModelViewSet):
                 many=True,
                 fields={
                     "name": serializers.CharField(),
-                    "type": serializers.ChoiceField(choices=M.TYPES),
+                    "type": serializers.ChoiceField(choices=M.ALL_TYPES),
                     "value": serializers.JSONField(
                         allow_null=True,
                         help_text="A number; an object for frequency and the "
                         "classification metrics; null when no attempt has the score.",
+                    ),
+                    "scorer": serializers.CharField(
+                        required=False, help_text="With several scorers: the scorer's key."
+                    ),
+                    "scorer_name": serializers.CharField(required=False),
+                    "error": serializers.CharField(
+                        required=False, help_text="A python metric's error (admins only)."
                     ),
                 },
             )
@@ -303,7 +316,10 @@ class ChallengeViewSet(BodyCheckedMixin, viewsets.ModelViewSet):
         challenge = self.get_object()
         frozen = freeze.frozen_for(challenge, request.user)
         before = challenge.freeze_at if frozen else None
-        return Response(challenge_metrics(challenge=challenge, before=before))
+        found = challenge_metrics(challenge=challenge, before=before)
+        if not is_scoring_admin(request.user):
+            found = public_metrics(found)  # a python metric's error is for admins
+        return Response(found)
 
     @extend_schema(request=None, responses={200: ChallengeSerializer})
     @action(detail=True, methods=["post"])
@@ -382,7 +398,7 @@ def _attempt_out(recorded: services.RecordedAttempt, show_errors: bool) -> dict[
     attempt, score = recorded.attempt, recorded.score
     details = score.details if score else None
     if details and not show_errors:  # scorer errors are for admins only
-        details = {k: v for k, v in details.items() if k != "error"} or None
+        details = public_details(details)
     attempt.score_status = recorded.status
     data = attempt_fields(attempt)
     data.update(

@@ -29,6 +29,7 @@ from challenges.models import (
     ScoringSetupFields,
     ScoringVersion,
 )
+from challenges.rescoring import batch as batch_scoring
 from challenges.rescoring import jobs as rescoring
 from scoring import services as scoring
 from scoring.engine.outcome import Outcome
@@ -267,6 +268,8 @@ def attempts_record(
                     for a, r in zip(attempts, active_rows, strict=True)
                 ]
             )
+    if any(batch_scoring.has_batch(v) for v in versions):
+        batch_scoring.batch_request(challenge_id=challenge.pk)  # pending until the next run
     logger.info(
         "attempts recorded",
         extra={

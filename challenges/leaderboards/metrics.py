@@ -8,38 +8,62 @@ per metric, not a million rows in Python.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from datetime import datetime
 from typing import Any
 
+from django.core.cache import cache
 from django.db import connection
-from django.db.models import CharField, Count
+from django.db.models import CharField, Count, Max
 from django.db.models.expressions import RawSQL
 from django.db.models.fields.json import KeyTextTransform, KeyTransform, compile_json_path
 
 from challenges.leaderboards import exclusions, precision
-from challenges.models import AttemptScore, Challenge
+from challenges.models import AttemptScore, Challenge, ScoringVersion
+from scoring import sandbox
 from scoring.engine import metrics as M
 from scoring.engine import strategies as S
+from scoring.engine.protocol import AttemptMetrics
+from scoring.engine.scorers_list import SCORE, ranking_of
+from scoring.engine.shims import metric_program_code
+from scoring.engine.snippet import (
+    AttemptPayload,
+    Program,
+    SnippetInvalid,
+    encode_item,
+    interpret,
+)
 
 
-def _text(name: str) -> KeyTextTransform:
-    """details -> 'scores' ->> name: the score as text (its JSON type says how to read it)."""
-    return KeyTextTransform(name, KeyTransform("scores", "details"))
+def _path(name: str, scorer: str | None) -> list[str]:
+    """The JSON path of a score: details -> 'scores' -> name, or, for another scorer of
+    a list, details -> 'scorers' -> key -> 'scores' -> name."""
+    return ["scores", name] if scorer is None else ["scorers", scorer, "scores", name]
 
 
-def _type(name: str) -> RawSQL:
-    """The JSON type of details -> 'scores' -> name, in one vocabulary on both databases:
+def _text(name: str, scorer: str | None = None) -> KeyTextTransform:
+    """The score as text (its JSON type says how to read it)."""
+    scores = KeyTransform("scores", "details")
+    if scorer is not None:
+        scores = KeyTransform("scores", KeyTransform(scorer, KeyTransform("scorers", "details")))
+    return KeyTextTransform(name, scores)
+
+
+def _type(name: str, scorer: str | None = None) -> RawSQL:
+    """The JSON type of the score, in one vocabulary on both databases:
     'number', 'string', 'boolean', or NULL/'null' (no such score, or None). A cast of the
     text alone cannot tell None from 0 on SQLite (its ->> gives 'null') nor the label
     "1.5" from the number 1.5."""
     column = f'{AttemptScore._meta.db_table}."details"'
+    path = _path(name, scorer)
     if connection.vendor == "postgresql":
-        return RawSQL(f"jsonb_typeof({column} #> %s)", (["scores", name],), CharField())  # noqa: S611 - name is a bound parameter
+        return RawSQL(f"jsonb_typeof({column} #> %s)", (path,), CharField())  # noqa: S611 - name is a bound parameter
     sql = (
         f"CASE JSON_TYPE({column}, %s) WHEN 'real' THEN 'number' WHEN 'integer' THEN 'number' "
         "WHEN 'text' THEN 'string' WHEN 'true' THEN 'boolean' WHEN 'false' THEN 'boolean' END"
     )
-    return RawSQL(sql, (compile_json_path(["scores", name]),), CharField())  # noqa: S611 - bound
+    return RawSQL(sql, (compile_json_path(path),), CharField())  # noqa: S611 - bound
 
 
 def _value(kind: str | None, text: str | None) -> float | str | None:
@@ -53,13 +77,13 @@ def _value(kind: str | None, text: str | None) -> float | str | None:
     return None  # no such score, or None: not counted
 
 
-def _grouped(scored: Any, names: dict[str, str]) -> dict[Any, int]:
+def _grouped(scored: Any, names: dict[str, str], scorer: str | None = None) -> dict[Any, int]:
     """Counts of each value (one name) or each (prediction, label) pair (two names),
     attempts without a value skipped; grouped by the database, read here."""
     annotations: dict[str, Any] = {}
     for alias, name in names.items():
-        annotations[f"{alias}_type"] = _type(name)
-        annotations[f"{alias}_text"] = _text(name)
+        annotations[f"{alias}_type"] = _type(name, scorer)
+        annotations[f"{alias}_text"] = _text(name, scorer)
     keys = list(annotations)
     rows = scored.annotate(**annotations).values(*keys).annotate(n=Count("pk"))
     counts: dict[Any, int] = {}
@@ -76,26 +100,133 @@ def challenge_metrics(
     *, challenge: Challenge, before: datetime | None = None
 ) -> list[dict[str, Any]]:
     """``[{"name", "type", "value"}]`` in the order of the active version's ``metrics``;
-    ``value`` is a number, a dict (frequency, classification) or None (no data)."""
+    ``value`` is a number, a dict (frequency, classification) or None (no data).
+
+    With several scorers, each entry also has ``scorer`` (its key) and ``scorer_name``,
+    grouped by scorer in the list's order (QA scorers' metrics are left out: QA is
+    never public). A python metric that failed has ``error`` (for admins: callers
+    showing metrics to the public drop it)."""
     version = challenge.active_version
-    if version is None or version.scoring_strategy != S.PYTHON or not version.metrics:
+    if version is None or version.scoring_strategy != S.PYTHON:
         return []
-    try:
-        metrics = M.validate_metrics(version.metrics)
-    except M.MetricsInvalid:
-        return []  # saved before validation existed: nothing trustworthy to show
     scored = AttemptScore.objects.filter(version=version).order_by()
     # Hidden and practice attempts, and hidden players, are in no public aggregate.
     scored = exclusions.public_scores(scored, challenge_id=challenge.pk)
     if before is not None:  # a frozen board: only the attempts recorded before the freeze
         scored = scored.filter(attempt__recorded_at__lt=before)
+    if not version.scorers:
+        if not version.metrics:
+            return []
+        try:
+            metrics = M.validate_metrics(version.metrics)
+        except M.MetricsInvalid:
+            return []  # saved before validation existed: nothing trustworthy to show
+        return [_metric(version, scored, metric, None, n) for n, metric in enumerate(metrics)]
+    rank_key = ranking_of(version.scorers, version.rank_by)[0]
     out = []
-    for metric in metrics:
-        if M.is_paired(metric):
-            counts = _grouped(scored, {"p": metric["prediction"], "t": metric["label"]})
-        else:
-            counts = _grouped(scored, {"v": metric["field"]})
-        value = M.compute(metric, counts)
-        value = precision.served_json(value)
-        out.append({"name": metric["name"], "type": metric["type"], "value": value})
+    for spec in version.scorers:
+        if spec.get("purpose", SCORE) != SCORE:
+            continue
+        path = None if spec["key"] == rank_key else spec["key"]
+        for n, metric in enumerate(spec.get("metrics") or ()):
+            entry = _metric(version, scored, metric, path, n)
+            entry.update(scorer=spec["key"], scorer_name=spec.get("display_name") or spec["key"])
+            out.append(entry)
     return out
+
+
+def public_metrics(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Metrics without their errors (admins only)."""
+    return [{k: v for k, v in e.items() if k != "error"} for e in entries]
+
+
+def _metric(
+    version: ScoringVersion, scored: Any, metric: dict[str, Any], path: str | None, n: int
+) -> dict[str, Any]:
+    if metric["type"] == M.PYTHON_METRIC:
+        value, error = python_metric_value(
+            version=version, metric=metric, scorer=path, n=n, scored=scored
+        )
+        entry = {"name": metric["name"], "type": metric["type"], "value": value}
+        if error:
+            entry["error"] = error
+        return entry
+    if M.is_paired(metric):
+        counts = _grouped(scored, {"p": metric["prediction"], "t": metric["label"]}, path)
+    else:
+        counts = _grouped(scored, {"v": metric["field"]}, path)
+    value = precision.served_json(M.compute(metric, counts))
+    return {"name": metric["name"], "type": metric["type"], "value": value}
+
+
+# --- python metrics: compute_metric(scores) in the sandbox, cached per version -----------------
+MAX_PYTHON_METRIC_ROWS = 100_000  # score dicts per call (about 10 MB of JSON at most)
+CACHE_SECONDS = 24 * 3600
+
+
+def _scores_list(scored: Any, scorer: str | None) -> list[dict[str, Any]]:
+    scores = KeyTransform("scores", "details")
+    if scorer is not None:
+        scores = KeyTransform("scores", KeyTransform(scorer, KeyTransform("scorers", "details")))
+    rows = (
+        scored.order_by("attempt_id")
+        .annotate(s=scores)
+        .values_list("s", flat=True)[: MAX_PYTHON_METRIC_ROWS + 1]
+    )
+    return [s for s in rows if isinstance(s, dict) and s]
+
+
+def python_metric_value(
+    *,
+    version: ScoringVersion,
+    metric: dict[str, Any],
+    scorer: str | None,
+    n: int,
+    scored: Any = None,
+) -> tuple[Any, str]:
+    """(value, error) of a python metric over the version's scores (``scored``: the
+    public ones by default): cached per version and per state of its scores (a new or
+    rescored attempt is a new key)."""
+    if scored is None:
+        scored = exclusions.public_scores(
+            AttemptScore.objects.filter(version=version).order_by(),
+            challenge_id=version.challenge_id,
+        )
+    state = scored.aggregate(n=Count("pk"), last=Max("pk"))
+    code = metric["compute_metric_snippet"]
+    digest = hashlib.sha256(code.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    key = f"podium:pymetric:{version.pk}:{scorer}:{n}:{digest}:{state['n']}:{state['last']}"
+    cached = cache.get(key)
+    if cached is not None:
+        return tuple(cached)
+    value, error = _compute_python_metric(version, code, _scores_list(scored, scorer))
+    found = (precision.served_json(value), error)
+    cache.set(key, list(found), CACHE_SECONDS)
+    return found
+
+
+def _compute_python_metric(
+    version: ScoringVersion, code: str, scores: list[dict[str, Any]]
+) -> tuple[Any, str]:
+    if len(scores) > MAX_PYTHON_METRIC_ROWS:
+        return None, f"over {MAX_PYTHON_METRIC_ROWS:,} scored attempts: too many for one call"
+    try:
+        program_code, is_async = metric_program_code(code)
+        pool = sandbox.shared_pool()
+    except (SnippetInvalid, sandbox.SandboxUnavailable) as exc:
+        return None, str(exc)
+    program = Program(
+        owner=f"ScoringVersion {version.pk} metric",
+        code=program_code,
+        arity=1,
+        is_async=is_async,
+        timeout_ms=version.timeout_ms,
+    )
+    item = encode_item(AttemptMetrics(), AttemptPayload(json.dumps({"scores": scores})), 1)
+    (raw,) = pool.run(program, [item])
+    result = interpret(raw, "")
+    if not result.scores:
+        return None, result.outcome.error or "compute_metric returned nothing"
+    if set(result.scores) == {"__value__"}:
+        return result.scores["__value__"], ""
+    return result.scores, ""

@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from challenges.leaderboards import exclusions, freeze
+from challenges.leaderboards.score_columns import public_details
 from challenges.leaderboards.selectors import BREAKDOWN_FIELDS, LeaderboardRow, leaderboard_player
 from challenges.models import Attempt, AttemptScore, Challenge, Player
 
@@ -84,8 +85,8 @@ def player_page(
     for a in shown:
         scored = scores.get(a["pk"], {})
         details = scored.get("details")
-        if isinstance(details, dict):
-            details = {k: v for k, v in details.items() if k != "error"}
+        if isinstance(details, dict):  # no scorer's error (another scorer's included)
+            details = public_details(details)
         items.append(
             HistoryItem(
                 attempt_id=a["pk"],

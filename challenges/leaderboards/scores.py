@@ -29,6 +29,7 @@ from challenges.models import (
 from challenges.text import BAD_CHAR, outcome_storable
 from scoring import services as scoring
 from scoring.engine.outcome import Outcome
+from scoring.engine.scorers_list import split_qa
 from scoring.failures import failures_log, failures_tick
 
 SCORING_FIELDS = (
@@ -125,7 +126,10 @@ def scores_put(
         _failures_note(version, attempts, outcomes)
         return
     table = AttemptScore._meta.db_table
-    columns = "version_id, attempt_id, player_id, created_at, score, sort_key, details, error"
+    columns = (
+        "version_id, attempt_id, player_id, created_at, score, sort_key, details, error, "
+        "qa, qa_failed"
+    )
     # The raw psycopg cursor's errors are made Django's (a lost connection is then an
     # OperationalError like any other, and the connection is marked unusable).
     with connection.cursor() as cursor, connection.wrap_database_errors:
@@ -186,13 +190,18 @@ def _copy_lines(
         else:
             score_text = repr(score)
             sort_text = repr(-score if negate else score)
-        details = "\\N" if o.details is None else _copy_text(_details_json(o.details))
-        if "\\u" in details or (o.error and BAD_CHAR.search(o.error)):  # rare: check
-            o = outcome_storable(o)
-            details = "\\N" if o.details is None else _copy_text(_details_json(o.details))
+        plain, qa, qa_failed = split_qa(o.details)
+        details = "\\N" if plain is None else _copy_text(_details_json(plain))
+        qa_text = "\\N" if qa is None else _copy_text(json.dumps(qa))
+        if "\\u" in details or "\\u" in qa_text or (o.error and BAD_CHAR.search(o.error)):
+            o = outcome_storable(o)  # rare: check
+            plain, qa, qa_failed = split_qa(o.details)
+            details = "\\N" if plain is None else _copy_text(_details_json(plain))
+            qa_text = "\\N" if qa is None else _copy_text(json.dumps(qa))
         error = _copy_text(o.error) if o.error else ""
         lines.append(
-            f"{version_id}\t{a[0]}\t{a[1]}\t{a[8]}\t{score_text}\t{sort_text}\t{details}\t{error}\n"
+            f"{version_id}\t{a[0]}\t{a[1]}\t{a[8]}\t{score_text}\t{sort_text}\t{details}"
+            f"\t{error}\t{qa_text}\t{qa_failed}\n"
         )
     return "".join(lines)
 
@@ -270,6 +279,7 @@ def _score_row(
     version: ScoringVersion, attempt_id: int, player_id: int, created_at: Any, o: Outcome
 ) -> AttemptScore:
     o = outcome_storable(o)  # a scorer's text may hold what no column can store
+    details, qa, qa_failed = split_qa(o.details)
     return AttemptScore(
         version=version,
         attempt_id=attempt_id,
@@ -277,8 +287,10 @@ def _score_row(
         created_at=created_at,
         score=o.score,
         sort_key=scoring.sort_key_of(version, o.score),
-        details=o.details,
+        details=details,
         error=o.error,
+        qa=qa,
+        qa_failed=qa_failed,
     )
 
 

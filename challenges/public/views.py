@@ -23,12 +23,13 @@ from django.template.loader import render_to_string
 from django.utils import timezone
 from django.views.decorators.http import require_safe
 
-from challenges.leaderboards import charts, freeze, precision, selectors
-from challenges.leaderboards.metrics import challenge_metrics
+from challenges.leaderboards import charts, freeze, precision, score_columns, selectors
+from challenges.leaderboards.metrics import challenge_metrics, public_metrics
 from challenges.leaderboards.rules import TIE_RULE
 from challenges.models import Challenge
 from challenges.public import display, schedule
 from challenges.public.markdown import render_markdown, summary
+from challenges.rescoring.batch import batch_coverage
 
 SEARCH_MAX = 100  # characters of a name search: display names are at most 200
 FRAGMENT_TTL = 300  # seconds; the key holds the content, so this only bounds memory
@@ -155,6 +156,7 @@ class BoardView:
                 (
                     challenge.pk,
                     challenge.slug,
+                    challenge.updated_at,  # a batch run's new scores (same version) bump it
                     challenge.rescoring,
                     challenge.last_activity,
                     board.version.pk if board.version else None,
@@ -193,12 +195,15 @@ class BoardView:
         updated = challenge.last_activity or (board.version.scored_at if board.version else None)
         if self.frozen and updated:
             updated = freeze.last_activity(challenge, updated)
+        rows = board_rows(
+            board, setup.scoring_strategy, breakdowns, self.now, setup, challenge.slug
+        )
+        header = score_columns.page_columns(board.version, rows, breakdowns)
         return {
             "challenge": challenge,
             "board": board,
-            "rows": board_rows(
-                board, setup.scoring_strategy, breakdowns, self.now, setup, challenge.slug
-            ),
+            "rows": rows,
+            "score_header": header,
             "numbers": selectors.page_numbers(board.page, board.pages) if board.page else [],
             "detail_url": self.detail_url,
             "refresh_url": self.refresh_url,
@@ -245,9 +250,12 @@ def challenge_detail(request: HttpRequest, slug: str) -> HttpResponse:
             "charts_url": f"{view.detail_url}charts.json",
             "tie_rule": TIE_RULE,
             # Computed on a cache miss only: at most a minute old (the key has the minute).
-            "metrics": challenge_metrics(
-                challenge=challenge, before=challenge.freeze_at if view.frozen else None
+            "metrics": public_metrics(
+                challenge_metrics(
+                    challenge=challenge, before=challenge.freeze_at if view.frozen else None
+                )
             ),
+            "batch_coverage": batch_coverage(challenge=challenge),
             # The key has the minute and the challenge's updated_at: never a stale banner.
             "schedule": schedule.banner(challenge=challenge, now=view.now),
         }
@@ -315,9 +323,12 @@ class _Echo:
 
 
 def _export_rows(challenge: Challenge, board_id: int | None) -> Iterator[tuple[Any, ...]]:
+    """(the row's cells..., its scores or None): scores for python versions only (a
+    frozen board's rows are the active version's attempts: their scores are its)."""
     if board_id is None:
         return
-    for row in selectors.leaderboard_stream(version_id=board_id):
+    rows = selectors.leaderboard_stream(version_id=board_id)
+    for row, scores in score_columns.with_scores(rows, challenge.active_version):
         yield (
             row.rank,
             row.player_external_id,
@@ -325,6 +336,7 @@ def _export_rows(challenge: Challenge, board_id: int | None) -> Iterator[tuple[A
             precision.served(row.score),
             row.attempt_id,
             row.created_at.isoformat().replace("+00:00", "Z"),
+            precision.served_json(scores),
         )
 
 
@@ -344,9 +356,12 @@ def export_csv(request: HttpRequest, slug: str) -> HttpResponse:
     board_id = freeze.board_id(challenge=challenge, user=request.user)
 
     def lines() -> Iterator[str]:
-        yield writer.writerow(EXPORT_COLUMNS)
-        for row in _export_rows(challenge, board_id):
-            yield writer.writerow([csv_cell(v) for v in row])
+        rows = _export_rows(challenge, board_id)
+        names, rows = score_columns.csv_names(rows)
+        yield writer.writerow([*EXPORT_COLUMNS, *(f"scores.{n}" for n in names)])
+        for *row, scores in rows:
+            extra = [(scores or {}).get(n) for n in names]
+            yield writer.writerow([csv_cell(v) for v in (*row, *extra)])
 
     response = StreamingHttpResponse(lines(), content_type="text/csv; charset=utf-8")
     return _attachment(response, challenge, "csv")
@@ -364,8 +379,11 @@ def export_json(request: HttpRequest, slug: str) -> HttpResponse:
         head = {"challenge": challenge.slug, "version": version.number if version else None}
         yield json.dumps(head)[:-1] + ', "results": ['
         first = True
-        for row in _export_rows(challenge, board_id):
-            item = json.dumps(dict(zip(EXPORT_COLUMNS, row, strict=True)))
+        for *row, scores in _export_rows(challenge, board_id):
+            item = dict(zip(EXPORT_COLUMNS, row, strict=True))
+            if scores is not None:
+                item["scores"] = scores
+            item = json.dumps(item)
             yield item if first else ", " + item
             first = False
         yield "]}"

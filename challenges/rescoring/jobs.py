@@ -47,6 +47,7 @@ from django.utils import timezone
 from challenges import audit
 from challenges.leaderboards import scores
 from challenges.models import AttemptScore, Challenge, RescoreChunk, RescoreJob, ScoringVersion
+from challenges.rescoring import batch as batch_scoring
 from config.transient import retry_transient
 from scoring import services as scoring
 
@@ -486,6 +487,7 @@ def job_finalize(*, job_id: int) -> bool:
     # that no scorer runs while the switch holds the challenge lock.
     planned_up_to = job.chunks.aggregate(last=Max("last_attempt_id"))["last"] or 0
     scores.scores_catch_up(version=job.version, after_id=planned_up_to)
+    _batch_before_switch(job)
     with transaction.atomic():
         if not _claim_finalize(job_id):
             return False  # another worker is finalizing this job right now
@@ -495,6 +497,10 @@ def job_finalize(*, job_id: int) -> bool:
         scores.entries_rebuild(version=ScoringVersion.objects.get(pk=job.version_id))
         rebuilt = time.perf_counter()
         job = _switch(job_id)
+    if job is not None and job.version.scorers and batch_scoring.has_batch(job.version):
+        batch_scoring.batch_request(
+            challenge_id=job.challenge_id
+        )  # attempts recorded during the run
     if job is not None:
         logger.info(
             "rescore switched",
@@ -523,6 +529,14 @@ def _claim_finalize(job_id: int) -> bool:
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_try_advisory_xact_lock(%s, %s)", [_FINALIZE_LOCK, job_id])
         return bool(cursor.fetchone()[0])
+
+
+def _batch_before_switch(job: RescoreJob) -> None:
+    """A version with batch scorers runs them before it goes live (outside any lock);
+    attempts recorded after this are pending until the next batch run."""
+    if batch_scoring.has_batch(job.version):
+        batch_scoring.batch_score_version(version=job.version)
+        transaction.on_commit(lambda: batch_scoring.batch_request(challenge_id=job.challenge_id))
 
 
 def _ms_since(start: float, end: float | None = None) -> float:

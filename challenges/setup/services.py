@@ -16,7 +16,7 @@ from django.utils import timezone
 from django.utils.text import slugify
 
 from challenges import audit
-from challenges.fieldsets import EMPTY_SETUP, INFO_FIELDS, SETUP_FIELDS
+from challenges.fieldsets import EMPTY_SETUP, INFO_FIELDS, SETUP_FIELDS, SINGLE_SCORER
 from challenges.ingestion import rules
 from challenges.leaderboards import freeze
 from challenges.models import Challenge, RescoreJob, ScoringVersion
@@ -65,6 +65,11 @@ def setup_merge(*, challenge: Challenge, changes: dict[str, Any]) -> dict[str, A
     merged = challenge.setup_dict()
     if changes.get("scoring_strategy", merged["scoring_strategy"]) != merged["scoring_strategy"]:
         merged.update(copy.deepcopy(EMPTY_SETUP))
+    # Switching between one scorer and a list: the form the change does not use is cleared.
+    if changes.get("scorers") and not any(name in changes for name in SINGLE_SCORER):
+        merged.update({name: copy.deepcopy(EMPTY_SETUP[name]) for name in SINGLE_SCORER})
+    elif changes.get("scoring_code") and "scorers" not in changes:
+        merged.update(scorers=[], rank_by="")
     merged.update({k: v for k, v in changes.items() if k in SETUP_FIELDS})
     return merged
 

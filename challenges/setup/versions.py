@@ -41,6 +41,8 @@ FIELD_LABELS = {
     "score_key": "Score key",
     "metrics": "Metrics",
     "timeout_ms": "Timeout",
+    "scorers": "Scorers",
+    "rank_by": "Ranking score",
 }
 
 
@@ -65,6 +67,16 @@ def setup_summary(setup: dict[str, Any]) -> str:
         config = setup.get("scoring_config") or {}
         weights = ", ".join(f"{k} {_value_text(v)}" for k, v in sorted(config.items()))
         text = f"{text} {setup.get('scoring_plugin_id', '')}" + (f": {weights}" if weights else "")
+    elif strategy == S.PYTHON and setup.get("scorers"):
+        scorers = setup["scorers"]
+        qa = sum(1 for x in scorers if x.get("purpose") == "qa")
+        batch = sum(1 for x in scorers if x.get("type") == "python_batch")
+        extra = ", ".join(
+            part for part in (f"{qa} QA" if qa else "", f"{batch} batch" if batch else "") if part
+        )
+        rank = setup.get("rank_by") or scorers[0].get("key", "")
+        count = f"{len(scorers)} scorer{'s' if len(scorers) != 1 else ''}"
+        text = f"{text}, {count}" + (f" ({extra})" if extra else "") + f", ranked by {rank}"
     elif strategy == S.PYTHON:
         lines = len((setup.get("scoring_code") or "").splitlines())
         key = setup.get("score_key") or "(single score)"
@@ -110,8 +122,41 @@ def version_diff(previous: dict[str, Any] | None, current: dict[str, Any]) -> li
             changes.append(Change(label, "", "", tuple(diff)[2:]))
         elif field == "timeout_ms":
             changes.append(Change(label, f"{before} ms", f"{after} ms"))
+        elif field == "scorers":
+            changes.extend(_scorer_changes(before or [], after or []))
         else:
             changes.append(Change(label, _shown(before), _shown(after)))
+    return changes
+
+
+def _scorer_changes(before: list[dict], after: list[dict]) -> list[Change]:
+    """Scorers added, removed, moved or changed (code as a unified diff)."""
+    old = {x.get("key"): (i, x) for i, x in enumerate(before)}
+    new = {x.get("key"): (i, x) for i, x in enumerate(after)}
+    changes = []
+    for key in dict.fromkeys([*old, *new]):
+        label = f"Scorer {key}"
+        if key not in new:
+            changes.append(Change(label, "present", "(removed)"))
+            continue
+        if key not in old:
+            changes.append(Change(label, "(none)", f"added at position {new[key][0] + 1}"))
+            continue
+        (i, a), (j, b) = old[key], new[key]
+        if i != j:
+            changes.append(Change(label, f"position {i + 1}", f"position {j + 1}"))
+        for part in ("type", "display_name", "purpose", "config", "metrics"):
+            if a.get(part) != b.get(part):
+                changes.append(Change(f"{label} {part}", _shown(a.get(part)), _shown(b.get(part))))
+        code_a, code_b = (
+            a.get("compute_scores_snippet") or "",
+            b.get("compute_scores_snippet") or "",
+        )
+        if code_a != code_b:
+            diff = difflib.unified_diff(
+                code_a.splitlines(), code_b.splitlines(), "before", "after", lineterm="", n=2
+            )
+            changes.append(Change(f"{label} code", "", "", tuple(diff)[2:]))
     return changes
 
 

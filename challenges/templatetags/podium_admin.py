@@ -72,3 +72,11 @@ def failures_link(context: Any, count: int, version_id: int) -> str:
     from challenges.admin.views import failures_link as link
 
     return link(count, version_id, context["request"].user)
+
+
+@register.simple_tag(takes_context=True)
+def qa_link(context: Any, count: int, version_id: int) -> str:
+    """ "3 failing QA", linking to those scores for users who may see them."""
+    from challenges.admin.qa import qa_link as link
+
+    return link(count, version_id, context["request"].user)

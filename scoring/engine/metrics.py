@@ -37,7 +37,9 @@ from typing import Any
 SINGLE = ("mean", "max", "min", "std_dev", "frequency")
 BINARY = ("precision", "recall", "f1", "binary_classification")
 MULTICLASS = ("multiclass_classification",)
-TYPES = SINGLE + BINARY + MULTICLASS
+PYTHON_METRIC = "python"  # compute_metric(scores) in the sandbox (scoring/engine/shims.py)
+TYPES = SINGLE + BINARY + MULTICLASS  # computed from counts, below
+ALL_TYPES = (*TYPES, PYTHON_METRIC)
 MAX_METRICS = 20
 MAX_NAME_CHARS = 100
 _LABELS = {
@@ -51,11 +53,28 @@ _LABELS = {
     "f1": "F1",
     "binary_classification": "Binary classification",
     "multiclass_classification": "Multiclass classification",
+    "python": "Python metric",
 }
 
 
 class MetricsInvalid(ValueError):
     """A ``metrics`` list that cannot be saved; the message names the entry."""
+
+
+def _python_metric(metric: Mapping[str, Any], where: str, n: int) -> dict[str, str]:
+    from .shims import metric_program_code  # shims imports snippet, which is heavier
+    from .snippet import SnippetInvalid
+
+    unknown = sorted(set(metric) - {"type", "name", "compute_metric_snippet"})
+    if unknown:
+        raise MetricsInvalid(f"{where}: unknown key {unknown[0]!r} for a python metric")
+    code = metric.get("compute_metric_snippet")
+    try:
+        metric_program_code(code)
+    except SnippetInvalid as exc:
+        message = next(iter(exc.errors.values()))
+        raise MetricsInvalid(f"{where}: compute_metric_snippet: {message}") from None
+    return {"type": PYTHON_METRIC, "compute_metric_snippet": code, "name": f"Python metric {n}"}
 
 
 def is_paired(metric: Mapping[str, Any]) -> bool:
@@ -83,17 +102,23 @@ def validate_metrics(metrics: Any) -> list[dict[str, str]]:
         if not isinstance(metric, dict):
             raise MetricsInvalid(f"{where} must be an object with type, field and name")
         kind = metric.get("type")
-        if kind not in TYPES:
-            raise MetricsInvalid(f"{where}: type must be one of {', '.join(TYPES)}")
-        fields = ("prediction", "label") if kind in BINARY + MULTICLASS else ("field",)
-        unknown = sorted(set(metric) - {"type", "name", *fields})
-        if unknown:
-            raise MetricsInvalid(f"{where}: unknown key {unknown[0]!r} for a {kind} metric")
-        entry = {"type": kind}
+        if kind not in ALL_TYPES:
+            raise MetricsInvalid(f"{where}: type must be one of {', '.join(ALL_TYPES)}")
+        if kind == PYTHON_METRIC:
+            entry, fields = _python_metric(metric, where, n), ()
+        else:
+            entry = {"type": kind}
+            fields = ("prediction", "label") if kind in BINARY + MULTICLASS else ("field",)
+        unknown = sorted(set(metric) - {"type", "name", "compute_metric_snippet", *fields})
+        if unknown or (kind != PYTHON_METRIC and "compute_metric_snippet" in metric):
+            bad = unknown[0] if unknown else "compute_metric_snippet"
+            raise MetricsInvalid(f"{where}: unknown key {bad!r} for a {kind} metric")
         for key in fields:
             entry[key] = _field_name(metric.get(key), f"{where}: {key}")
         name = metric.get("name")
-        if name is None or name == "":
+        if (name is None or name == "") and kind == PYTHON_METRIC:
+            name = entry["name"]
+        elif name is None or name == "":
             name = f"{_LABELS[kind]} of " + " vs ".join(entry[key] for key in fields)
         if not isinstance(name, str) or len(name) > MAX_NAME_CHARS or not name.isprintable():
             raise MetricsInvalid(
@@ -235,6 +260,7 @@ def multiclass(pairs: Mapping[tuple[float, float], int]) -> dict[str, Any] | Non
 
 
 def compute(metric: Mapping[str, Any], counts: Mapping[Any, int]) -> Any:
+    # (python metrics are computed in the sandbox: challenges/metrics.py)
     """The value of one (validated) metric from its counts: value → count, or
     (prediction, label) → count for the classification types."""
     kind = metric["type"]

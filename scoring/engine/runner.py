@@ -18,6 +18,7 @@ from .isolated import isolated_scorer
 from .outcome import Outcome, normalize_result
 from .protocol import DEFAULT_TIMEOUT_MS, AttemptMetrics, ScoringContext
 from .registry import ScorerRegistry
+from .scorers_list import ScorerList
 from .snippet import Sandbox, SnippetScorer, SnippetSetup
 from .strategies import CUSTOM, PYTHON, Strategy, get_strategy
 
@@ -40,6 +41,8 @@ class ScoringSetup:
     code: str = ""
     score_key: str = ""
     owner: str = ""  # whose setup (e.g. "version 12"): snippet workers never mix owners
+    scorers: tuple[Any, ...] = ()  # several scorers (scorers_list.py); empty: code is the one
+    rank_by: str = ""
     lower_is_better: bool = False  # python: the ranking score orders ascending
     sample_with_metrics: bool = False  # python, legacy: metrics merged into ``sample``
 
@@ -128,6 +131,14 @@ def build_scorer(
     if strategy.name == PYTHON:
         if sandbox is None:
             raise ValueError(SNIPPETS_UNAVAILABLE)
+        if setup.scorers:
+            return ScorerList(
+                setup.scorers,
+                setup.rank_by,
+                timeout_ms=setup.timeout_ms,
+                owner=setup.owner,
+                sandbox=sandbox,
+            )
         snippet = SnippetSetup(
             code=setup.code,
             config=setup.config,

@@ -1,0 +1,282 @@
+"""Several scorers per python challenge (issue 14): two score scorers and a QA scorer,
+ranked by the second scorer's score; a failure in the first; QA kept for admins only."""
+
+from __future__ import annotations
+
+import pytest
+
+from challenges.models import AttemptScore, Challenge, ScoringVersion
+from tests.factories import attempts_url, detail_url, leaderboard_url
+
+pytestmark = [pytest.mark.django_db, pytest.mark.slow]
+
+FIRST = """\
+def compute_scores(sample):
+    if sample.get("answer") == "boom":
+        raise ValueError("first scorer exploded")
+    answer = sample.get("answer", "")
+    return {"is_paris": answer == "Paris", "words": len(answer.split())}
+"""
+SECOND = """\
+def compute_scores(sample, solver_output):
+    answer = sample.get("answer", "")
+    return {"length": float(len(answer)), "shouty": answer.isupper()}
+"""
+QA = """\
+def compute_scores(sample, solver_output):
+    answer = sample.get("answer", "")
+    return {"no_secret": "sk-" not in answer, "not_empty": bool(answer)}
+"""
+SCORERS = [
+    {"key": "first", "display_name": "Correctness", "compute_scores_snippet": FIRST},
+    {
+        "key": "second",
+        "type": "python",
+        "display_name": "Length",
+        "purpose": "score",
+        "compute_scores_snippet": SECOND,
+        "metrics": [{"type": "max", "field": "length", "name": "Longest"}],
+    },
+    {"key": "leaks", "display_name": "Leak check", "purpose": "qa", "compute_scores_snippet": QA},
+]
+BODY = {
+    "name": "Multi",
+    "scoring_strategy": "python",
+    "scorers": SCORERS,
+    "rank_by": "second.length",
+}
+
+
+@pytest.fixture(autouse=True)
+def _needs_the_sandbox():
+    from tests.scoring.test_snippet import sandbox_or_skip
+
+    sandbox_or_skip()
+
+
+def create(api, **changes) -> Challenge:
+    response = api.post("/api/challenges/", {**BODY, **changes}, format="json")
+    assert response.status_code == 201, response.content
+    return Challenge.objects.get(pk=response.json()["id"])
+
+
+def record(api, challenge, answers):
+    body = [
+        {"player": f"p{i}", "succeeded": True, "sample": {"answer": a}, "created_at": 1000 + i}
+        for i, a in enumerate(answers)
+    ]
+    response = api.post(attempts_url(challenge.pk), body, format="json")
+    assert response.status_code == 201, response.content
+    return response.json()
+
+
+def test_two_scorers_and_qa_ranked_by_the_second(admin_api, integration_api, anon_api):
+    challenge = create(admin_api)
+    assert challenge.scorers[1]["key"] == "second" and challenge.rank_by == "second.length"
+    out = record(integration_api, challenge, ["Paris", "boom", "sk-123 LEAK", ""])
+    assert [a["score"] for a in out] == [5.0, 4.0, 11.0, 0.0]
+    # The ranking scorer's scores; the first scorer's results ride along.
+    assert out[0]["details"]["scores"] == {"length": 5.0, "shouty": 0.0}
+    assert out[0]["details"]["scorers"]["first"]["scores"] == {"is_paris": 1.0, "words": 1.0}
+    # The first scorer failed on "boom": the attempt still ranks (the second did not).
+    assert out[1]["details"]["scorers"]["first"] == {"scores": {}, "metadata": {}}
+    for attempt in out:  # an integration never sees QA, nor any scorer's error
+        assert "qa" not in attempt["details"] and "error" not in str(attempt["details"])
+
+    rows = AttemptScore.objects.filter(version=challenge.active_version).order_by("attempt_id")
+    boom = rows[1]
+    assert "first scorer exploded" in str(boom.details["scorers"]["first"]["error"])
+    assert boom.error == "" and boom.score == 4.0
+    qa = [(r.qa["leaks"]["failed"], r.qa_failed) for r in rows]
+    assert qa == [([], 0), ([], 0), (["no_secret"], 1), (["not_empty"], 1)]
+
+    board = anon_api.get(leaderboard_url(challenge.pk)).json()
+    assert [(r["player"], r["rank"]) for r in board["results"]] == [
+        ("p2", 1),
+        ("p0", 2),
+        ("p1", 3),
+        ("p3", 4),
+    ]
+    assert "leaks" not in str(board) and "no_secret" not in str(board)
+    # The public view of the challenge hides the scorers (code, config, QA checks).
+    public = anon_api.get(detail_url(challenge.pk)).json()
+    assert "scorers" not in public and "no_secret" not in str(public)
+    assert admin_api.get(detail_url(challenge.pk)).json()["scorers"][2]["purpose"] == "qa"
+
+
+def test_a_failing_ranking_scorer_makes_the_attempt_unranked(admin_api, integration_api):
+    challenge = create(admin_api, rank_by="first.words")
+    out = record(integration_api, challenge, ["Paris", "boom"])
+    assert out[0]["score"] == 1.0
+    assert out[1]["score"] is None
+    row = AttemptScore.objects.get(attempt_id=out[1]["id"])
+    assert "first scorer exploded" in row.error
+    # The other scorers' results are kept.
+    assert row.details["scorers"]["second"]["scores"] == {"length": 4.0, "shouty": 0.0}
+    assert row.qa["leaks"]["scores"] == {"no_secret": 1.0, "not_empty": 1.0}
+
+
+def test_changing_the_list_rescores_and_switches(
+    admin_api, integration_api, django_capture_on_commit_callbacks
+):
+    challenge = create(admin_api)
+    record(integration_api, challenge, ["Paris", "ab"])
+    scorers = [dict(s) for s in SCORERS]
+    scorers[1]["compute_scores_snippet"] = SECOND.replace("len(answer)", "len(answer) * 10")
+    with django_capture_on_commit_callbacks(execute=True):
+        response = admin_api.patch(detail_url(challenge.pk), {"scorers": scorers}, format="json")
+    assert response.status_code == 200, response.content
+    challenge.refresh_from_db()
+    assert challenge.active_version.number == 2  # the rescore ran (eager) and switched
+    scores = AttemptScore.objects.filter(version=challenge.active_version).order_by("attempt_id")
+    assert [s.score for s in scores] == [50.0, 20.0]
+    assert all(s.qa["leaks"]["scores"] for s in scores)
+    # Same list again: no new version.
+    response = admin_api.patch(detail_url(challenge.pk), {"scorers": scorers}, format="json")
+    assert ScoringVersion.objects.filter(challenge=challenge).count() == 2
+
+
+def test_single_scorer_body_keeps_working_and_migrates_without_rescore(admin_api):
+    from tests.challenges.api.test_api_metrics import SETUP
+
+    response = admin_api.post("/api/challenges/", {"name": "Old", **SETUP}, format="json")
+    assert response.status_code == 201, response.content
+    body = response.json()
+    assert body["scorers"] == [] and body["rank_by"] == ""
+    challenge = Challenge.objects.get(pk=body["id"])
+    assert challenge.versions.count() == 1
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"scorers": SCORERS * 3}, "scorers"),
+        ({"scorers": [SCORERS[0], {**SCORERS[1], "key": "first"}]}, "scorers[1].key"),
+        ({"scorers": [{**SCORERS[0], "key": "a b"}]}, "scorers[0].key"),
+        ({"scorers": [{**SCORERS[0], "purpose": "fun"}]}, "scorers[0].purpose"),
+        ({"scorers": [{**SCORERS[0], "type": "js"}]}, "scorers[0].type"),
+        ({"scorers": [{**SCORERS[0], "colour": 1}]}, "scorers[0].colour"),
+        ({"scorers": [{**SCORERS[0], "compute_scores_snippet": "x = ("}]}, None),
+        ({"scorers": [SCORERS[2]], "rank_by": ""}, "scorers"),
+        ({"rank_by": "leaks.no_secret"}, "rank_by"),
+        ({"rank_by": "nope.x"}, "rank_by"),
+        ({"scoring_code": SECOND}, "scoring_code"),
+        ({"scorers": "no"}, "scorers"),
+        (
+            {
+                "scorers": [
+                    SCORERS[1],
+                    {
+                        "key": "batch",
+                        "type": "python_batch",
+                        "compute_scores_snippet": "def compute_batch_scores(samples):\n"
+                        "    return [{'x': << config.k >>} for s in samples]\n",
+                    },
+                ]
+            },
+            "scorers[1].config",
+        ),
+        (
+            {
+                "scorers": [
+                    SCORERS[1],
+                    {"key": "b", "type": "python_batch", "compute_scores_snippet": FIRST},
+                ]
+            },
+            "scorers[1].compute_scores_snippet",
+        ),
+    ],
+)
+def test_bad_lists_are_400_naming_the_field(admin_api, change, field):
+    response = admin_api.post("/api/challenges/", {**BODY, **change}, format="json")
+    assert response.status_code == 400, response.content
+    if field is None:
+        field = "scorers[0].compute_scores_snippet"
+    assert field in response.json(), response.json()
+    assert not Challenge.objects.exists()
+
+
+def body_of(response) -> str:
+    if response.streaming:
+        return b"".join(response.streaming_content).decode()
+    return response.content.decode()
+
+
+def test_qa_is_for_admins_only(admin_api, integration_api, anon_api, client, admin):
+    challenge = create(admin_api, rank_by="second.length")
+    out = record(integration_api, challenge, ["Paris", "sk-123 LEAK", ""])
+    leak_id = out[1]["id"]
+
+    # Public outputs: the page, both exports, the anonymous API: no QA anywhere.
+    slug = challenge.slug
+    public = [
+        client.get(f"/challenges/{slug}/"),
+        client.get(f"/challenges/{slug}/board/"),
+        client.get(f"/challenges/{slug}/leaderboard.csv"),
+        client.get(f"/challenges/{slug}/leaderboard.json"),
+        anon_api.get(leaderboard_url(challenge.pk)),
+        anon_api.get(f"/api/challenges/{challenge.pk}/metrics/"),
+        anon_api.get(detail_url(challenge.pk)),
+        anon_api.get("/api/challenges/"),
+    ]
+    for response in public:
+        assert response.status_code == 200
+        text = body_of(response)
+        for secret in ("no_secret", "not_empty", "leaks", "Leak check", "failing QA"):
+            assert secret not in text, (response.request["PATH_INFO"], secret)
+    # Other scorers' results are public on the breakdown (never their errors).
+    page = body_of(client.get(f"/challenges/{slug}/"))
+    assert "Correctness · is paris" in page
+
+    # The admin: on the attempt, filterable, counted on the dashboard and the rescore list.
+    client.force_login(admin)
+    attempt_page = body_of(client.get(f"/admin/challenges/attempt/{leak_id}/change/"))
+    assert "qa-check--fail" in attempt_page and "no_secret" in attempt_page
+    listing = body_of(client.get("/admin/challenges/attempt/?qa_failing=any"))
+    assert f"/admin/challenges/attempt/{leak_id}/change/" in listing
+    assert f"/admin/challenges/attempt/{out[0]['id']}/change/" not in listing
+    by_key = body_of(client.get("/admin/challenges/attempt/?qa_failing=leaks"))
+    assert f"/admin/challenges/attempt/{leak_id}/change/" in by_key
+    scores = body_of(client.get("/admin/challenges/attemptscore/?qa_failing=any"))
+    assert scores.count("failing</span>") == 2
+    dashboard = body_of(client.get("/admin/"))
+    assert 'data-qa-failing="2"' in dashboard and "2 failing QA" in dashboard
+
+
+def test_rescore_summary_counts_failing_qa(
+    admin_api, integration_api, client, admin, django_capture_on_commit_callbacks
+):
+    from challenges.models import RescoreJob
+
+    challenge = create(admin_api)
+    record(integration_api, challenge, ["Paris", "sk-1", "sk-2"])
+    with django_capture_on_commit_callbacks(execute=True):
+        response = admin_api.post(f"/api/challenges/{challenge.pk}/rescore/")
+    assert response.status_code == 202
+    job = RescoreJob.objects.get()
+    assert job.status == "succeeded"
+    client.force_login(admin)
+    listing = body_of(client.get("/admin/challenges/rescorejob/"))
+    assert "2 failing QA" in listing
+    detail = body_of(client.get(f"/admin/challenges/rescorejob/{job.pk}/change/"))
+    assert "2 failing QA" in detail
+
+
+def test_version_history_summarises_and_diffs_the_list():
+    from challenges.setup.versions import setup_summary, version_diff
+
+    before = {"scoring_strategy": "python", "scorers": SCORERS, "rank_by": "second.length"}
+    moved = [
+        dict(SCORERS[1]),
+        {**SCORERS[0], "compute_scores_snippet": FIRST.replace("Paris", "Rome")},
+    ]
+    after = {"scoring_strategy": "python", "scorers": moved, "rank_by": "first.words"}
+    assert setup_summary(before) == "Python snippet, 3 scorers (1 QA), ranked by second.length"
+    changes = {c.label: c for c in version_diff(before, after)}
+    assert changes["Scorer leaks"].after == "(removed)"
+    assert (changes["Scorer first"].before, changes["Scorer first"].after) == (
+        "position 1",
+        "position 2",
+    )
+    assert any("Rome" in line for line in changes["Scorer first code"].lines)
+    assert changes["Ranking score"].after == "first.words"
