@@ -27,6 +27,7 @@ test: $(VENV)/.dev
 lint: $(VENV)/.dev
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
 
 bench: $(VENV)/.dev
 	$(PY) bench/engine.py

@@ -7,7 +7,7 @@ import os
 import select
 import struct
 import time
-from typing import BinaryIO
+from typing import IO, BinaryIO
 
 _HEADER = struct.Struct("!I")
 MAX_FRAME = 64 * 1024 * 1024
@@ -21,7 +21,7 @@ class FrameEOF(Exception):
     pass
 
 
-def write_frame(stream: BinaryIO, payload: bytes) -> None:
+def write_frame(stream: IO[bytes], payload: bytes) -> None:
     stream.write(_HEADER.pack(len(payload)) + payload)
     stream.flush()
 

@@ -60,7 +60,7 @@ class _Loader(importlib.abc.Loader):
         }
         module.__dict__.update(public)
         module.__doc__ = f"Compatibility alias of {self.target} (see scoring.engine.legacy)."
-        module.__all__ = [name for name in public if not name.startswith("_")]
+        setattr(module, "__all__", [name for name in public if not name.startswith("_")])  # noqa: B010 - a module made at run time
 
 
 class LegacyFinder(importlib.abc.MetaPathFinder):

@@ -68,7 +68,7 @@ def _python_metric(metric: Mapping[str, Any], where: str, n: int) -> dict[str, s
     unknown = sorted(set(metric) - {"type", "name", "compute_metric_snippet"})
     if unknown:
         raise MetricsInvalid(f"{where}: unknown key {unknown[0]!r} for a python metric")
-    code = metric.get("compute_metric_snippet")
+    code: Any = metric.get("compute_metric_snippet")  # checked by metric_program_code
     try:
         metric_program_code(code)
     except SnippetInvalid as exc:
@@ -104,6 +104,7 @@ def validate_metrics(metrics: Any) -> list[dict[str, str]]:
         kind = metric.get("type")
         if kind not in ALL_TYPES:
             raise MetricsInvalid(f"{where}: type must be one of {', '.join(ALL_TYPES)}")
+        fields: tuple[str, ...]
         if kind == PYTHON_METRIC:
             entry, fields = _python_metric(metric, where, n), ()
         else:

@@ -267,7 +267,7 @@ def _check_shape(
                 f"(eval, exec or compile); {_WHERE}"
             )
     for node in _format_templates(marked_tree):
-        if _MARK in node.value:
+        if isinstance(node.value, str) and _MARK in node.value:
             raise PlaceholderInvalid(
                 f"Line {node.lineno}: a placeholder is inside a string used "
                 f"as a format template (.format, .format_map or %); {_WHERE}"

@@ -122,10 +122,14 @@ class _ReadOnlyRecord(tuple):
 Mapping.register(_ReadOnlyRecord)
 
 
-class AttemptMetrics(
-    _ReadOnlyRecord,
-    namedtuple("_AttemptMetricsFields", METRIC_KEYS, defaults=(False, None, None, None, None)),
-):
+# The fields come from METRIC_KEYS / CONTEXT_KEYS (one list for every reader), which mypy
+# cannot follow into a namedtuple: the ignores below are for that alone.
+_MetricsFields = namedtuple(  # type: ignore[misc]
+    "_AttemptMetricsFields", METRIC_KEYS, defaults=(False, None, None, None, None)
+)
+
+
+class AttemptMetrics(_ReadOnlyRecord, _MetricsFields):  # type: ignore[misc]
     """What every scorer sees of an attempt. Any metric may be None (unknown); all five
     keys are always present.
 
@@ -145,12 +149,12 @@ class AttemptMetrics(
     created_at: int | None
 
 
-class ScoringContext(
-    _ReadOnlyRecord,
-    namedtuple(
-        "_ScoringContextFields", CONTEXT_KEYS, defaults=(None, None, "", "", "", DEFAULT_TIMEOUT_MS)
-    ),
-):
+_ContextFields = namedtuple(  # type: ignore[misc]
+    "_ScoringContextFields", CONTEXT_KEYS, defaults=(None, None, "", "", "", DEFAULT_TIMEOUT_MS)
+)
+
+
+class ScoringContext(_ReadOnlyRecord, _ContextFields):  # type: ignore[misc]
     """Where an attempt comes from. Identifiers are blank or None when unknown.
 
     - ``tenant_id``, ``app_id``, ``workflow_id`` (str; blank unless set on the

@@ -95,7 +95,7 @@ class PluginScorer:
     def _score_in_process(self, metrics: AttemptMetrics, ctx: ScoringContext) -> Outcome:
         started = time.perf_counter()
         try:
-            raw = self._instance.score(metrics, self.config, ctx)
+            raw = self._instance.score(metrics, self.config, ctx)  # type: ignore[union-attr]
         except Exception as exc:
             return Outcome.failed(f"{type(exc).__name__}: {exc}"[:2000])
         took_ms = (time.perf_counter() - started) * 1000

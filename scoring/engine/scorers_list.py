@@ -272,7 +272,9 @@ class ScorerList:
                 alone.append(i)
                 continue
             for key, _ in live:
-                out[key][i] = interpret(_joint_answer(answers[key]), self._score_key(key))
+                answer = _joint_answer(answers[key])
+                assert answer is not None  # checked just above
+                out[key][i] = interpret(answer, self._score_key(key))
         if alone:
             subset_items = [items[i] for i in alone]
             subset_payloads = [payloads[i] for i in alone]

@@ -307,7 +307,7 @@ def _metadata(value: Any) -> dict[str, Any]:
         raise Rejected(f"'metadata' has {len(value)} keys; at most {MAX_KEYS}")
     for key in value:
         _key(key, "a metadata")
-    stack = [(value, 0)]
+    stack: list[tuple[Any, int]] = [(value, 0)]
     while stack:
         item, depth = stack.pop()
         kind = type(item)
@@ -414,7 +414,7 @@ def interpret(raw: Raw, score_key: str) -> Result:
         return _unranked(details, reason, ms)
     if ranking is None:
         return _unranked(details, f"the {score_key or 'only'} score is None", ms)
-    if type(ranking) is str:
+    if isinstance(ranking, str):
         reason = f"the {score_key or 'only'} score is a label ({ranking[:40]!r}), not a number"
         return _unranked(details, reason, ms)
     return Result(Outcome(ranking, details), scores, metadata, ms)  # not clamped
