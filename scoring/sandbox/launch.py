@@ -127,8 +127,12 @@ def command(mode: str, interp: Interpreter) -> list[str]:
         "--unshare-all", "--unshare-user", "--die-with-parent", "--new-session",
         "--clearenv", "--cap-drop", "ALL",
         "--uid", str(NOBODY), "--gid", str(NOBODY), "--hostname", "sandbox",
-        "--ro-bind", "/usr", "/usr", *root_links(), *binds,
-        "--dev", "/dev", "--tmpfs", "/tmp", "--chdir", "/tmp",  # noqa: S108 - its own /tmp
+        "--ro-bind", "/usr", "/usr", *root_links(),
+        "--dev", "/dev", "--tmpfs", "/tmp",  # noqa: S108 - its own /tmp
+        # The libraries after the tmpfs: a checkout (and its virtualenv) under /tmp would
+        # otherwise be hidden by it.
+        *binds,
+        "--chdir", "/tmp",  # noqa: S108
         "--", *python,
     ]
     # fmt: on
