@@ -63,3 +63,21 @@ def page(browser):
     page.set_default_timeout(10_000)
     yield page
     context.close()
+
+
+def ranked_players(count: int) -> list:
+    """``count`` players' attempts for a weighted board: varied ratings, times and
+    tokens, one minute apart, so the board has distinct ranks and a few ties."""
+    from tests.factories import attempt_input
+
+    return [
+        attempt_input(
+            f"user-{i:02d}",
+            player_name=f"Player {i:02d}",
+            rating=(i * 7) % 11,
+            elapsed_ms=2000 + 150 * i,
+            tokens_total=300 + 10 * i,
+            created_at=60 * i,
+        )
+        for i in range(count)
+    ]

@@ -11,7 +11,7 @@ import pytest
 
 from challenges.models import Attempt, Challenge, ScoringVersion
 from scoring import sandbox
-from tests.browser.conftest import ARTIFACTS
+from tests.browser.conftest import ARTIFACTS, ranked_players
 from tests.factories import WEIGHTED_SEED, attempt_input, make_challenge, record
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -38,17 +38,7 @@ def data(admin):
     weighted = make_challenge(**WEIGHTED_SEED, slug="prompting")
     record(
         weighted,
-        *[
-            attempt_input(
-                f"user-{i:02d}",
-                player_name=f"Player {i:02d}",
-                rating=(i * 7) % 11,
-                elapsed_ms=2000 + 150 * i,
-                tokens_total=300 + 10 * i,
-                created_at=60 * i,
-            )
-            for i in range(12)
-        ],
+        *ranked_players(12),
         attempt_input("long", player_name=LONG, rating=10, elapsed_ms=1000, tokens_total=896),
     )
     speed = make_challenge(name="Speed run", slug="speed", scoring_strategy="fastest")

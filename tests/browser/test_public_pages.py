@@ -14,8 +14,8 @@ import json
 import pytest
 from rest_framework.authtoken.models import Token
 
-from tests.browser.conftest import ARTIFACTS
-from tests.factories import WEIGHTED_SEED, attempt_input, make_challenge, record
+from tests.browser.conftest import ARTIFACTS, ranked_players
+from tests.factories import WEIGHTED_SEED, make_challenge, record
 
 pytestmark = [
     pytest.mark.browser,
@@ -40,17 +40,7 @@ def board():
     )
     record(
         challenge,
-        *[
-            attempt_input(
-                f"user-{i:02d}",
-                player_name=f"Player {i:02d}",
-                rating=(i * 7) % 11,
-                elapsed_ms=2000 + 150 * i,
-                tokens_total=300 + 10 * i,
-                created_at=60 * i,
-            )
-            for i in range(60)
-        ],
+        *ranked_players(60),
     )
     make_challenge(
         name="Speed run",
