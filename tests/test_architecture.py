@@ -148,3 +148,33 @@ def test_the_checks_can_fail():
     assert "challenges.rescoring.jobs → challenges.tasks" in _violations(old)
     # and the walker sees a lazy import inside a function
     assert "challenges.tasks" in _imports(APP / "apps.py")
+
+
+# --- one home for raw SQL -------------------------------------------------------------------
+SQL_HOME = APP / "leaderboards" / "sql.py"
+# What only the SQL home may touch: a cursor, the vendor switch, raw SQL expressions.
+RAW_SQL_MARKS = ("cursor(", "connection.vendor", "RawSQL(", ".raw(", ".extra(")
+
+
+def _raw_sql_outside_home(paths: list[Path]) -> list[str]:
+    found = []
+    for path in paths:
+        if path == SQL_HOME or "migrations" in path.parts:
+            continue
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            if any(mark in line for mark in RAW_SQL_MARKS):
+                found.append(f"{path.name}:{number}: {line.strip()}")
+    return found
+
+
+def test_every_raw_statement_lives_in_sql_py():
+    """Cursors, vendor branches and raw SQL expressions: only in leaderboards/sql.py."""
+    assert _raw_sql_outside_home(sorted(APP.rglob("*.py"))) == []
+
+
+def test_the_sql_home_check_can_fail(tmp_path):
+    # A module elsewhere opening a cursor is reported; sql.py itself never is.
+    stray = tmp_path / "stray.py"
+    stray.write_text("with connection.cursor() as cursor:\n    pass\n")
+    found = _raw_sql_outside_home([SQL_HOME, stray])
+    assert len(found) == 1 and "cursor(" in found[0]

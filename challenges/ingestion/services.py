@@ -12,13 +12,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
 from challenges.ingestion import rules
 from challenges.ingestion.budget import PENDING, ScoringBudget, pending_enqueue, score_status
-from challenges.leaderboards import scores
+from challenges.leaderboards import scores, sql
 from challenges.models import (
     Attempt,
     AttemptScore,
@@ -126,10 +126,7 @@ def _lock_challenge_shared(challenge_id: int) -> None:
     """Hold the challenge row in share mode while attempts are written: a rescore's final
     switch (FOR UPDATE) waits for them, so none misses the new version. SQLite needs no
     lock: its write transactions are serialised already."""
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            table = Challenge._meta.db_table
-            cursor.execute(f"SELECT 1 FROM {table} WHERE id = %s FOR SHARE", [challenge_id])  # noqa: S608
+    sql.challenge_lock_shared(challenge_id)
 
 
 def challenge_active_id(challenge_id: int) -> int | None:

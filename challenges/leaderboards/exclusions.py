@@ -2,7 +2,8 @@
 
 Their scores are kept like any other (so an undo brings back exactly what was there);
 they are only never made a leaderboard entry. Every writer of entries goes through
-``challenges/scores.py``, which asks this module; every public read of attempts that
+``challenges/leaderboards/scores.py``, which asks this module (and whose statements in
+``sql.py`` leave the same rows out); every public read of attempts that
 does not go through entries (metrics, chart history) filters with ``public_scores`` /
 ``public_attempts``.
 """
@@ -13,7 +14,7 @@ from collections.abc import Iterable
 
 from django.db.models import Exists, OuterRef, Q, QuerySet
 
-from challenges.models import Attempt, AttemptScore, LeaderboardRanking, PlayerHide, ScoringVersion
+from challenges.models import Attempt, AttemptScore, LeaderboardRanking, PlayerHide
 
 
 def _hides_of(challenge_id: int) -> QuerySet[PlayerHide]:
@@ -33,27 +34,6 @@ def hidden_player_ids(*, challenge_id: int, player_ids: Iterable[int]) -> set[in
 def player_is_hidden(*, challenge_id: int, player_id: int) -> bool:
     """For the player pages: a hidden player's page is a 404 to the public."""
     return _hides_of(challenge_id).filter(player_id=player_id).exists()
-
-
-# Appended to the entries rebuild (challenges/scores.py), whose rows come from the scores
-# table alone: the attempt anti-join reads the small partial index ``attempt_unranked``.
-ENTRY_EXCLUSIONS_SQL = """
-  AND NOT EXISTS (SELECT 1 FROM {attempt} x WHERE x.id = {score}.attempt_id
-                  AND (x.practice OR x.hidden))
-  AND NOT EXISTS (SELECT 1 FROM {hide} h WHERE h.player_id = {score}.player_id
-                  AND (h.challenge_id IS NULL OR h.challenge_id =
-                       (SELECT v.challenge_id FROM {version} v WHERE v.id = %s)))"""
-
-
-def entry_exclusions_sql(score_table: str) -> str:
-    """The SQL condition (one parameter: the version id) that leaves out what must not
-    be ranked."""
-    return ENTRY_EXCLUSIONS_SQL.format(
-        attempt=Attempt._meta.db_table,
-        score=score_table,
-        hide=PlayerHide._meta.db_table,
-        version=ScoringVersion._meta.db_table,
-    )
 
 
 def public_attempts(queryset: QuerySet[Attempt], *, challenge_id: int) -> QuerySet[Attempt]:

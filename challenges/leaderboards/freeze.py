@@ -22,14 +22,12 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-from django.db import connection, transaction
+from django.db import transaction
 from django.utils import timezone
 
-from challenges.leaderboards import exclusions
 from challenges.leaderboards import ranking as R
+from challenges.leaderboards import sql
 from challenges.models import (
-    Attempt,
-    AttemptScore,
     Challenge,
     LeaderboardEntry,
     LeaderboardRanking,
@@ -64,29 +62,7 @@ def board_id(*, challenge: Challenge, user: Any) -> int | None:
     return frozen_ensure(challenge=challenge)
 
 
-# Best attempt per player under a version, of the attempts recorded before the freeze.
-_FROZEN_SQL = {
-    "postgresql": """
-INSERT INTO {entry} (version_id, player_id, attempt_id, score, sort_key, created_at,
-                     ranked_attempt_id)
-SELECT DISTINCT ON (s.player_id) %s, s.player_id, s.attempt_id, s.score, s.sort_key,
-       s.created_at, s.attempt_id
-FROM {score} s JOIN {attempt} a ON a.id = s.attempt_id
-WHERE s.version_id = %s AND s.sort_key IS NOT NULL AND a.recorded_at < %s{excluded}
-ORDER BY s.player_id, s.sort_key, s.created_at, s.attempt_id
-""",
-    "default": """
-INSERT INTO {entry} (version_id, player_id, attempt_id, score, sort_key, created_at,
-                     ranked_attempt_id)
-SELECT %s, player_id, attempt_id, score, sort_key, created_at, attempt_id FROM (
-    SELECT s.player_id, s.attempt_id, s.score, s.sort_key, s.created_at,
-           ROW_NUMBER() OVER (PARTITION BY s.player_id
-                              ORDER BY s.sort_key, s.created_at, s.attempt_id) AS place
-    FROM {score} s JOIN {attempt} a ON a.id = s.attempt_id
-    WHERE s.version_id = %s AND s.sort_key IS NOT NULL AND a.recorded_at < %s{excluded}
-) best WHERE place = 1
-""",
-}
+_FREEZE_LOCK = 0x7F0D  # the advisory-lock namespace of frozen boards being built
 
 
 def _built(board: int) -> bool:
@@ -108,22 +84,12 @@ def frozen_ensure(*, challenge: Challenge) -> int:
     with transaction.atomic():
         Challenge.objects.select_for_update().filter(pk=challenge.pk).exists()
     with transaction.atomic():
-        if connection.vendor == "postgresql":  # one builder per board
-            with connection.cursor() as cursor:
-                cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [0x7F0D, board])
+        sql.advisory_lock(_FREEZE_LOCK, board, wait=True)  # one builder per board
         if _built(board):
             return board
         LeaderboardRanking.objects.filter(version_id=board).delete()
         LeaderboardEntry.objects.filter(version_id=board).delete()
-        sql = _FROZEN_SQL.get(connection.vendor, _FROZEN_SQL["default"]).format(
-            entry=LeaderboardEntry._meta.db_table,
-            score=AttemptScore._meta.db_table,
-            attempt=Attempt._meta.db_table,
-            excluded=exclusions.entry_exclusions_sql("s"),
-        )
-        freeze_at = connection.ops.adapt_datetimefield_value(challenge.freeze_at)
-        with connection.cursor() as cursor:
-            cursor.execute(sql, [board, version_id, freeze_at, version_id])
+        sql.entries_insert_frozen(board, version_id, challenge.freeze_at)
         R.ranking_current(version_id=board)
     return board
 

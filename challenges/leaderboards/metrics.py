@@ -14,12 +14,11 @@ from datetime import datetime
 from typing import Any
 
 from django.core.cache import cache
-from django.db import connection
-from django.db.models import CharField, Count, Max
+from django.db.models import Count, Max
 from django.db.models.expressions import RawSQL
-from django.db.models.fields.json import KeyTextTransform, KeyTransform, compile_json_path
+from django.db.models.fields.json import KeyTextTransform, KeyTransform
 
-from challenges.leaderboards import exclusions, precision
+from challenges.leaderboards import exclusions, precision, sql
 from challenges.models import AttemptScore, Challenge, ScoringVersion
 from scoring import sandbox
 from scoring.engine import metrics as M
@@ -55,15 +54,7 @@ def _type(name: str, scorer: str | None = None) -> RawSQL:
     'number', 'string', 'boolean', or NULL/'null' (no such score, or None). A cast of the
     text alone cannot tell None from 0 on SQLite (its ->> gives 'null') nor the label
     "1.5" from the number 1.5."""
-    column = f'{AttemptScore._meta.db_table}."details"'
-    path = _path(name, scorer)
-    if connection.vendor == "postgresql":
-        return RawSQL(f"jsonb_typeof({column} #> %s)", (path,), CharField())  # noqa: S611 - name is a bound parameter
-    sql = (
-        f"CASE JSON_TYPE({column}, %s) WHEN 'real' THEN 'number' WHEN 'integer' THEN 'number' "
-        "WHEN 'text' THEN 'string' WHEN 'true' THEN 'boolean' WHEN 'false' THEN 'boolean' END"
-    )
-    return RawSQL(sql, (compile_json_path(path),), CharField())  # noqa: S611 - bound
+    return sql.json_type(f'{AttemptScore._meta.db_table}."details"', _path(name, scorer))
 
 
 def _value(kind: str | None, text: str | None) -> float | str | None:

@@ -26,7 +26,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, NamedTuple
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import Exists, F, Q, QuerySet
 from django.db.models.fields.tuple_lookups import (
     Tuple,
@@ -37,6 +37,7 @@ from django.db.models.signals import post_delete
 from django.dispatch import receiver
 from django.utils import timezone
 
+from challenges.leaderboards import sql
 from challenges.models import Attempt, LeaderboardEntry, LeaderboardRanking, Player
 
 PAGE = 50  # rows between checkpoints: the public page size
@@ -160,24 +161,6 @@ def _remember(row: LeaderboardRanking) -> Ranking:
     return ranking
 
 
-# Every PAGE-th row in rank order, and the last one (its place + 1 is the row count).
-# ``tied``: equal on (sort_key, created_at) to the row before, so the rank is lower than
-# place + 1 (rare; resolved per checkpoint). One window pass over the rank index.
-_CHECKPOINTS_SQL = """
-SELECT sort_key, created_at, attempt_id, place, tied FROM (
-    SELECT sort_key, created_at, attempt_id,
-           ROW_NUMBER() OVER w - 1 AS place,
-           CASE WHEN LAG(sort_key) OVER w = sort_key
-                 AND LAG(created_at) OVER w = created_at THEN 1 ELSE 0 END AS tied,
-           CASE WHEN LEAD(attempt_id) OVER w IS NULL THEN 1 ELSE 0 END AS last
-    FROM {entry} WHERE version_id = %s
-    WINDOW w AS (ORDER BY sort_key, created_at, attempt_id)
-) ranked
-WHERE place %% {page} = 0 OR last = 1
-ORDER BY place
-"""
-
-
 def _recompute(version_id: int, *, max_age: timedelta | None = None) -> Ranking:
     """Recompute the checkpoints. ``max_age`` (entries changed, nothing deleted): a
     ranking computed that recently, by another request while this one waited for the
@@ -198,14 +181,7 @@ def _recompute(version_id: int, *, max_age: timedelta | None = None) -> Ranking:
         # statement sees at least as much); a row changed after the mark stays unranked
         # and makes the next reader recompute again.
         changed.update(ranked_attempt_id=F("attempt_id"))
-        sql = _CHECKPOINTS_SQL.format(entry=LeaderboardEntry._meta.db_table, page=PAGE)
-        with connection.cursor() as cursor:
-            cursor.execute(sql, [version_id])
-            found = cursor.fetchall()
-        if connection.vendor == "sqlite":  # datetimes come back as text there
-            field = LeaderboardEntry._meta.get_field("created_at")
-            convert = connection.ops.convert_datetimefield_value
-            found = [(r[0], convert(r[1], field, connection), *r[2:]) for r in found]
+        found = sql.checkpoint_rows(version_id, PAGE)
         checkpoints = []
         for sort_key, created_at, attempt_id, place, tied in found:
             if place % PAGE:

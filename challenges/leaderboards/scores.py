@@ -13,17 +13,16 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import Exists, F, OuterRef, QuerySet
 
-from challenges.leaderboards import exclusions
+from challenges.leaderboards import exclusions, sql
 from challenges.models import (
     Attempt,
     AttemptScore,
     Challenge,
     LeaderboardEntry,
     LeaderboardRanking,
-    Player,
     ScoringVersion,
 )
 from challenges.text import BAD_CHAR, outcome_storable
@@ -61,37 +60,13 @@ def attempts_for_scoring(challenge_id: int) -> QuerySet[Attempt]:
 #  as it is) and a datetime elsewhere.
 AttemptRow = tuple[int, int, str, bool, int | None, int | None, int | None, int, object]
 
-_RANGE_SQL = """
-SELECT a.id, a.player_id, p.external_id, a.succeeded, a.tokens_total, a.elapsed_ms,
-       a.rating, {created_ms}, {created_at}
-FROM {attempt} a JOIN {player} p ON p.id = a.player_id
-WHERE a.challenge_id = %s AND a.id BETWEEN %s AND %s
-ORDER BY a.id
-"""
-# PostgreSQL computes epoch milliseconds exactly (numeric); elsewhere Python does.
-_PG_COLUMNS = {
-    "created_ms": "(EXTRACT(EPOCH FROM a.created_at) * 1000)::bigint",
-    "created_at": "a.created_at::text",
-}
-
 
 def attempt_rows(*, challenge_id: int, first_id: int, last_id: int) -> list[AttemptRow]:
     """The challenge's attempts with ids in [first_id, last_id], in id order."""
-    postgres = connection.vendor == "postgresql"
-    columns = _PG_COLUMNS if postgres else {"created_ms": "0", "created_at": "a.created_at"}
-    sql = _RANGE_SQL.format(attempt=Attempt._meta.db_table, player=Player._meta.db_table, **columns)
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [challenge_id, first_id, last_id])
-        rows = cursor.fetchall()
-    if postgres:
-        return rows
-    field = Attempt._meta.get_field("created_at")
-    convert = connection.ops.convert_datetimefield_value
-    converted = []
-    for r in rows:
-        created_at = convert(r[8], field, connection)
-        converted.append((*r[:7], scoring.epoch_ms(created_at), created_at))
-    return converted
+    rows = sql.attempt_rows(challenge_id, first_id, last_id)
+    if sql.postgres():  # the database computed the epoch milliseconds
+        return rows  # type: ignore[return-value]
+    return [(*r[:7], scoring.epoch_ms(r[8]), r[8]) for r in rows]  # type: ignore[misc]
 
 
 def _copy_text(value: object) -> str:
@@ -117,7 +92,7 @@ def scores_put(
     AttemptScore.objects.filter(
         version=version, attempt_id__gte=attempts[0][0], attempt_id__lte=attempts[-1][0]
     ).delete()
-    if connection.vendor != "postgresql":
+    if not sql.postgres():
         rows = [
             _score_row(version, a[0], a[1], a[8], o)
             for a, o in zip(attempts, outcomes, strict=True)
@@ -125,17 +100,7 @@ def scores_put(
         AttemptScore.objects.bulk_create(rows, batch_size=2000)
         _failures_note(version, attempts, outcomes)
         return
-    table = AttemptScore._meta.db_table
-    columns = (
-        "version_id, attempt_id, player_id, created_at, score, sort_key, details, error, "
-        "qa, qa_failed"
-    )
-    # The raw psycopg cursor's errors are made Django's (a lost connection is then an
-    # OperationalError like any other, and the connection is marked unusable).
-    with connection.cursor() as cursor, connection.wrap_database_errors:
-        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")  # checked during COPY, not at commit
-        with cursor.cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
-            copy.write(_copy_lines(version, attempts, outcomes))
+    sql.scores_copy(_copy_lines(version, attempts, outcomes))
     _failures_note(version, attempts, outcomes)
 
 
@@ -206,42 +171,17 @@ def _copy_lines(
     return "".join(lines)
 
 
-# Built-in strategies as SQL (PostgreSQL): the value the engine's strategy computes, so a
-# rescore needs no Python per attempt. tests/challenges/test_ranking.py checks both ways
-# against the same brute-force reference.
-_STRATEGY_VALUE_SQL = {
-    "first": "CASE WHEN a.succeeded THEN (EXTRACT(EPOCH FROM a.created_at) * 1000)::float8 END",
-    "fastest": "CASE WHEN a.succeeded THEN a.elapsed_ms::float8 END",
-    "fewest_tokens": "CASE WHEN a.succeeded THEN a.tokens_total::float8 END",
-    "highest_rating": "CASE WHEN a.succeeded THEN a.rating::float8 END",
-}
-_STRATEGY_INSERT_SQL = """
-INSERT INTO {score} (version_id, attempt_id, player_id, created_at, score, sort_key, details, error)
-SELECT %s, id, player_id, created_at, value, {sign} value, NULL, '' FROM (
-    SELECT a.id, a.player_id, a.created_at, {value} AS value
-    FROM {attempt} a WHERE a.challenge_id = %s AND a.id BETWEEN %s AND %s
-) computed
-"""
-
-
 def scores_settle(*, version_id: int, first_id: int, last_id: int) -> None:
     """Visit the committed score rows of a range once (PostgreSQL): the first read of a
     freshly written row records that its transaction committed (the row's hint bits),
     which costs about as much as the read itself. Done per chunk, in parallel, it spares
     the final leaderboard rebuild a million such first reads."""
-    if connection.vendor != "postgresql":
-        return
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT count(*) FROM {AttemptScore._meta.db_table} "  # noqa: S608 - our table
-            "WHERE version_id = %s AND attempt_id BETWEEN %s AND %s",
-            [version_id, first_id, last_id],
-        )
+    sql.scores_settle(version_id, first_id, last_id)
 
 
 def scored_in_sql(version: ScoringVersion | Challenge) -> bool:
     """Whether a rescore computes this version's scores in the database."""
-    return connection.vendor == "postgresql" and version.scoring_strategy in _STRATEGY_VALUE_SQL
+    return sql.postgres() and version.scoring_strategy in sql.STRATEGY_VALUE
 
 
 def scores_replace_in_sql(
@@ -253,17 +193,17 @@ def scores_replace_in_sql(
     PostgreSQL, or not a built-in strategy): the caller scores in Python instead."""
     if not scored_in_sql(version):
         return None
-    value = _STRATEGY_VALUE_SQL[version.scoring_strategy]
     AttemptScore.objects.filter(
         version=version, attempt_id__gte=first_id, attempt_id__lte=last_id
     ).delete()
-    sign = "-" if scoring.sort_key_of(version, 1.0) == -1.0 else ""
-    sql = _STRATEGY_INSERT_SQL.format(
-        score=AttemptScore._meta.db_table, attempt=Attempt._meta.db_table, sign=sign, value=value
+    return sql.scores_insert_computed(
+        strategy=version.scoring_strategy,
+        negate=scoring.sort_key_of(version, 1.0) == -1.0,
+        version_id=version.pk,
+        challenge_id=challenge_id,
+        first_id=first_id,
+        last_id=last_id,
     )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [version.pk, challenge_id, first_id, last_id])
-        return cursor.rowcount
 
 
 def score_rows(
@@ -358,37 +298,6 @@ def scores_catch_up(
     return scored, failed
 
 
-_COLUMNS = "version_id, player_id, attempt_id, score, sort_key, created_at"
-# Keep the better of two entries of a player: lower sort_key, then earlier, then lower id.
-_KEEP_BETTER = """
-ON CONFLICT (version_id, player_id) DO UPDATE SET
-    attempt_id = excluded.attempt_id, score = excluded.score,
-    sort_key = excluded.sort_key, created_at = excluded.created_at
-WHERE excluded.sort_key < {t}.sort_key
-   OR (excluded.sort_key = {t}.sort_key AND (excluded.created_at < {t}.created_at
-       OR (excluded.created_at = {t}.created_at AND excluded.attempt_id < {t}.attempt_id)))
-"""
-# Best attempt per player: the first in (sort_key, created_at, attempt_id) order.
-_REBUILD_SQL = {
-    "postgresql": """
-INSERT INTO {entry} ({columns}{marked})
-SELECT DISTINCT ON (player_id) {columns}{marks} FROM {score}
-WHERE version_id = %s AND sort_key IS NOT NULL{players}{excluded}
-ORDER BY player_id, sort_key, created_at, attempt_id
-""",
-    "default": """
-INSERT INTO {entry} ({columns}{marked})
-SELECT {columns}{marks} FROM (
-    SELECT {columns}, ROW_NUMBER() OVER (
-        PARTITION BY player_id ORDER BY sort_key, created_at, attempt_id
-    ) AS place
-    FROM {score} WHERE version_id = %s AND sort_key IS NOT NULL{players}{excluded}
-) best
-WHERE place = 1
-""",
-}
-
-
 def entries_rebuild(*, version: ScoringVersion) -> None:
     """Recompute every player's best attempt under ``version`` from its scores, in one
     statement over the scores table alone. Attempts recorded meanwhile may upsert
@@ -398,10 +307,8 @@ def entries_rebuild(*, version: ScoringVersion) -> None:
     # version's page checkpoints are dropped: the first reader recomputes them in one
     # pass instead of first marking 100,000 rows (see challenges/ranking.py).
     LeaderboardRanking.objects.filter(version=version).delete()
-    with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":  # sort a million rows in memory, not on disk
-            cursor.execute("SET LOCAL work_mem = '256MB'")
-    _entries_insert_best(version.pk, ranked=True)
+    sql.set_local("work_mem", "'256MB'")  # sort a million rows in memory, not on disk
+    sql.entries_insert_best(version.pk, ranked=True)
 
 
 def entries_repair(*, version_id: int, player_ids: Sequence[int]) -> None:
@@ -409,33 +316,7 @@ def entries_repair(*, version_id: int, player_ids: Sequence[int]) -> None:
     attempts were deleted: their entries may point at attempts that are gone). The rows
     are left unranked: readers of this version recompute its checkpoints."""
     LeaderboardEntry.objects.filter(version_id=version_id, player_id__in=player_ids).delete()
-    _entries_insert_best(version_id, player_ids=player_ids, ranked=False)
-
-
-def _entries_insert_best(
-    version_id: int, *, player_ids: Sequence[int] | None = None, ranked: bool
-) -> None:
-    """Insert each player's best scored attempt under the version (of ``player_ids``
-    only, when given), keeping the better row where one is there already."""
-    players = ""
-    if player_ids is not None:
-        players = f" AND player_id IN ({', '.join(['%s'] * len(player_ids))})"
-    table = LeaderboardEntry._meta.db_table
-    sql = _REBUILD_SQL.get(connection.vendor, _REBUILD_SQL["default"]).format(
-        entry=table,
-        score=AttemptScore._meta.db_table,
-        columns=_COLUMNS,
-        marked=", ranked_attempt_id" if ranked else "",
-        marks=", attempt_id" if ranked else "",
-        players=players,
-        # Practice, hidden attempts and hidden players are never ranked.
-        excluded=exclusions.entry_exclusions_sql(AttemptScore._meta.db_table),
-    ) + _KEEP_BETTER.format(t=table)  # ingestion may upsert the same players meanwhile
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [version_id, *(player_ids or ()), version_id])
-
-
-UPSERT_BATCH = 1000  # rows per statement: 6,000 parameters
+    sql.entries_insert_best(version_id, player_ids=player_ids, ranked=False)
 
 
 def entries_upsert(
@@ -454,19 +335,11 @@ def entries_upsert(
             best[a.player_id] = (key, a, row)
     if not best:
         return
-    adapt = connection.ops.adapt_datetimefield_value
-    params = [
-        (version.pk, a.player_id, a.pk, row.score, row.sort_key, adapt(a.created_at))
-        for _, a, row in sorted(best.values(), key=lambda b: b[1].player_id)  # lock order
-    ]
-    # One statement per batch of rows (one row per player, so no row is hit twice), not
-    # one statement per row.
-    table = LeaderboardEntry._meta.db_table
-    size = min(UPSERT_BATCH, connection.ops.bulk_batch_size(["v", "p", "a", "s", "k", "c"], params))
-    with connection.cursor() as cursor:
-        for start in range(0, len(params), size):
-            batch = params[start : start + size]
-            values = ", ".join(["(%s, %s, %s, %s, %s, %s)"] * len(batch))
-            # Our own table and column names; every value is a parameter.
-            sql = f"INSERT INTO {table} ({_COLUMNS}) VALUES {values}" + _KEEP_BETTER  # noqa: S608
-            cursor.execute(sql.format(t=table), [v for row in batch for v in row])
+    # One row per player, so no row is hit twice in a statement; in player order (the
+    # order every writer locks entries in).
+    sql.entries_upsert(
+        [
+            (version.pk, a.player_id, a.pk, row.score, row.sort_key, sql.timestamp(a.created_at))
+            for _, a, row in sorted(best.values(), key=lambda b: b[1].player_id)
+        ]
+    )

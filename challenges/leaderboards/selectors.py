@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.db import connection
 from django.db.models import (
     Exists,
     F,
@@ -24,14 +23,13 @@ from django.db.models import (
 )
 
 from challenges.leaderboards import ranking as R
+from challenges.leaderboards import sql
 from challenges.models import (
     Attempt,
     AttemptScore,
     Challenge,
     LeaderboardEntry,
     LeaderboardRanking,
-    Player,
-    RescoreJob,
     ScoringVersion,
 )
 
@@ -104,21 +102,6 @@ def rankings_entries(*, version_ids: list[int | None]) -> dict[int, int]:
     return counts
 
 
-# What a public request must learn fresh, in one statement with no ORM compilation
-# (it runs on every view and every live refresh): the challenge's identity and version,
-# whether a rescore is under way, the newest attempt's time, and its ranking's state.
-_PROBE_SQL = """
-SELECT c.id, c.updated_at, c.active_version_id,
-       EXISTS (SELECT 1 FROM {job} j WHERE j.challenge_id = c.id
-               AND j.status IN ('queued', 'running')) AS rescoring,
-       (SELECT a.recorded_at FROM {attempt} a WHERE a.challenge_id = c.id
-        ORDER BY a.id DESC LIMIT 1) AS last_activity,
-       r.token, r.stale,
-       EXISTS (SELECT 1 FROM {entry} e WHERE e.version_id = c.active_version_id
-               AND e.unranked) AS changed
-FROM {challenge} c LEFT JOIN {ranking} r ON r.version_id = c.active_version_id
-WHERE c.slug = %s AND c.is_active
-"""
 # Challenges (with their active version) by (pk, updated_at, active version): a save,
 # including a rescore's switch, changes updated_at, so a stale copy is never used.
 _challenges: dict[tuple[Any, ...], Challenge] = {}
@@ -128,26 +111,10 @@ def challenge_public(*, slug: str) -> Challenge | None:
     """An active challenge by slug (None: unknown or not public), with ``rescoring`` (a
     rescore job is queued or running), ``last_activity`` (the newest attempt's
     recording time) and ``ranking_state``, fresh on every call."""
-    sql = _PROBE_SQL.format(
-        job=RescoreJob._meta.db_table,
-        attempt=Attempt._meta.db_table,
-        entry=LeaderboardEntry._meta.db_table,
-        challenge=Challenge._meta.db_table,
-        ranking=LeaderboardRanking._meta.db_table,
-    )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [slug])
-        found = cursor.fetchone()
+    found = sql.challenge_probe(slug)  # one constant statement: it runs on every view
     if found is None:
         return None
     pk, updated_at, version_id, rescoring, last_activity, token, stale, changed = found
-    if connection.vendor == "sqlite":  # datetimes and booleans come back raw there
-        convert = connection.ops.convert_datetimefield_value
-        field = Challenge._meta.get_field("updated_at")
-        updated_at = convert(updated_at, field, connection)
-        last_activity = convert(last_activity, field, connection) if last_activity else None
-        rescoring, changed = bool(rescoring), bool(changed)
-        stale = None if stale is None else bool(stale)
     challenge = _challenge_copy(pk, updated_at, version_id)
     if challenge is None:
         return None
@@ -172,15 +139,6 @@ def _challenge_copy(pk: int, updated_at: datetime, version_id: int | None) -> Ch
     return copy.copy(challenge)
 
 
-# The API's leaderboard reads the same way as the page: one constant statement for the
-# challenge (by id; inactive ones only for staff) and its ranking's state.
-_BOARD_PROBE_SQL = """
-SELECT c.id, c.updated_at, c.active_version_id, r.token, r.stale,
-       EXISTS (SELECT 1 FROM {entry} e WHERE e.version_id = c.active_version_id
-               AND e.unranked) AS changed
-FROM {challenge} c LEFT JOIN {ranking} r ON r.version_id = c.active_version_id
-WHERE c.id = %s AND (c.is_active OR %s)
-"""
 PK_MAX = 2**63 - 1
 
 
@@ -193,22 +151,10 @@ def challenge_for_board(*, pk: Any, include_inactive: bool = False) -> Challenge
         return None
     if not 0 < pk <= PK_MAX:
         return None
-    sql = _BOARD_PROBE_SQL.format(
-        entry=LeaderboardEntry._meta.db_table,
-        challenge=Challenge._meta.db_table,
-        ranking=LeaderboardRanking._meta.db_table,
-    )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [pk, include_inactive])
-        found = cursor.fetchone()
+    found = sql.board_probe(pk, include_inactive)  # the page's probe, by id
     if found is None:
         return None
     pk, updated_at, version_id, token, stale, changed = found
-    if connection.vendor == "sqlite":  # datetimes and booleans come back raw there
-        field = Challenge._meta.get_field("updated_at")
-        updated_at = connection.ops.convert_datetimefield_value(updated_at, field, connection)
-        changed = bool(changed)
-        stale = None if stale is None else bool(stale)
     challenge = _challenge_copy(pk, updated_at, version_id)
     if challenge is not None:
         challenge.ranking_state = R.State(token, stale, changed)
@@ -285,70 +231,30 @@ def _rows(values: list[dict[str, Any]], ranks: list[int]) -> list[LeaderboardRow
     ]
 
 
-# The hot reads of every page view and refresh, as constant SQL (no ORM compilation):
-# rows in rank order from a key, a name search, a player's row.
-_ROWS_SQL = """
-SELECT e.sort_key, e.created_at, e.attempt_id, e.score, p.external_id, p.display_name
-FROM {entry} e JOIN {player} p ON p.id = e.player_id
-WHERE e.version_id = %s AND {condition}
-ORDER BY e.sort_key, e.created_at, e.attempt_id
-LIMIT %s
-"""
-_CONDITIONS = {
-    "from_key": "(e.sort_key, e.created_at, e.attempt_id) >= (%s, %s, %s)",
-    "after_key": "(e.sort_key, e.created_at, e.attempt_id) > (%s, %s, %s)",
-    "all": "1 = 1",
-    # The expression of the trigram index on PostgreSQL (migration 0007); SQLite's LIKE
-    # ignores ASCII case by itself.
-    "name_postgresql": "UPPER(p.display_name::text) LIKE UPPER(%s) AND {serial}",
-    # One letter: the letters index (migration 0010) finds the players who have it.
-    "letter_postgresql": (
-        "regexp_split_to_array(UPPER(p.display_name::text), '') @> ARRAY[UPPER(%s)]"
-        " AND UPPER(p.display_name::text) LIKE UPPER(%s) AND {serial}"
-    ),
-    "name": "p.display_name LIKE %s ESCAPE '\\'",
-    "player": "p.external_id = %s",
-}
+def _rows_where(
+    version_id: int, condition: str, params: list[Any], limit: int
+) -> list[dict[str, Any]]:
+    """Up to ``limit`` rows in rank order (a condition of ``sql.ROWS``), as
+    ``values(*ROW_FIELDS)`` gives them."""
+    return [
+        dict(zip(ROW_FIELDS, r, strict=True))
+        for r in sql.entry_rows(version_id, condition, params, limit)
+    ]
 
 
-# Always true, and evaluated once; current_schema() is parallel-unsafe, so the planner
-# keeps the statement serial: starting parallel workers for a name search costs more
-# than either walk (and it cannot estimate how far a LIKE reaches along the rank order).
-SERIAL = "COALESCE(current_schema(), '') IS NOT NULL"
-
-
-def _rows_where(version_id: int, condition: str, params: list[Any], limit: int):
-    """Up to ``limit`` rows in rank order, as ``values(*ROW_FIELDS)`` gives them."""
-    sql = _ROWS_SQL.format(
-        entry=LeaderboardEntry._meta.db_table,
-        player=Player._meta.db_table,
-        condition=_CONDITIONS[condition].format(serial=SERIAL),
-    )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [version_id, *params, limit])
-        found = cursor.fetchall()
-    if connection.vendor == "sqlite":  # datetimes come back as text there
-        field = LeaderboardEntry._meta.get_field("created_at")
-        convert = connection.ops.convert_datetimefield_value
-        found = [(r[0], convert(r[1], field, connection), *r[2:]) for r in found]
-    return [dict(zip(ROW_FIELDS, r, strict=True)) for r in found]
+def _key_params(key: R.Key) -> list[Any]:
+    """A ranking key as the statements' parameters (sort_key, created_at, attempt_id)."""
+    return [key[0], sql.timestamp(R.from_us(key[1])), key[2]]
 
 
 def _rows_from_key(version_id: int, key: R.Key, limit: int) -> list[dict[str, Any]]:
-    adapt = connection.ops.adapt_datetimefield_value
-    return _rows_where(version_id, "from_key", [key[0], adapt(R.from_us(key[1])), key[2]], limit)
+    return _rows_where(version_id, "from_key", _key_params(key), limit)
 
 
 def _rows_named(version_id: int, text: str, limit: int) -> list[dict[str, Any]]:
     """Rows whose display name contains ``text`` (any case)."""
-    pattern = f"%{connection.ops.prep_for_like_query(text)}%"
-    if connection.vendor != "postgresql":
-        return _rows_where(version_id, "name", [pattern], limit)
-    # The planner weighs the name indexes against walking the rank order (best when
-    # most names match) from their statistics, in a serial plan (SERIAL).
-    if len(text) == 1 and text.isascii():  # (UPPER of some letters is two letters)
-        return _rows_where(version_id, "letter_postgresql", [text, pattern], limit)
-    return _rows_where(version_id, "name_postgresql", [pattern], limit)
+    condition, params = sql.name_condition(text)
+    return _rows_where(version_id, condition, params, limit)
 
 
 def _slice(ranking: R.Ranking, *, offset: int, limit: int) -> list[LeaderboardRow]:
@@ -361,57 +267,6 @@ def _slice(ranking: R.Ranking, *, offset: int, limit: int) -> list[LeaderboardRo
     ranks = R.assign_ranks(_ties(values), place=start, rank=ranking.ranks[j])
     skip = offset - start
     return _rows(values[skip:], ranks[skip:])
-
-
-# How many entries lie from a checkpoint up to a key: the place of a row (rows up to
-# its full key).
-# The plain sort_key bounds repeat the row comparisons for the planner's estimate (it
-# cannot estimate a row comparison, guesses a large range, and plans parallel workers).
-_COUNT_SQL = {
-    "up_to": (
-        "SELECT %s, COUNT(*) FROM {entry} WHERE version_id = %s"
-        " AND (sort_key, created_at, attempt_id) >= (%s, %s, %s)"
-        " AND (sort_key, created_at, attempt_id) <= (%s, %s, %s) AND sort_key BETWEEN %s AND %s"
-    ),
-}
-
-
-def _counts(version_id: int, kind: str, ranges: list[tuple[R.Key, R.Key]]) -> list[int]:
-    """For each (checkpoint, key) range, how many entries it holds: one UNION ALL of
-    index-only range counts of at most a page each (an OR of ranges would make the
-    database filter every entry)."""
-    adapt = connection.ops.adapt_datetimefield_value
-    part = _COUNT_SQL[kind].format(entry=LeaderboardEntry._meta.db_table)
-    params: list[Any] = []
-    for i, (first, key) in enumerate(ranges):
-        params += [i, version_id, first[0], adapt(R.from_us(first[1])), first[2]]
-        params += [key[0], adapt(R.from_us(key[1]))] + ([key[2]] if kind == "up_to" else [])
-        params += [first[0], key[0]]
-    with connection.cursor() as cursor:
-        cursor.execute(" UNION ALL ".join([part] * len(ranges)), params)
-        found = dict(cursor.fetchall())
-    return [found[i] for i in range(len(ranges))]
-
-
-# For each (checkpoint, key) pair, the entries from the checkpoint up to (not including)
-# the key's tie group (sort_key, created_at): one statement, planned once, whose
-# correlated count reads at most a page of the rank index per pair.
-_BEFORE_TIES_SQL = """
-WITH k(i, s0, c0, a0, s1, c1) AS (VALUES {values})
-SELECT k.i, (SELECT COUNT(*) FROM {entry} e WHERE e.version_id = %s
-             AND (e.sort_key, e.created_at, e.attempt_id) >= (k.s0, k.c0, k.a0)
-             AND (e.sort_key, e.created_at) < (k.s1, k.c1))
-FROM k
-"""
-
-
-# The tie keys (sort_key, created_at) of the entries from a checkpoint up to (not
-# including) a tie group: at most a page of an index-only range.
-_TIES_SQL = (
-    "SELECT %s, sort_key, created_at FROM {entry} WHERE version_id = %s"
-    " AND (sort_key, created_at, attempt_id) >= (%s, %s, %s)"
-    " AND (sort_key, created_at) < (%s, %s) AND sort_key BETWEEN %s AND %s"
-)
 
 
 def _ranks_by_ranges(ranking: R.Ranking, keys: list[R.Key]) -> dict[R.Key, int]:
@@ -431,19 +286,10 @@ def _ranks_by_ranges(ranking: R.Ranking, keys: list[R.Key]) -> dict[R.Key, int]:
             ranges.append((j, ranking.keys[j], max(untied)))
     if not ranges:
         return ranks
-    adapt = connection.ops.adapt_datetimefield_value
-    part = _TIES_SQL.format(entry=LeaderboardEntry._meta.db_table)
-    params: list[Any] = []
-    for j, first, last in ranges:
-        params += [j, ranking.version_id, first[0], adapt(R.from_us(first[1])), first[2]]
-        params += [last[0], adapt(R.from_us(last[1])), first[0], last[0]]
-    with connection.cursor() as cursor:
-        cursor.execute(" UNION ALL ".join([part] * len(ranges)), params)
-        found = cursor.fetchall()
-    if connection.vendor == "sqlite":  # datetimes come back as text there
-        field = LeaderboardEntry._meta.get_field("created_at")
-        convert = connection.ops.convert_datetimefield_value
-        found = [(j, k, convert(c, field, connection)) for j, k, c in found]
+    found = sql.ties_before(
+        ranking.version_id,
+        [(j, _key_params(first), _key_params(last)[:2]) for j, first, last in ranges],
+    )
     ties: dict[int, list[tuple[float, int]]] = {j: [] for j, _, _ in ranges}
     for j, sort_key, created_at in found:
         ties[j].append((sort_key, R.to_us(created_at)))
@@ -474,22 +320,12 @@ def _ranks_of(ranking: R.Ranking, keys: list[R.Key]) -> dict[R.Key, int]:
             pairs.append((j, key))
     if not pairs:
         return ranks
-    adapt = connection.ops.adapt_datetimefield_value
-    cast = "::timestamptz" if connection.vendor == "postgresql" else ""
-    row = f"(%s, %s, %s{cast}, %s, %s, %s{cast})"
-    params: list[Any] = []
-    for i, (j, key) in enumerate(pairs):
-        first = ranking.keys[j]
-        params += [i, first[0], adapt(R.from_us(first[1])), first[2]]
-        params += [key[0], adapt(R.from_us(key[1]))]
-    sql = _BEFORE_TIES_SQL.format(
-        values=", ".join([row] * len(pairs)), entry=LeaderboardEntry._meta.db_table
+    before = sql.counts_before_ties(
+        ranking.version_id,
+        [(_key_params(ranking.keys[j]), _key_params(key)[:2]) for j, key in pairs],
     )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [*params, ranking.version_id])
-        before = dict(cursor.fetchall())
-    for i, (j, key) in enumerate(pairs):
-        ranks[key] = j * PAGE + before[i] + 1
+    for (j, key), count in zip(pairs, before, strict=True):
+        ranks[key] = j * PAGE + count + 1
     return ranks
 
 
@@ -498,7 +334,8 @@ def _place_of(ranking: R.Ranking, key: R.Key) -> int:
     if not ranking.keys:
         return 0
     j = ranking.checkpoint_before(key)
-    return j * PAGE + _counts(ranking.version_id, "up_to", [(ranking.keys[j], key)])[0] - 1
+    up_to = sql.counts_up_to(ranking.version_id, [(_key_params(ranking.keys[j]), _key_params(key))])
+    return j * PAGE + up_to[0] - 1
 
 
 # --- the API's reads ------------------------------------------------------------------
@@ -613,13 +450,11 @@ def leaderboard_stream(*, version_id: int) -> Iterator[LeaderboardRow]:
     key: R.Key | None = None
     place = rank = 0
     previous = None
-    adapt = connection.ops.adapt_datetimefield_value
     while True:
         if key is None:
             batch = _rows_where(version_id, "all", [], EXPORT_BATCH)
         else:
-            after = [key[0], adapt(R.from_us(key[1])), key[2]]
-            batch = _rows_where(version_id, "after_key", after, EXPORT_BATCH)
+            batch = _rows_where(version_id, "after_key", _key_params(key), EXPORT_BATCH)
         for v in batch:
             place += 1
             if (v["sort_key"], v["created_at"]) != previous:

@@ -45,7 +45,7 @@ from django.dispatch import Signal
 from django.utils import timezone
 
 from challenges import audit
-from challenges.leaderboards import scores
+from challenges.leaderboards import scores, sql
 from challenges.models import AttemptScore, Challenge, RescoreChunk, RescoreJob, ScoringVersion
 from challenges.rescoring import batch as batch_scoring
 from config.transient import retry_transient
@@ -142,17 +142,7 @@ def _plan_chunks(challenge_id: int, *, most: int) -> Plan:
     stats = attempts.aggregate(total=Count("pk"), last=Max("pk"))
     total, last = stats["total"], stats["last"]
     size = chunk_size(total=total, most=most)
-    starts: list[int] = []
-    if total:
-        table = attempts.model._meta.db_table
-        with connection.cursor() as cursor:
-            cursor.execute(
-                f"SELECT id FROM (SELECT id, ROW_NUMBER() OVER (ORDER BY id) AS place "  # noqa: S608
-                f"FROM {table} WHERE challenge_id = %s) numbered "
-                f"WHERE (place - 1) %% %s = 0 ORDER BY id",
-                [challenge_id, size],
-            )
-            starts = [row[0] for row in cursor.fetchall()]
+    starts = sql.chunk_starts(challenge_id, size) if total else []
     ends = [start - 1 for start in starts[1:]] + ([last] if starts else [])
     if starts:
         # The ranges run from id 1, not from the lowest id seen: a transaction still open
@@ -298,7 +288,7 @@ class _BatchWriter:
         self.chunk_id, self.version = chunk_id, version
         self.stopped = False
         self.error: BaseException | None = None
-        self.threaded = connection.vendor == "postgresql" and not connection.in_atomic_block
+        self.threaded = sql.postgres() and not connection.in_atomic_block
         self.queue: queue.Queue[tuple[Any, Any] | None] = queue.Queue(maxsize=2)
         self.thread: threading.Thread | None = None
 
@@ -411,9 +401,7 @@ def _commit_without_waiting_for_disk() -> None:
     """A batch's commit need not wait for its WAL flush (PostgreSQL): a crash can lose
     only the last commits, in order, so a batch is lost only with the chunk's done mark
     (committed after it, durably), and the chunk is then scored again."""
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute("SET LOCAL synchronous_commit = off")
+    sql.set_local("synchronous_commit", "off")
 
 
 def _chunk_done(
@@ -524,11 +512,7 @@ def _claim_finalize(job_id: int) -> bool:
     transaction-level advisory lock, released however the transaction ends, even by a
     killed worker). A second caller gets False at once instead of rebuilding twice.
     SQLite runs one write transaction at a time: the claim is the write lock itself."""
-    if connection.vendor != "postgresql":
-        return True
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_try_advisory_xact_lock(%s, %s)", [_FINALIZE_LOCK, job_id])
-        return bool(cursor.fetchone()[0])
+    return sql.advisory_lock(_FINALIZE_LOCK, job_id, wait=False)
 
 
 def _batch_before_switch(job: RescoreJob) -> None:

@@ -8,7 +8,7 @@ import threading
 import pytest
 from django.db import OperationalError, connection
 
-from challenges.leaderboards import scores
+from challenges.leaderboards import scores, sql
 from challenges.models import LeaderboardEntry, RescoreChunk, RescoreJob
 from challenges.rescoring import jobs as rescoring
 from challenges.setup import services as setup_services
@@ -127,7 +127,7 @@ def test_ingestion_during_the_rebuild_never_deadlocks(monkeypatch):
     record(challenge, *[attempt_input(f"p{i}", tokens_total=10 + i) for i in range(5)])
     job = _job_with_chunks_done(challenge, monkeypatch)
     record(challenge, attempt_input("late", tokens_total=5))  # during the job
-    original = scores._entries_insert_best
+    original = sql.entries_insert_best
     deleted, go = threading.Event(), threading.Event()
 
     def paused_insert(*args, **kwargs):
@@ -135,7 +135,7 @@ def test_ingestion_during_the_rebuild_never_deadlocks(monkeypatch):
         assert go.wait(20)
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(scores, "_entries_insert_best", paused_insert)
+    monkeypatch.setattr(sql, "entries_insert_best", paused_insert)
     finalizer = Session(lambda: rescoring.job_finalize(job_id=job.pk))
     finalizer.start()
     assert deleted.wait(20)

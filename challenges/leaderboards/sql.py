@@ -1,0 +1,556 @@
+"""Every raw SQL statement of Podium, with the one helper that runs a statement and the
+one place where the two databases differ.
+
+The ORM writes most queries. The statements here are the ones it cannot write well or
+fast enough: the leaderboard's hot reads (constant text, no compilation per request),
+the rank checkpoints (a window pass), the entries' rebuild and upsert (DISTINCT ON and
+ON CONFLICT), built-in strategies computed by the database, COPY, and the locks.
+
+- ``fetch`` / ``fetch_one`` run a statement and read its rows. SQLite gives datetimes
+  back as text and booleans as integers: the caller names those columns and gets
+  Python values on both databases.
+- Where the SQL text differs by database, a statement is a dict keyed by vendor with a
+  ``"default"`` (``_pick``); where only PostgreSQL has the feature (COPY, advisory
+  locks, SET LOCAL, FOR SHARE), the function does nothing elsewhere and says so.
+- Table names come from the models; every value is a bound parameter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from django.db import connection
+from django.db.models import CharField
+from django.db.models.expressions import RawSQL
+from django.db.models.fields.json import compile_json_path
+
+from challenges.models import (
+    Attempt,
+    AttemptScore,
+    Challenge,
+    LeaderboardEntry,
+    LeaderboardRanking,
+    Player,
+    PlayerHide,
+    RescoreJob,
+    ScoringVersion,
+)
+
+ATTEMPT = Attempt._meta.db_table
+SCORE = AttemptScore._meta.db_table
+CHALLENGE = Challenge._meta.db_table
+ENTRY = LeaderboardEntry._meta.db_table
+RANKING = LeaderboardRanking._meta.db_table
+PLAYER = Player._meta.db_table
+HIDE = PlayerHide._meta.db_table
+JOB = RescoreJob._meta.db_table
+VERSION = ScoringVersion._meta.db_table
+
+
+# --- running a statement -------------------------------------------------------------------
+def postgres() -> bool:
+    """Whether the database is PostgreSQL (COPY, SQL scoring, advisory locks)."""
+    return connection.vendor == "postgresql"
+
+
+def _pick(statements: dict[str, str]) -> str:
+    return statements.get(connection.vendor, statements["default"])
+
+
+def _sqlite_values(
+    rows: list[tuple[Any, ...]], datetimes: Sequence[int], booleans: Sequence[int]
+) -> list[tuple[Any, ...]]:
+    """SQLite's raw values as Python's: datetimes from text, booleans from integers."""
+    convert = connection.ops.convert_datetimefield_value
+    out = []
+    for row in rows:
+        values = list(row)
+        for i in datetimes:
+            if values[i] is not None:
+                values[i] = convert(values[i], None, connection)
+        for i in booleans:
+            if values[i] is not None:
+                values[i] = bool(values[i])
+        out.append(tuple(values))
+    return out
+
+
+def fetch(
+    statement: str,
+    params: Sequence[Any] = (),
+    *,
+    datetimes: Sequence[int] = (),
+    booleans: Sequence[int] = (),
+) -> list[tuple[Any, ...]]:
+    """Every row of a statement. ``datetimes``/``booleans``: the column indexes that
+    SQLite gives back raw (text, integers), made Python values there."""
+    with connection.cursor() as cursor:
+        cursor.execute(statement, params)
+        rows = cursor.fetchall()
+    if rows and (datetimes or booleans) and connection.vendor == "sqlite":
+        return _sqlite_values(rows, datetimes, booleans)
+    return rows
+
+
+def fetch_one(
+    statement: str,
+    params: Sequence[Any] = (),
+    *,
+    datetimes: Sequence[int] = (),
+    booleans: Sequence[int] = (),
+) -> tuple[Any, ...] | None:
+    """The first row of a statement, or None (see ``fetch``)."""
+    rows = fetch(statement, params, datetimes=datetimes, booleans=booleans)
+    return rows[0] if rows else None
+
+
+def execute(statement: str, params: Sequence[Any] = ()) -> int:
+    """Run a statement that returns no rows; the number of rows it wrote."""
+    with connection.cursor() as cursor:
+        cursor.execute(statement, params)
+        return cursor.rowcount
+
+
+def timestamp(value: datetime | None) -> Any:
+    """A datetime as the database takes it as a bound parameter."""
+    return connection.ops.adapt_datetimefield_value(value)
+
+
+def set_local(name: str, value: str) -> None:
+    """A setting for the rest of this transaction (PostgreSQL; elsewhere nothing).
+    ``name`` and ``value`` are ours, never input."""
+    if postgres():
+        execute(f"SET LOCAL {name} = {value}")
+
+
+def advisory_lock(namespace: int, key: int, *, wait: bool) -> bool:
+    """A transaction-level advisory lock on (namespace, key) (PostgreSQL), released
+    however the transaction ends, even by a killed process. ``wait=False``: False at
+    once when someone holds it. Elsewhere True: SQLite runs one write transaction at a
+    time, so the write lock is the claim."""
+    if not postgres():
+        return True
+    if wait:
+        execute("SELECT pg_advisory_xact_lock(%s, %s)", [namespace, key])
+        return True
+    found = fetch_one("SELECT pg_try_advisory_xact_lock(%s, %s)", [namespace, key])
+    return bool(found and found[0])
+
+
+def challenge_lock_shared(challenge_id: int) -> None:
+    """Hold the challenge row in share mode until the transaction ends (PostgreSQL;
+    SQLite serialises write transactions already)."""
+    if postgres():
+        execute(f"SELECT 1 FROM {CHALLENGE} WHERE id = %s FOR SHARE", [challenge_id])  # noqa: S608
+
+
+def copy_in(table: str, columns: str, text: str) -> None:
+    """COPY rows in PostgreSQL's text format into ``table`` (constraints checked during
+    the COPY, not at commit). The raw psycopg cursor's errors are made Django's: a lost
+    connection is then an OperationalError like any other, and the connection is marked
+    unusable."""
+    with connection.cursor() as cursor, connection.wrap_database_errors:
+        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+        with cursor.cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
+            copy.write(text)
+
+
+# --- attempts and scores (challenges/leaderboards/scores.py) --------------------------------
+# A rescore's attempts by id range. PostgreSQL computes epoch milliseconds exactly
+# (numeric) and gives created_at as its own text (copied back as it is); SQLite gives
+# the raw datetime and Python computes the milliseconds.
+ATTEMPT_ROWS = {
+    "postgresql": f"""
+SELECT a.id, a.player_id, p.external_id, a.succeeded, a.tokens_total, a.elapsed_ms,
+       a.rating, (EXTRACT(EPOCH FROM a.created_at) * 1000)::bigint, a.created_at::text
+FROM {ATTEMPT} a JOIN {PLAYER} p ON p.id = a.player_id
+WHERE a.challenge_id = %s AND a.id BETWEEN %s AND %s
+ORDER BY a.id
+""",  # noqa: S608 - our tables
+    "default": f"""
+SELECT a.id, a.player_id, p.external_id, a.succeeded, a.tokens_total, a.elapsed_ms,
+       a.rating, 0, a.created_at
+FROM {ATTEMPT} a JOIN {PLAYER} p ON p.id = a.player_id
+WHERE a.challenge_id = %s AND a.id BETWEEN %s AND %s
+ORDER BY a.id
+""",  # noqa: S608 - our tables
+}
+
+
+def attempt_rows(challenge_id: int, first_id: int, last_id: int) -> list[tuple[Any, ...]]:
+    """The attempts of a challenge with ids in [first_id, last_id], in id order."""
+    return fetch(_pick(ATTEMPT_ROWS), [challenge_id, first_id, last_id], datetimes=(8,))
+
+
+SCORE_COLUMNS = (
+    "version_id, attempt_id, player_id, created_at, score, sort_key, details, error, qa, qa_failed"
+)
+
+
+def scores_copy(text: str) -> None:
+    """Score rows (``SCORE_COLUMNS``, COPY text format) into the scores table."""
+    copy_in(SCORE, SCORE_COLUMNS, text)
+
+
+# Built-in strategies as SQL (PostgreSQL): the value the engine's strategy computes, so a
+# rescore needs no Python per attempt. tests/challenges/leaderboards/test_ranking.py
+# checks both ways against the same brute-force reference.
+STRATEGY_VALUE = {
+    "first": "CASE WHEN a.succeeded THEN (EXTRACT(EPOCH FROM a.created_at) * 1000)::float8 END",
+    "fastest": "CASE WHEN a.succeeded THEN a.elapsed_ms::float8 END",
+    "fewest_tokens": "CASE WHEN a.succeeded THEN a.tokens_total::float8 END",
+    "highest_rating": "CASE WHEN a.succeeded THEN a.rating::float8 END",
+}
+_STRATEGY_INSERT = f"""
+INSERT INTO {SCORE} (version_id, attempt_id, player_id, created_at, score, sort_key, details, error)
+SELECT %s, id, player_id, created_at, value, {{sign}} value, NULL, '' FROM (
+    SELECT a.id, a.player_id, a.created_at, {{value}} AS value
+    FROM {ATTEMPT} a WHERE a.challenge_id = %s AND a.id BETWEEN %s AND %s
+) computed
+"""  # noqa: S608 - our tables and our strategies' expressions
+
+
+def scores_insert_computed(
+    *, strategy: str, negate: bool, version_id: int, challenge_id: int, first_id: int, last_id: int
+) -> int:
+    """Insert the scores of a built-in strategy for an id range, computed by the
+    database (PostgreSQL only); the number of rows."""
+    statement = _STRATEGY_INSERT.format(sign="-" if negate else "", value=STRATEGY_VALUE[strategy])
+    return execute(statement, [version_id, challenge_id, first_id, last_id])
+
+
+def scores_settle(version_id: int, first_id: int, last_id: int) -> None:
+    """Read the committed score rows of a range once (PostgreSQL; see
+    ``scores.scores_settle``)."""
+    if postgres():
+        execute(
+            f"SELECT count(*) FROM {SCORE} WHERE version_id = %s"  # noqa: S608 - our table
+            " AND attempt_id BETWEEN %s AND %s",
+            [version_id, first_id, last_id],
+        )
+
+
+# --- leaderboard entries --------------------------------------------------------------------
+ENTRY_COLUMNS = "version_id, player_id, attempt_id, score, sort_key, created_at"
+# Keep the better of two entries of a player: lower sort_key, then earlier, then lower id.
+_KEEP_BETTER = f"""
+ON CONFLICT (version_id, player_id) DO UPDATE SET
+    attempt_id = excluded.attempt_id, score = excluded.score,
+    sort_key = excluded.sort_key, created_at = excluded.created_at
+WHERE excluded.sort_key < {ENTRY}.sort_key
+   OR (excluded.sort_key = {ENTRY}.sort_key AND (excluded.created_at < {ENTRY}.created_at
+       OR (excluded.created_at = {ENTRY}.created_at AND excluded.attempt_id < {ENTRY}.attempt_id)))
+"""
+
+# What a leaderboard leaves out (challenges/leaderboards/exclusions.py): practice and
+# hidden attempts, hidden players. One parameter, the version id. The attempt anti-join
+# reads the small partial index ``attempt_unranked``.
+_EXCLUDED = f"""
+  AND NOT EXISTS (SELECT 1 FROM {ATTEMPT} x WHERE x.id = {{score}}.attempt_id
+                  AND (x.practice OR x.hidden))
+  AND NOT EXISTS (SELECT 1 FROM {HIDE} h WHERE h.player_id = {{score}}.player_id
+                  AND (h.challenge_id IS NULL OR h.challenge_id =
+                       (SELECT v.challenge_id FROM {VERSION} v WHERE v.id = %s)))"""  # noqa: S608
+
+# Best attempt per player: the first in (sort_key, created_at, attempt_id) order.
+_ENTRIES_BEST = {
+    "postgresql": f"""
+INSERT INTO {ENTRY} ({ENTRY_COLUMNS}{{marked}})
+SELECT DISTINCT ON (player_id) {ENTRY_COLUMNS}{{marks}} FROM {SCORE}
+WHERE version_id = %s AND sort_key IS NOT NULL{{players}}{{excluded}}
+ORDER BY player_id, sort_key, created_at, attempt_id
+""",  # noqa: S608 - our tables
+    "default": f"""
+INSERT INTO {ENTRY} ({ENTRY_COLUMNS}{{marked}})
+SELECT {ENTRY_COLUMNS}{{marks}} FROM (
+    SELECT {ENTRY_COLUMNS}, ROW_NUMBER() OVER (
+        PARTITION BY player_id ORDER BY sort_key, created_at, attempt_id
+    ) AS place
+    FROM {SCORE} WHERE version_id = %s AND sort_key IS NOT NULL{{players}}{{excluded}}
+) best
+WHERE place = 1
+""",  # noqa: S608 - our tables
+}
+
+
+def entries_insert_best(
+    version_id: int, *, player_ids: Sequence[int] | None = None, ranked: bool
+) -> None:
+    """Insert each player's best scored attempt under the version (of ``player_ids``
+    only, when given), keeping the better row where one is there already (ingestion may
+    upsert the same players meanwhile). ``ranked``: written as already ranked."""
+    players = ""
+    if player_ids is not None:
+        players = f" AND player_id IN ({', '.join(['%s'] * len(player_ids))})"
+    statement = _pick(_ENTRIES_BEST).format(
+        marked=", ranked_attempt_id" if ranked else "",
+        marks=", attempt_id" if ranked else "",
+        players=players,
+        excluded=_EXCLUDED.format(score=SCORE),
+    )
+    execute(statement + _KEEP_BETTER, [version_id, *(player_ids or ()), version_id])
+
+
+def entries_upsert(rows: Sequence[tuple[Any, ...]]) -> None:
+    """Upsert entries (``ENTRY_COLUMNS`` tuples, one per player), keeping the better one,
+    in one statement per batch of rows (not one per row)."""
+    size = min(UPSERT_BATCH, connection.ops.bulk_batch_size(["v", "p", "a", "s", "k", "c"], rows))
+    with connection.cursor() as cursor:
+        for start in range(0, len(rows), size):
+            batch = rows[start : start + size]
+            values = ", ".join(["(%s, %s, %s, %s, %s, %s)"] * len(batch))
+            statement = f"INSERT INTO {ENTRY} ({ENTRY_COLUMNS}) VALUES {values}" + _KEEP_BETTER  # noqa: S608
+            cursor.execute(statement, [v for row in batch for v in row])
+
+
+UPSERT_BATCH = 1000  # rows per statement: 6,000 parameters
+
+# A frozen board: the best attempt per player under a version, of the attempts recorded
+# before the freeze (challenges/leaderboards/freeze.py).
+_FROZEN_BEST = {
+    "postgresql": f"""
+INSERT INTO {ENTRY} (version_id, player_id, attempt_id, score, sort_key, created_at,
+                     ranked_attempt_id)
+SELECT DISTINCT ON (s.player_id) %s, s.player_id, s.attempt_id, s.score, s.sort_key,
+       s.created_at, s.attempt_id
+FROM {SCORE} s JOIN {ATTEMPT} a ON a.id = s.attempt_id
+WHERE s.version_id = %s AND s.sort_key IS NOT NULL AND a.recorded_at < %s{{excluded}}
+ORDER BY s.player_id, s.sort_key, s.created_at, s.attempt_id
+""",  # noqa: S608 - our tables
+    "default": f"""
+INSERT INTO {ENTRY} (version_id, player_id, attempt_id, score, sort_key, created_at,
+                     ranked_attempt_id)
+SELECT %s, player_id, attempt_id, score, sort_key, created_at, attempt_id FROM (
+    SELECT s.player_id, s.attempt_id, s.score, s.sort_key, s.created_at,
+           ROW_NUMBER() OVER (PARTITION BY s.player_id
+                              ORDER BY s.sort_key, s.created_at, s.attempt_id) AS place
+    FROM {SCORE} s JOIN {ATTEMPT} a ON a.id = s.attempt_id
+    WHERE s.version_id = %s AND s.sort_key IS NOT NULL AND a.recorded_at < %s{{excluded}}
+) best WHERE place = 1
+""",  # noqa: S608 - our tables
+}
+
+
+def entries_insert_frozen(board: int, version_id: int, freeze_at: datetime) -> None:
+    """Fill the frozen board ``board`` from the version's scores of the attempts
+    recorded before ``freeze_at``, already ranked."""
+    statement = _pick(_FROZEN_BEST).format(excluded=_EXCLUDED.format(score="s"))
+    execute(statement, [board, version_id, timestamp(freeze_at), version_id])
+
+
+# --- rank checkpoints (challenges/leaderboards/ranking.py) ----------------------------------
+# Every page-th row in rank order, and the last one (its place + 1 is the row count).
+# ``tied``: equal on (sort_key, created_at) to the row before, so the rank is lower than
+# place + 1 (rare; resolved per checkpoint). One window pass over the rank index.
+_CHECKPOINTS = f"""
+SELECT sort_key, created_at, attempt_id, place, tied FROM (
+    SELECT sort_key, created_at, attempt_id,
+           ROW_NUMBER() OVER w - 1 AS place,
+           CASE WHEN LAG(sort_key) OVER w = sort_key
+                 AND LAG(created_at) OVER w = created_at THEN 1 ELSE 0 END AS tied,
+           CASE WHEN LEAD(attempt_id) OVER w IS NULL THEN 1 ELSE 0 END AS last
+    FROM {ENTRY} WHERE version_id = %s
+    WINDOW w AS (ORDER BY sort_key, created_at, attempt_id)
+) ranked
+WHERE place %% %s = 0 OR last = 1
+ORDER BY place
+"""  # noqa: S608 - our table
+
+
+def checkpoint_rows(version_id: int, page: int) -> list[tuple[Any, ...]]:
+    """(sort_key, created_at, attempt_id, place, tied) of every ``page``-th entry in
+    rank order and of the last one."""
+    return fetch(_CHECKPOINTS, [version_id, page], datetimes=(1,))
+
+
+# --- what a public request learns fresh (challenges/leaderboards/selectors.py) --------------
+# The challenge's identity and version, whether a rescore is under way, the newest
+# attempt's time, and its ranking's state: one statement with no ORM compilation (it
+# runs on every view and every live refresh).
+_PROBE = f"""
+SELECT c.id, c.updated_at, c.active_version_id,
+       EXISTS (SELECT 1 FROM {JOB} j WHERE j.challenge_id = c.id
+               AND j.status IN ('queued', 'running')) AS rescoring,
+       (SELECT a.recorded_at FROM {ATTEMPT} a WHERE a.challenge_id = c.id
+        ORDER BY a.id DESC LIMIT 1) AS last_activity,
+       r.token, r.stale,
+       EXISTS (SELECT 1 FROM {ENTRY} e WHERE e.version_id = c.active_version_id
+               AND e.unranked) AS changed
+FROM {CHALLENGE} c LEFT JOIN {RANKING} r ON r.version_id = c.active_version_id
+WHERE c.slug = %s AND c.is_active
+"""  # noqa: S608 - our tables
+
+
+def challenge_probe(slug: str) -> tuple[Any, ...] | None:
+    """(id, updated_at, active_version_id, rescoring, last_activity, token, stale,
+    changed) of an active challenge by slug."""
+    return fetch_one(_PROBE, [slug], datetimes=(1, 4), booleans=(3, 6, 7))
+
+
+# The API's leaderboard: the challenge by id (inactive ones only for staff) and its
+# ranking's state.
+_BOARD_PROBE = f"""
+SELECT c.id, c.updated_at, c.active_version_id, r.token, r.stale,
+       EXISTS (SELECT 1 FROM {ENTRY} e WHERE e.version_id = c.active_version_id
+               AND e.unranked) AS changed
+FROM {CHALLENGE} c LEFT JOIN {RANKING} r ON r.version_id = c.active_version_id
+WHERE c.id = %s AND (c.is_active OR %s)
+"""  # noqa: S608 - our tables
+
+
+def board_probe(pk: int, include_inactive: bool) -> tuple[Any, ...] | None:
+    """(id, updated_at, active_version_id, token, stale, changed) of a challenge by id."""
+    return fetch_one(_BOARD_PROBE, [pk, include_inactive], datetimes=(1,), booleans=(4, 5))
+
+
+# --- leaderboard rows -------------------------------------------------------------------------
+# Rows in rank order from a key, a name search, a player's row: the hot reads of every
+# page view and refresh, as constant SQL.
+_ROWS = f"""
+SELECT e.sort_key, e.created_at, e.attempt_id, e.score, p.external_id, p.display_name
+FROM {ENTRY} e JOIN {PLAYER} p ON p.id = e.player_id
+WHERE e.version_id = %s AND {{condition}}
+ORDER BY e.sort_key, e.created_at, e.attempt_id
+LIMIT %s
+"""  # noqa: S608 - our tables
+
+# Always true, and evaluated once; current_schema() is parallel-unsafe, so the planner
+# keeps the statement serial: starting parallel workers for a name search costs more
+# than either walk (and it cannot estimate how far a LIKE reaches along the rank order).
+SERIAL = "COALESCE(current_schema(), '') IS NOT NULL"
+_CONDITIONS = {
+    "from_key": "(e.sort_key, e.created_at, e.attempt_id) >= (%s, %s, %s)",
+    "after_key": "(e.sort_key, e.created_at, e.attempt_id) > (%s, %s, %s)",
+    "all": "1 = 1",
+    # The expression of the trigram index on PostgreSQL (migration 0007); SQLite's LIKE
+    # ignores ASCII case by itself.
+    "name_postgresql": f"UPPER(p.display_name::text) LIKE UPPER(%s) AND {SERIAL}",
+    # One letter: the letters index (migration 0010) finds the players who have it.
+    "letter_postgresql": (
+        "regexp_split_to_array(UPPER(p.display_name::text), '') @> ARRAY[UPPER(%s)]"
+        f" AND UPPER(p.display_name::text) LIKE UPPER(%s) AND {SERIAL}"
+    ),
+    "name": "p.display_name LIKE %s ESCAPE '\\'",
+    "player": "p.external_id = %s",
+}
+ROWS = {name: _ROWS.format(condition=condition) for name, condition in _CONDITIONS.items()}
+ROW_COLUMNS = ("sort_key", "created_at", "attempt_id", "score", "external_id", "display_name")
+
+
+def entry_rows(
+    version_id: int, condition: str, params: Sequence[Any], limit: int
+) -> list[tuple[Any, ...]]:
+    """Up to ``limit`` entries (``ROW_COLUMNS``) in rank order that meet a condition of
+    ``ROWS``."""
+    return fetch(ROWS[condition], [version_id, *params, limit], datetimes=(1,))
+
+
+def name_condition(text: str) -> tuple[str, list[Any]]:
+    """The condition and parameters of a search for names containing ``text`` (any
+    case). On PostgreSQL the planner weighs the name indexes against walking the rank
+    order (best when most names match) from their statistics, in a serial plan."""
+    pattern = f"%{connection.ops.prep_for_like_query(text)}%"
+    if not postgres():
+        return "name", [pattern]
+    if len(text) == 1 and text.isascii():  # (UPPER of some letters is two letters)
+        return "letter_postgresql", [text, pattern]
+    return "name_postgresql", [pattern]
+
+
+# How many entries lie from a checkpoint up to a key (rows up to its full key). The plain
+# sort_key bounds repeat the row comparisons for the planner's estimate (it cannot
+# estimate a row comparison, guesses a large range, and plans parallel workers).
+_COUNT_UP_TO = (
+    f"SELECT %s, COUNT(*) FROM {ENTRY} WHERE version_id = %s"  # noqa: S608 - our table
+    " AND (sort_key, created_at, attempt_id) >= (%s, %s, %s)"
+    " AND (sort_key, created_at, attempt_id) <= (%s, %s, %s) AND sort_key BETWEEN %s AND %s"
+)
+
+
+def counts_up_to(
+    version_id: int, ranges: Sequence[tuple[Sequence[Any], Sequence[Any]]]
+) -> list[int]:
+    """For each (first, key) range of (sort_key, adapted created_at, attempt_id) keys, how
+    many entries it holds: one UNION ALL of index-only range counts of at most a page
+    each (an OR of ranges would make the database filter every entry)."""
+    params: list[Any] = []
+    for i, (first, key) in enumerate(ranges):
+        params += [i, version_id, *first, *key, first[0], key[0]]
+    found = dict(fetch(" UNION ALL ".join([_COUNT_UP_TO] * len(ranges)), params))
+    return [found[i] for i in range(len(ranges))]
+
+
+# The tie keys (sort_key, created_at) of the entries from a checkpoint up to (not
+# including) a tie group: at most a page of an index-only range.
+_TIES = (
+    f"SELECT %s, sort_key, created_at FROM {ENTRY} WHERE version_id = %s"  # noqa: S608
+    " AND (sort_key, created_at, attempt_id) >= (%s, %s, %s)"
+    " AND (sort_key, created_at) < (%s, %s) AND sort_key BETWEEN %s AND %s"
+)
+
+
+def ties_before(
+    version_id: int, ranges: Sequence[tuple[int, Sequence[Any], Sequence[Any]]]
+) -> list[tuple[Any, ...]]:
+    """(j, sort_key, created_at) of the entries from each checkpoint ``first`` (a full
+    key) up to the tie group ``last`` (sort_key, created_at): one UNION ALL."""
+    params: list[Any] = []
+    for j, first, last in ranges:
+        params += [j, version_id, *first, *last, first[0], last[0]]
+    return fetch(" UNION ALL ".join([_TIES] * len(ranges)), params, datetimes=(2,))
+
+
+# For each (checkpoint, key) pair, the entries from the checkpoint up to (not including)
+# the key's tie group (sort_key, created_at): one statement, planned once, whose
+# correlated count reads at most a page of the rank index per pair.
+_BEFORE_TIES = f"""
+WITH k(i, s0, c0, a0, s1, c1) AS (VALUES {{values}})
+SELECT k.i, (SELECT COUNT(*) FROM {ENTRY} e WHERE e.version_id = %s
+             AND (e.sort_key, e.created_at, e.attempt_id) >= (k.s0, k.c0, k.a0)
+             AND (e.sort_key, e.created_at) < (k.s1, k.c1))
+FROM k
+"""  # noqa: S608 - our table
+
+
+def counts_before_ties(
+    version_id: int, pairs: Sequence[tuple[Sequence[Any], Sequence[Any]]]
+) -> list[int]:
+    """For each (first, key) pair — a checkpoint's full key and a (sort_key, created_at)
+    tie group — how many entries lie from the first up to the group."""
+    cast = "::timestamptz" if postgres() else ""
+    row = f"(%s, %s, %s{cast}, %s, %s, %s{cast})"
+    params: list[Any] = []
+    for i, (first, key) in enumerate(pairs):
+        params += [i, *first, *key]
+    statement = _BEFORE_TIES.format(values=", ".join([row] * len(pairs)))
+    found = dict(fetch(statement, [*params, version_id]))
+    return [found[i] for i in range(len(pairs))]
+
+
+# --- rescoring (challenges/rescoring/jobs.py) ---------------------------------------------------
+_CHUNK_STARTS = f"""
+SELECT id FROM (SELECT id, ROW_NUMBER() OVER (ORDER BY id) AS place
+                FROM {ATTEMPT} WHERE challenge_id = %s) numbered
+WHERE (place - 1) %% %s = 0 ORDER BY id
+"""  # noqa: S608 - our table
+
+
+def chunk_starts(challenge_id: int, size: int) -> list[int]:
+    """The id of every ``size``-th attempt of a challenge, in id order (the first
+    included)."""
+    return [row[0] for row in fetch(_CHUNK_STARTS, [challenge_id, size])]
+
+
+# --- metrics (challenges/leaderboards/metrics.py) -------------------------------------------
+def json_type(column: str, path: list[str]) -> RawSQL:
+    """The JSON type of the value at ``path`` in a JSON column, in one vocabulary on both
+    databases: 'number', 'string', 'boolean', or NULL/'null'."""
+    if postgres():
+        return RawSQL(f"jsonb_typeof({column} #> %s)", (path,), CharField())  # noqa: S611 - bound
+    statement = (
+        f"CASE JSON_TYPE({column}, %s) WHEN 'real' THEN 'number' WHEN 'integer' THEN 'number' "
+        "WHEN 'text' THEN 'string' WHEN 'true' THEN 'boolean' WHEN 'false' THEN 'boolean' END"
+    )
+    return RawSQL(statement, (compile_json_path(path),), CharField())  # noqa: S611 - bound
