@@ -46,8 +46,9 @@ from django.utils import timezone
 
 from challenges import audit
 from challenges.leaderboards import scores, sql
-from challenges.models import AttemptScore, Challenge, RescoreChunk, RescoreJob, ScoringVersion
+from challenges.models import Challenge, RescoreChunk, RescoreJob, ScoringVersion
 from challenges.rescoring import batch as batch_scoring
+from challenges.rescoring.switch import version_switch
 from config.transient import retry_transient
 from scoring import services as scoring
 
@@ -503,7 +504,6 @@ def job_finalize(*, job_id: int) -> bool:
     return job is not None
 
 
-LATE_PLAYERS_BATCH = 500
 _FINALIZE_LOCK = 0x706F6469  # "podi": the advisory-lock namespace of finalizing jobs
 
 
@@ -548,31 +548,27 @@ def _switch(job_id: int) -> RescoreJob | None:
         if not _ready(job):  # cancelled, superseded, or switched by a twin task
             return None
         version = ScoringVersion.objects.get(pk=job.version_id)
-        version.challenge = challenge
         # Every planned range is scored (its chunk is done): only attempts recorded since
         # the plan can lack a score, and ``job_finalize`` scored those before the lock
-        # (this finds any it could not: a safety net). Those recorded since the job
-        # started were scored at ingestion, which writes no leaderboard entries for a
-        # version that is not active: their players' entries are made here.
+        # (the switch finds any it could not). Those recorded since the job started were
+        # scored at ingestion, which writes no entries for a version that is not active:
+        # the switch makes their players' entries.
         planned_up_to = job.chunks.aggregate(last=Max("last_attempt_id"))["last"] or 0
-        scores.score_missing(version=version, after_id=planned_up_to)
-        late = AttemptScore.objects.filter(version=version, attempt_id__gt=planned_up_to)
-        late_players = sorted(
-            set(late.filter(sort_key__isnull=False).values_list("player_id", flat=True))
-        )
-        for start in range(0, len(late_players), LATE_PLAYERS_BATCH):
-            batch = late_players[start : start + LATE_PLAYERS_BATCH]
-            scores.entries_repair(version_id=version.pk, player_ids=batch)
         now = timezone.now()
         version.scored_at = now
         version.save(update_fields=["scored_at"])
-        challenge.active_version = version
-        challenge.save(update_fields=["active_version", "updated_at"])
+        switched = version_switch(
+            challenge=challenge,
+            version=version,
+            after_id=planned_up_to,
+            keep_job_id=job.pk,
+            cancel_reason=f"Superseded: job {job.pk} switched to version {version.number}.",
+        )
         job.status, job.finished_at = Status.SUCCEEDED, now
         # Attempts recorded during the run (after the planned ranges) were scored at
-        # ingestion or just now: the finished job counts them too.
-        job.total = job.processed = job.processed + late.count()
-        job.failed += late.exclude(error="").count()
+        # ingestion or by the switch: the finished job counts them too.
+        job.total = job.processed = job.processed + switched.late
+        job.failed += switched.late_failed
         job.save(update_fields=["status", "finished_at", "total", "processed", "failed"])
     return job
 

@@ -4,10 +4,10 @@ earlier version active again.
 ``version_activate`` is the rollback. A version keeps its scores after another one
 becomes active, so going back is instant: only the attempts recorded since it was last
 active lack a score; they are scored, the version's leaderboard is rebuilt, and the
-pointer moves under the challenge row lock (as a rescore's switch does, see
-``rescoring._switch``). A version that was never fully scored (its rescore was cancelled
-or superseded), or one that would need too many attempts scored inline, is rescored by a
-background job instead, which switches when it is done.
+pointer moves under the challenge row lock by the same switch a rescore ends with
+(``rescoring.switch.version_switch``). A version that was never fully scored (its
+rescore was cancelled or superseded), or one that would need too many attempts scored
+inline, is rescored by a background job instead, which switches when it is done.
 """
 
 from __future__ import annotations
@@ -19,12 +19,12 @@ from typing import Any
 
 from django.db import transaction
 from django.db.models import Exists, Max, OuterRef
-from django.utils import timezone
 
 from challenges import audit
 from challenges.leaderboards import scores
 from challenges.models import Attempt, AttemptScore, Challenge, RescoreJob, ScoringVersion
 from challenges.rescoring import jobs as rescoring
+from challenges.rescoring.switch import version_switch
 from scoring import services as scoring
 from scoring.engine import strategies as S
 
@@ -241,13 +241,6 @@ def _adopt_setup(challenge: Challenge, version: ScoringVersion) -> None:
         setattr(challenge, name, value)
 
 
-def _cancel_running_jobs(challenge: Challenge, *, reason: str) -> None:
-    """A running rescore would switch to its own version later and undo the rollback."""
-    RescoreJob.objects.filter(challenge=challenge, status__in=RescoreJob.ACTIVE_STATUSES).update(
-        status=RescoreJob.Status.CANCELLED, finished_at=timezone.now(), error=reason
-    )
-
-
 def _audit_activation(
     challenge: Challenge,
     previous_id: int | None,
@@ -306,14 +299,14 @@ def version_activate(*, version: ScoringVersion, by: Any = None) -> Activation:
             raise ActivationRefused(f"Version {version.number} is already active.")
         # Only attempts recorded since ``seen`` can lack a score under this version:
         # those scored only under the versions that were live get one (and an entry).
-        version.challenge = challenge
-        late, late_failed = scores.score_missing(version=version, after_id=seen)
-        _cancel_running_jobs(
-            challenge, reason=f"Superseded: version {version.number} was made active again."
-        )
         _adopt_setup(challenge, version)
         previous = challenge.active_version_id
-        challenge.active_version = version
-        challenge.save()
+        switched = version_switch(
+            challenge=challenge,
+            version=version,
+            after_id=seen,
+            cancel_reason=f"Superseded: version {version.number} was made active again.",
+            also_save=Challenge.SETUP_FIELDS,
+        )
         _audit_activation(challenge, previous, version, by)
-    return Activation(version, scored + late, failed + late_failed, None)
+    return Activation(version, scored + switched.scored, failed + switched.failed, None)

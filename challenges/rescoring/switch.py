@@ -1,0 +1,64 @@
+"""The one switch: a version becomes its challenge's active version.
+
+Two paths end here: a rescore job whose chunks are all done (``jobs.job_finalize``) and
+"make active again" (``setup.versions.version_activate``). Both have scored the version
+and rebuilt its leaderboard outside any lock; the switch is the short last step, under
+the challenge row lock its caller holds, so that readers see the old version or the new
+one, never a mix, and no attempt recorded meanwhile is missed:
+
+1. attempts above ``after_id`` (recorded since the caller's last look) that still lack a
+   score under the version get one (a safety net: rare, and few);
+2. the players of attempts above ``after_id`` scored under the version get their entries
+   recomputed (ingestion scores a pending version but writes none of its entries);
+3. every other queued or running rescore job of the challenge is cancelled (it would
+   switch to its own version later and undo this one);
+4. the pointer moves.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from django.utils import timezone
+
+from challenges.leaderboards import scores
+from challenges.models import AttemptScore, Challenge, RescoreJob, ScoringVersion
+
+LATE_PLAYERS_BATCH = 500
+
+
+@dataclass(frozen=True)
+class Switched:
+    scored: int  # attempts the switch itself scored (step 1)
+    failed: int  # of which the scorer failed
+    late: int  # attempts above ``after_id`` with a score under the version, however made
+    late_failed: int  # of which the scorer failed
+
+
+def version_switch(
+    *,
+    challenge: Challenge,
+    version: ScoringVersion,
+    after_id: int,
+    cancel_reason: str,
+    keep_job_id: int | None = None,
+    also_save: Sequence[str] = (),
+) -> Switched:
+    """Make ``version`` the active version of ``challenge``, whose row the caller's
+    transaction holds (``select_for_update``). ``keep_job_id``: the job that is
+    switching (not cancelled); ``also_save``: other challenge fields the caller changed
+    (its setup)."""
+    version.challenge = challenge
+    scored, failed = scores.score_missing(version=version, after_id=after_id)
+    late = AttemptScore.objects.filter(version=version, attempt_id__gt=after_id)
+    players = sorted(set(late.filter(sort_key__isnull=False).values_list("player_id", flat=True)))
+    for start in range(0, len(players), LATE_PLAYERS_BATCH):
+        batch = players[start : start + LATE_PLAYERS_BATCH]
+        scores.entries_repair(version_id=version.pk, player_ids=batch)
+    RescoreJob.objects.filter(challenge=challenge, status__in=RescoreJob.ACTIVE_STATUSES).exclude(
+        pk=keep_job_id
+    ).update(status=RescoreJob.Status.CANCELLED, finished_at=timezone.now(), error=cancel_reason)
+    challenge.active_version = version
+    challenge.save(update_fields=["active_version", "updated_at", *also_save])
+    return Switched(scored, failed, late.count(), late.exclude(error="").count())
