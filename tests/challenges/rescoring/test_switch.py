@@ -65,7 +65,7 @@ def test_the_switch_scores_late_attempts_makes_their_entries_and_cancels_other_j
         scores.entries_rebuild(version=version)  # what a caller does before switching
     # Recorded during the job: scored under the pending version at ingestion (no entry
     # of it), and one whose score under it is lost (the safety net scores it).
-    late, lost = record(
+    _late, lost = record(
         challenge, attempt_input("late", tokens_total=1), attempt_input("lost", tokens_total=2)
     )
     version.scores.filter(attempt_id=lost.attempt.pk).delete()
