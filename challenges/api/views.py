@@ -3,10 +3,13 @@ selector, and render."""
 
 from __future__ import annotations
 
+import hashlib
 from datetime import datetime, tzinfo
 from typing import Any
 
+from django.core.cache import cache
 from django.db import IntegrityError
+from django.http import HttpResponse
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
@@ -20,6 +23,7 @@ from rest_framework import serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import NotFound
 from rest_framework.permissions import AllowAny
+from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -265,6 +269,19 @@ class ChallengeViewSet(BodyCheckedMixin, viewsets.ModelViewSet):
         except serializers.ValidationError as exc:
             raise serializers.ValidationError(serializers.as_serializer_error(exc)) from None
         board_id = freeze.board_id(challenge=challenge, user=user)  # frozen: as of then
+        # While the board's ranking is current, its JSON is kept under a key naming every
+        # row (selectors.board_settled): a poll then reads no row. Plain JSON only (not
+        # the browsable API, nor an indented rendering).
+        settled = selectors.board_settled(challenge, board_id)
+        memo = None
+        if settled is not None and request.accepted_media_type == "application/json":
+            memo = (
+                "podium:api-board:"
+                + hashlib.sha256(repr((settled, sorted(params.items()))).encode()).hexdigest()
+            )
+            content = cache.get(memo)
+            if content is not None:
+                return HttpResponse(content, content_type="application/json")
         if "player" in params:
             page = selectors.leaderboard_player(
                 challenge=challenge, external_id=params["player"], board_id=board_id
@@ -281,6 +298,10 @@ class ChallengeViewSet(BodyCheckedMixin, viewsets.ModelViewSet):
             found = row_scores(version=page.version, attempt_ids=[r.attempt_id for r in page.rows])
             for row in body["results"]:  # every score of the ranking scorer, ranking first
                 row["scores"] = precision.served_json(found.get(row["attempt_id"], {}))
+        if memo is not None:
+            content = JSONRenderer().render(body)  # the bytes DRF's Response would send
+            cache.set(memo, content, BOARD_MEMO_TTL)
+            return HttpResponse(content, content_type="application/json")
         return Response(body)
 
     @extend_schema(
@@ -362,6 +383,8 @@ class RescoreJobViewSet(BodyCheckedMixin, viewsets.GenericViewSet):
             return Response({"status": [str(exc)]}, status=status.HTTP_409_CONFLICT)
         return Response(RescoreJobSerializer(job).data)
 
+
+BOARD_MEMO_TTL = 300  # seconds: the key changes with the rows; this only bounds memory
 
 # Stateless once built (run_validation keeps nothing on it): shared by every request.
 _LEADERBOARD_QUERY = LeaderboardQuerySerializer()

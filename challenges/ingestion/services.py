@@ -18,7 +18,7 @@ from django.utils import timezone
 
 from challenges.ingestion import rules
 from challenges.ingestion.budget import PENDING, ScoringBudget, pending_enqueue, score_status
-from challenges.leaderboards import scores, sql
+from challenges.leaderboards import ranking, scores, sql
 from challenges.models import (
     Attempt,
     AttemptScore,
@@ -119,6 +119,7 @@ def _players_upsert(inputs: Sequence[AttemptInput]) -> dict[str, Player]:
                 renamed.append(players[ext])
         if renamed:
             Player.objects.bulk_update(renamed, ["display_name"])
+            ranking.rankings_renamed(player_ids=[p.pk for p in renamed])
     return players
 
 

@@ -33,7 +33,7 @@ from django.db.models.fields.tuple_lookups import (
     TupleGreaterThan,
     TupleGreaterThanOrEqual,
 )
-from django.db.models.signals import post_delete
+from django.db.models.signals import post_delete, post_save
 from django.dispatch import receiver
 from django.utils import timezone
 
@@ -223,3 +223,28 @@ def _entries_deleted(sender: type, **kwargs: Any) -> None:
     registered = transaction.get_connection(using).run_on_commit
     if not any(isinstance(func, _MarkStale) and func.pending for _, func, _ in registered):
         transaction.on_commit(_MarkStale(), using=using)
+
+
+# --- renames ------------------------------------------------------------------------------
+# A renamed player changes what the rows of every board holding them show, with no entry
+# changed: the rankings of those boards are marked stale once the rename commits, so that
+# a reader holding rows by ranking token (``selectors.board_settled``) reads them again.
+def rankings_renamed(*, player_ids: list[int]) -> None:
+    """Mark stale, on commit, the rankings of the boards where these players have an
+    entry (call after renaming them)."""
+    if not player_ids:
+        return
+    ids = list(player_ids)
+
+    def mark() -> None:
+        boards = LeaderboardEntry.objects.filter(player_id__in=ids).values("version_id")
+        LeaderboardRanking.objects.filter(stale=False, version_id__in=boards).update(stale=True)
+
+    transaction.on_commit(mark)
+
+
+@receiver(post_save, sender=Player, dispatch_uid="podium-ranking-player-saved")
+def _player_saved(sender: type, instance: Player, created: bool, **kwargs: Any) -> None:
+    # An admin's edit of a player (ingestion renames through rankings_renamed).
+    if not created:
+        rankings_renamed(player_ids=[instance.pk])

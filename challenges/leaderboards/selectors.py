@@ -161,6 +161,28 @@ def challenge_for_board(*, pk: Any, include_inactive: bool = False) -> Challenge
     return challenge
 
 
+def board_settled(challenge: Challenge, board_id: int | None) -> tuple[Any, ...] | None:
+    """A key that names every row of the challenge's live board while its ranking is
+    current, from what the probe read (``challenge_public``/``challenge_for_board``):
+    the challenge as saved, its active version and the ranking's token. Every change of
+    the rows changes one of them: an entry written marks it changed until a new ranking
+    (a new token), a deletion, a hidden player or a rename marks the ranking stale, a
+    rescore or a batch run saves the challenge. A reader may keep what it built from the
+    rows under this key and skip reading them. None: the rows must be read (entries
+    changed since the ranking, or the board is a frozen one)."""
+    state = getattr(challenge, "ranking_state", None)
+    if state is None or not state.token or state.stale or state.changed:
+        return None
+    if board_id is not None and board_id != challenge.active_version_id:
+        return None
+    return (
+        challenge.pk,
+        challenge.updated_at.isoformat(),
+        challenge.active_version_id,
+        state.token,
+    )
+
+
 def _ranking(challenge: Challenge, version_id: int) -> R.Ranking:
     """The ranking, from the state read with the challenge when there is one (that state
     is the active version's: a frozen board reads its own)."""

@@ -131,12 +131,10 @@ class BoardView:
     hit; any change (a new attempt, a rename, a rescore, the minute for relative
     times) is a new key, never a stale page."""
 
-    def __init__(self, request: HttpRequest, challenge: Challenge):
+    def __init__(self, request: HttpRequest, challenge: Challenge, board_id: int | None):
         self.request = request
         self.challenge = challenge
-        # During a freeze the public reads the frozen board (leaderboards/freeze.py) and
-        # learns of no activity after it; staff read the live one.
-        self.board_id = freeze.board_id(challenge=challenge, user=request.user)
+        self.board_id = board_id  # ``_board_id``
         self.frozen = self.board_id is not None and self.board_id != challenge.active_version_id
         self.frozen_live = not self.frozen and freeze.is_frozen(challenge)
         if self.frozen:
@@ -231,12 +229,64 @@ class BoardView:
         return html
 
 
+def _board_id(request: HttpRequest, challenge: Challenge) -> int | None:
+    # During a freeze the public reads the frozen board (leaderboards/freeze.py) and
+    # learns of no activity after it; staff read the live one.
+    return freeze.board_id(challenge=challenge, user=request.user)
+
+
+def _settled_key(
+    request: HttpRequest, challenge: Challenge, board_id: int | None, kind: str
+) -> str | None:
+    """While the board's ranking is current (``selectors.board_settled``), a key naming
+    everything the page (or fragment) shows without reading its rows: the settled board,
+    the request's query, the rescore flag, the newest activity, the minute (relative
+    times) and the freeze. None: the rows must be read."""
+    settled = selectors.board_settled(challenge, board_id)
+    if settled is None:
+        return None
+    parts = (
+        kind,
+        settled,
+        challenge.slug,
+        challenge.rescoring,
+        challenge.last_activity,
+        freeze.is_frozen(challenge),
+        request.GET.urlencode(),
+        timezone.now().replace(second=0, microsecond=0),
+    )
+    return f"podium:{kind}-settled:" + hashlib.sha256(repr(parts).encode()).hexdigest()
+
+
+def _board_html(
+    request: HttpRequest, challenge: Challenge, kind: str, build: Callable[[int | None], str]
+) -> str:
+    """The HTML of a board request: kept by ``_settled_key`` while the ranking is
+    current, built by ``build(board_id)`` otherwise (which caches by content itself)."""
+    board_id = _board_id(request, challenge)
+    key = _settled_key(request, challenge, board_id, kind)
+    html = cache.get(key) if key else None
+    if html is None:
+        html = build(board_id)
+        if key:
+            cache.set(key, html, FRAGMENT_TTL)
+    return html
+
+
 @require_safe
 def challenge_detail(request: HttpRequest, slug: str) -> HttpResponse:
     challenge = selectors.challenge_public(slug=slug)
     if challenge is None:
         return _not_found(request, slug)
-    view = BoardView(request, challenge)
+
+    def build(board_id: int | None) -> str:
+        return _page_html(request, challenge, board_id)
+
+    return HttpResponse(_board_html(request, challenge, "page", build))
+
+
+def _page_html(request: HttpRequest, challenge: Challenge, board_id: int | None) -> str:
+    view = BoardView(request, challenge, board_id)
     # The page around the board depends on the challenge as saved (its updated_at) and
     # its active version (in the board's key) as well.
     view.key += f":{challenge.updated_at.isoformat()}"
@@ -260,7 +310,7 @@ def challenge_detail(request: HttpRequest, slug: str) -> HttpResponse:
             "schedule": schedule.banner(challenge=challenge, now=view.now),
         }
 
-    return HttpResponse(view.html(page=extra))
+    return view.html(page=extra)
 
 
 @require_safe
@@ -269,7 +319,14 @@ def challenge_board(request: HttpRequest, slug: str) -> HttpResponse:
     challenge = selectors.challenge_public(slug=slug)
     if challenge is None:
         return _not_found(request, slug)
-    response = HttpResponse(BoardView(request, challenge).html())
+    response = HttpResponse(
+        _board_html(
+            request,
+            challenge,
+            "board",
+            lambda board_id: BoardView(request, challenge, board_id).html(),
+        )
+    )
     response["Cache-Control"] = "no-cache"
     return response
 

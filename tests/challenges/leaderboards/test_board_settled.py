@@ -1,0 +1,146 @@
+"""Boards kept by their ranking (issue 16): while a board's ranking is current, the API
+leaderboard and the page are served from what was built under a key naming every row
+(``selectors.board_settled``), reading no row. Each test here changes what a row shows
+in one way and checks that the next read shows it."""
+
+from __future__ import annotations
+
+import pytest
+from django.urls import reverse
+
+from challenges.ingestion import moderation, services
+from challenges.models import Attempt, Challenge, Player
+from tests.factories import attempt_input, make_challenge, record
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def board():
+    challenge = make_challenge(scoring_strategy="fewest_tokens")
+    record(
+        challenge,
+        attempt_input("ann", tokens_total=10, player_name="Ann"),
+        attempt_input("bob", tokens_total=20, player_name="Bob"),
+    )
+    return Challenge.objects.get(pk=challenge.pk)
+
+
+def _api(client, challenge, **query):
+    url = reverse("challenge-leaderboard", args=[challenge.pk])
+    response = client.get(url, query)
+    assert response.status_code == 200
+    return response
+
+
+def _names(client, challenge) -> list[tuple[int, str]]:
+    return [(r["rank"], r["display_name"]) for r in _api(client, challenge).json()["results"]]
+
+
+def _page(client, challenge, name="detail") -> str:
+    response = client.get(reverse(f"challenges:{name}", args=[challenge.slug]))
+    assert response.status_code == 200
+    return response.content.decode()
+
+
+def test_a_poll_of_a_settled_board_reads_no_row_and_sends_the_same_bytes(
+    client, board, django_assert_max_num_queries
+):
+    _api(client, board)  # the first read ranks the new entries
+    first = _api(client, board)
+    with django_assert_max_num_queries(1):  # the probe
+        again = _api(client, board)
+    assert again.content == first.content
+    assert again["Content-Type"] == first["Content-Type"] == "application/json"
+    assert [r["player"] for r in again.json()["results"]] == ["ann", "bob"]
+
+
+def test_the_page_and_the_fragment_of_a_settled_board_read_no_row(
+    client, board, django_assert_max_num_queries
+):
+    _page(client, board)  # the first read ranks the new entries
+    page, fragment = _page(client, board), _page(client, board, "board")
+    with django_assert_max_num_queries(1):
+        assert _page(client, board) == page
+    with django_assert_max_num_queries(1):
+        assert _page(client, board, "board") == fragment
+
+
+def test_a_better_attempt_shows_at_once(client, board):
+    _settle(client, board)
+    record(board, attempt_input("bob", tokens_total=5))
+    assert _names(client, board) == [(1, "Bob"), (2, "Ann")]
+    assert _page(client, board).index("Bob") < _page(client, board).index("Ann")
+
+
+def _settle(client, challenge) -> None:
+    """Read the board until its reads are kept (the first read ranks new entries)."""
+    for _ in range(2):
+        _api(client, challenge), _page(client, challenge), _page(client, challenge, "board")
+
+
+def test_a_rename_with_a_worse_attempt_shows_the_new_name(
+    client, board, django_capture_on_commit_callbacks
+):
+    """The entry does not change (the attempt is worse): only the name does."""
+    _settle(client, board)
+    with django_capture_on_commit_callbacks(execute=True):
+        record(board, attempt_input("ann", tokens_total=99, player_name="Annabel"))
+    assert _names(client, board) == [(1, "Annabel"), (2, "Bob")]
+    assert "Annabel" in _page(client, board)
+    assert "Annabel" in _page(client, board, "board")
+
+
+def test_a_rename_through_another_challenge_shows_on_this_one(
+    client, board, django_capture_on_commit_callbacks
+):
+    """Nothing of this challenge changes (no attempt, no entry): only the player's name,
+    recorded with an attempt to another challenge."""
+    _settle(client, board)
+    elsewhere = make_challenge(scoring_strategy="fewest_tokens")
+    with django_capture_on_commit_callbacks(execute=True):
+        record(elsewhere, attempt_input("bob", tokens_total=1, player_name="Roberta"))
+    assert _names(client, board) == [(1, "Ann"), (2, "Roberta")]
+    assert "Roberta" in _page(client, board)
+    assert "Roberta" in _page(client, board, "board")
+
+
+def test_an_admin_edit_of_a_player_shows(client, board, django_capture_on_commit_callbacks):
+    _settle(client, board)
+    with django_capture_on_commit_callbacks(execute=True):
+        player = Player.objects.get(external_id="bob")
+        player.display_name = "Robert"
+        player.save()
+    assert _names(client, board) == [(1, "Ann"), (2, "Robert")]
+    assert "Robert" in _page(client, board)
+
+
+def test_a_deleted_attempt_leaves_the_board_at_once(
+    client, board, django_capture_on_commit_callbacks
+):
+    _settle(client, board)
+    with django_capture_on_commit_callbacks(execute=True):
+        services.attempts_delete(attempts=Attempt.objects.filter(player__external_id="ann"))
+    assert _names(client, board) == [(1, "Bob")]
+
+
+def test_a_hidden_player_leaves_the_board_at_once(client, board, admin):
+    _settle(client, board)
+    player = Player.objects.get(external_id="ann")
+    moderation.player_hide(player=player, challenge=board, reason="a test", by=admin)
+    assert _names(client, board) == [(1, "Bob")]
+    assert "Ann" not in _page(client, board, "board")
+
+
+def test_the_browsable_api_is_not_served_from_the_json(client, board):
+    _settle(client, board)
+    url = reverse("challenge-leaderboard", args=[board.pk])
+    html = client.get(url, HTTP_ACCEPT="text/html")
+    assert html.status_code == 200 and html["Content-Type"].startswith("text/html")
+
+
+def test_staff_and_the_public_see_the_same_settled_board(client, board, admin):
+    _settle(client, board)
+    public = _api(client, board).content
+    client.force_login(admin)
+    assert _api(client, board).content == public
