@@ -245,22 +245,27 @@ WHERE excluded.sort_key < {ENTRY}.sort_key
 """
 
 # What a leaderboard leaves out (challenges/leaderboards/exclusions.py): practice and
-# hidden attempts, hidden players. One parameter, the version id. The attempt anti-join
-# reads the small partial index ``attempt_unranked``.
-_EXCLUDED = f"""
+# hidden attempts (per score row: the anti-join reads the small partial index
+# ``attempt_unranked``), and hidden players (per player: applied to the best rows, a
+# tenth of the rows on a typical board; one parameter, the version id).
+_PRACTICE_EXCLUDED = f"""
   AND NOT EXISTS (SELECT 1 FROM {ATTEMPT} x WHERE x.id = {{score}}.attempt_id
-                  AND (x.practice OR x.hidden))
-  AND NOT EXISTS (SELECT 1 FROM {HIDE} h WHERE h.player_id = {{score}}.player_id
-                  AND (h.challenge_id IS NULL OR h.challenge_id =
-                       (SELECT v.challenge_id FROM {VERSION} v WHERE v.id = %s)))"""  # noqa: S608
+                  AND (x.practice OR x.hidden))"""  # noqa: S608
+_HIDDEN_EXCLUDED = f"""
+  NOT EXISTS (SELECT 1 FROM {HIDE} h WHERE h.player_id = best.player_id
+              AND (h.challenge_id IS NULL OR h.challenge_id =
+                   (SELECT v.challenge_id FROM {VERSION} v WHERE v.id = %s)))"""  # noqa: S608
 
 # Best attempt per player: the first in (sort_key, created_at, attempt_id) order.
 _ENTRIES_BEST = {
     "postgresql": f"""
 INSERT INTO {ENTRY} ({ENTRY_COLUMNS}{{marked}})
-SELECT DISTINCT ON (player_id) {ENTRY_COLUMNS}{{marks}} FROM {SCORE}
-WHERE version_id = %s AND sort_key IS NOT NULL{{players}}{{excluded}}
-ORDER BY player_id, sort_key, created_at, attempt_id
+SELECT {ENTRY_COLUMNS}{{marks}} FROM (
+    SELECT DISTINCT ON (player_id) {ENTRY_COLUMNS} FROM {SCORE}
+    WHERE version_id = %s AND sort_key IS NOT NULL{{players}}{{practice}}
+    ORDER BY player_id, sort_key, created_at, attempt_id
+) best
+WHERE {_HIDDEN_EXCLUDED}
 """,  # noqa: S608 - our tables
     "default": f"""
 INSERT INTO {ENTRY} ({ENTRY_COLUMNS}{{marked}})
@@ -268,9 +273,9 @@ SELECT {ENTRY_COLUMNS}{{marks}} FROM (
     SELECT {ENTRY_COLUMNS}, ROW_NUMBER() OVER (
         PARTITION BY player_id ORDER BY sort_key, created_at, attempt_id
     ) AS place
-    FROM {SCORE} WHERE version_id = %s AND sort_key IS NOT NULL{{players}}{{excluded}}
+    FROM {SCORE} WHERE version_id = %s AND sort_key IS NOT NULL{{players}}{{practice}}
 ) best
-WHERE place = 1
+WHERE place = 1 AND {_HIDDEN_EXCLUDED}
 """,  # noqa: S608 - our tables
 }
 
@@ -288,7 +293,7 @@ def entries_insert_best(
         marked=", ranked_attempt_id" if ranked else "",
         marks=", attempt_id" if ranked else "",
         players=players,
-        excluded=_EXCLUDED.format(score=SCORE),
+        practice=_PRACTICE_EXCLUDED.format(score=SCORE),
     )
     execute(statement + _KEEP_BETTER, [version_id, *(player_ids or ()), version_id])
 
@@ -313,11 +318,14 @@ _FROZEN_BEST = {
     "postgresql": f"""
 INSERT INTO {ENTRY} (version_id, player_id, attempt_id, score, sort_key, created_at,
                      ranked_attempt_id)
-SELECT DISTINCT ON (s.player_id) %s, s.player_id, s.attempt_id, s.score, s.sort_key,
-       s.created_at, s.attempt_id
-FROM {SCORE} s JOIN {ATTEMPT} a ON a.id = s.attempt_id
-WHERE s.version_id = %s AND s.sort_key IS NOT NULL AND a.recorded_at < %s{{excluded}}
-ORDER BY s.player_id, s.sort_key, s.created_at, s.attempt_id
+SELECT %s, player_id, attempt_id, score, sort_key, created_at, attempt_id FROM (
+    SELECT DISTINCT ON (s.player_id) s.player_id, s.attempt_id, s.score, s.sort_key,
+           s.created_at
+    FROM {SCORE} s JOIN {ATTEMPT} a ON a.id = s.attempt_id
+    WHERE s.version_id = %s AND s.sort_key IS NOT NULL AND a.recorded_at < %s{{practice}}
+    ORDER BY s.player_id, s.sort_key, s.created_at, s.attempt_id
+) best
+WHERE {_HIDDEN_EXCLUDED}
 """,  # noqa: S608 - our tables
     "default": f"""
 INSERT INTO {ENTRY} (version_id, player_id, attempt_id, score, sort_key, created_at,
@@ -327,8 +335,8 @@ SELECT %s, player_id, attempt_id, score, sort_key, created_at, attempt_id FROM (
            ROW_NUMBER() OVER (PARTITION BY s.player_id
                               ORDER BY s.sort_key, s.created_at, s.attempt_id) AS place
     FROM {SCORE} s JOIN {ATTEMPT} a ON a.id = s.attempt_id
-    WHERE s.version_id = %s AND s.sort_key IS NOT NULL AND a.recorded_at < %s{{excluded}}
-) best WHERE place = 1
+    WHERE s.version_id = %s AND s.sort_key IS NOT NULL AND a.recorded_at < %s{{practice}}
+) best WHERE place = 1 AND {_HIDDEN_EXCLUDED}
 """,  # noqa: S608 - our tables
 }
 
@@ -336,7 +344,7 @@ SELECT %s, player_id, attempt_id, score, sort_key, created_at, attempt_id FROM (
 def entries_insert_frozen(board: int, version_id: int, freeze_at: datetime) -> None:
     """Fill the frozen board ``board`` from the version's scores of the attempts
     recorded before ``freeze_at``, already ranked."""
-    statement = _pick(_FROZEN_BEST).format(excluded=_EXCLUDED.format(score="s"))
+    statement = _pick(_FROZEN_BEST).format(practice=_PRACTICE_EXCLUDED.format(score="s"))
     execute(statement, [board, version_id, timestamp(freeze_at), version_id])
 
 
