@@ -8,7 +8,8 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from tests.factories import attempts_url, counts, make_challenge
+from tests.factories import counts, make_challenge
+from tests.urls import attempts_url
 
 pytestmark = pytest.mark.django_db
 

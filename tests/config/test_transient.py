@@ -15,7 +15,8 @@ from challenges.rescoring import jobs as rescoring
 from challenges.setup import services as setup_services
 from challenges.tasks import rescore_chunk
 from config.transient import is_transient, retry_transient
-from tests.factories import attempt_input, attempts_url, make_challenge, record
+from tests.factories import attempt_input, make_challenge, record
+from tests.urls import attempts_url
 
 
 def test_transient_errors_are_told_from_the_others():

@@ -12,7 +12,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.factories import WEIGHTED_SEED, attempts_url, counts, detail_url, make_challenge
+from tests.factories import WEIGHTED_SEED, counts, make_challenge
+from tests.urls import attempts_url, detail_url
 
 pytestmark = pytest.mark.django_db
 

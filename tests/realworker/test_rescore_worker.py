@@ -30,7 +30,8 @@ from challenges.models import (
 )
 from challenges.setup import services as setup_services
 from challenges.tasks import rescore_chunk, rescore_dispatch, rescore_resume
-from tests.factories import attempt_input, attempts_url, leaderboard_url, make_challenge, record
+from tests.factories import attempt_input, make_challenge, record
+from tests.urls import attempts_url, leaderboard_url
 
 from .conftest import CHUNK, SKIP_REASON
 

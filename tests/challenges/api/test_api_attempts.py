@@ -17,14 +17,8 @@ from challenges.models import (
     Player,
 )
 from scoring.registry import registry
-from tests.factories import (
-    SEED_ATTEMPT,
-    WEIGHTED_SEED,
-    attempts_url,
-    counts,
-    leaderboard_url,
-    make_challenge,
-)
+from tests.factories import SEED_ATTEMPT, WEIGHTED_SEED, counts, make_challenge
+from tests.urls import attempts_url, leaderboard_url
 
 
 def attempt(**changes: object) -> dict:
@@ -445,7 +439,7 @@ def test_integration_may_record_to_inactive_challenge(integration_api, anon_api)
 def test_unknown_challenge_is_404(integration_api, pk):
     before = counts()
 
-    resp = integration_api.post(attempts_url(pk), attempt(), format="json")
+    resp = integration_api.post(f"/api/challenges/{pk}/attempts/", attempt(), format="json")
 
     assert resp.status_code == 404
     assert counts() == before

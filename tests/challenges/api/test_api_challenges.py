@@ -20,11 +20,10 @@ from tests.factories import (
     WEIGHTED_SEED,
     attempt_input,
     counts,
-    detail_url,
-    leaderboard_url,
     make_challenge,
     record,
 )
+from tests.urls import detail_url, leaderboard_url
 
 LIST_URL = "/api/challenges/"
 REGISTERED_WEIGHTED = "scoring.scorers.weighted:WeightedScorer"
@@ -375,11 +374,12 @@ def test_scorer_admin_may_patch_an_inactive_challenge(scorer_admin_api):
 @pytest.mark.parametrize("pk", ["999999", "abc", str(2**70)], ids=["missing", "not-int", "huge"])
 def test_unknown_challenge_id_is_404(admin_api, anon_api, pk):
     before = counts()
+    detail = f"/api/challenges/{pk}/"
 
-    assert anon_api.get(detail_url(pk)).status_code == 404
-    assert anon_api.get(leaderboard_url(pk)).status_code == 404
-    assert admin_api.patch(detail_url(pk), {"name": "X"}, format="json").status_code == 404
-    assert admin_api.delete(detail_url(pk)).status_code == 404
+    assert anon_api.get(detail).status_code == 404
+    assert anon_api.get(f"{detail}leaderboard/").status_code == 404
+    assert admin_api.patch(detail, {"name": "X"}, format="json").status_code == 404
+    assert admin_api.delete(detail).status_code == 404
     assert counts() == before
 
 

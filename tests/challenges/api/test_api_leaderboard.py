@@ -12,15 +12,8 @@ from challenges.models import (
     Player,
 )
 from scoring.registry import registry
-from tests.factories import (
-    T0,
-    WEIGHTED_SEED,
-    attempt_input,
-    counts,
-    leaderboard_url,
-    make_challenge,
-    record,
-)
+from tests.factories import T0, WEIGHTED_SEED, attempt_input, counts, make_challenge, record
+from tests.urls import leaderboard_url
 
 ROW_KEYS = {"rank", "player", "display_name", "score", "attempt_id", "created_at"}
 
@@ -300,7 +293,7 @@ def test_unknown_challenge_is_404(anon_api):
 
 @pytest.mark.parametrize("pk", ["abc", "0", "-1", str(2**63), str(2**70), "1e3"])
 def test_challenge_id_that_is_no_id_is_404(anon_api, five, pk):
-    resp = anon_api.get(leaderboard_url(pk))
+    resp = anon_api.get(f"/api/challenges/{pk}/leaderboard/")
 
     assert resp.status_code == 404, resp.content
 

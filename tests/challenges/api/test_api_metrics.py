@@ -7,7 +7,7 @@ import pytest
 
 from challenges.models import Challenge, RescoreJob
 from scoring import sandbox
-from tests.factories import attempts_url, detail_url, leaderboard_url
+from tests.urls import attempts_url, detail_url, leaderboard_url
 
 pytestmark = [pytest.mark.django_db, pytest.mark.slow]
 

@@ -14,7 +14,8 @@ from django.core.management import CommandError, call_command
 
 from challenges.models import Challenge, RescoreJob, ScoringVersion
 from scoring.registry import registry
-from tests.factories import attempt_input, leaderboard_url, make_challenge, record
+from tests.factories import attempt_input, make_challenge, record
+from tests.urls import leaderboard_url
 
 pytestmark = pytest.mark.django_db
 Status = RescoreJob.Status

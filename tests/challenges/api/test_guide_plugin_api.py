@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.factories import attempts_url
+from tests.urls import attempts_url
 
 GUIDE_PLUGINS = {"my_custom_scorer": "tests.guides.custom:MyCustomScorer"}
 

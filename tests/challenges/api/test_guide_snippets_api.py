@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from challenges.models import Challenge
-from tests.factories import attempts_url, leaderboard_url
+from tests.urls import attempts_url, leaderboard_url
 
 pytestmark = [pytest.mark.django_db, pytest.mark.slow]
 

@@ -9,7 +9,8 @@ import json
 import pytest
 
 from challenges.models import Challenge, ScoringVersion
-from tests.factories import SEED_ATTEMPT, WEIGHTED_SEED, attempts_url, counts, make_challenge
+from tests.factories import SEED_ATTEMPT, WEIGHTED_SEED, counts, make_challenge
+from tests.urls import attempts_url
 
 pytestmark = pytest.mark.django_db
 

@@ -12,7 +12,8 @@ from rest_framework.test import APIRequestFactory
 
 from challenges.api import views as api
 from challenges.public import display
-from tests.factories import WEIGHTED_SEED, detail_url, make_challenge
+from tests.factories import WEIGHTED_SEED, make_challenge
+from tests.urls import detail_url
 
 pytestmark = pytest.mark.django_db
 

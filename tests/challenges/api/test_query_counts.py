@@ -17,7 +17,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from challenges.models import Challenge
-from tests.factories import attempt_input, attempts_url, leaderboard_url, make_challenge, record
+from tests.factories import attempt_input, make_challenge, record
+from tests.urls import attempts_url, leaderboard_url
 
 pytestmark = pytest.mark.django_db
 

@@ -6,7 +6,8 @@ import pytest
 from django.core.management import call_command
 
 from challenges.models import Challenge, ScoringVersion
-from tests.factories import attempts_url, make_challenge
+from tests.factories import make_challenge
+from tests.urls import attempts_url
 
 BROKEN = {
     "acme.raises": "tests.guides.raises_on_import:Scorer",

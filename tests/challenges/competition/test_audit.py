@@ -12,7 +12,8 @@ from django.db import connection
 from challenges.models import Attempt, AuditEvent, Challenge, PlayerHide, RescoreJob
 from challenges.setup import services as setup_services
 from tests.challenges.admin.admin_pages import change_url, page_data
-from tests.factories import SEED_ATTEMPT, attempts_url, detail_url, make_challenge
+from tests.factories import SEED_ATTEMPT, make_challenge
+from tests.urls import attempts_url, detail_url
 
 pytestmark = pytest.mark.django_db
 

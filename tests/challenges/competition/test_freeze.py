@@ -21,7 +21,8 @@ from challenges.models import AttemptScore, AuditEvent, Challenge, Player, Playe
 from challenges.rescoring import jobs as rescoring
 from challenges.setup import services as setup_services
 from challenges.setup import versions
-from tests.factories import T0, attempt_input, leaderboard_url, make_challenge
+from tests.factories import T0, attempt_input, make_challenge
+from tests.urls import leaderboard_url
 
 pytestmark = pytest.mark.django_db
 

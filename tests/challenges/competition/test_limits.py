@@ -13,7 +13,8 @@ from django.utils import timezone
 
 from challenges.ingestion import rules, services
 from challenges.models import Attempt, Challenge, Player
-from tests.factories import SEED_ATTEMPT, attempt_input, attempts_url, counts, make_challenge
+from tests.factories import SEED_ATTEMPT, attempt_input, counts, make_challenge
+from tests.urls import attempts_url
 
 
 def _capped(**caps) -> Challenge:

@@ -10,7 +10,8 @@ import pytest
 
 from challenges.ingestion import moderation
 from challenges.models import Attempt, AuditEvent, Challenge, Player
-from tests.factories import SEED_ATTEMPT, attempts_url, leaderboard_url, make_challenge
+from tests.factories import SEED_ATTEMPT, make_challenge
+from tests.urls import attempts_url, leaderboard_url
 
 
 def _hide_url(challenge: Challenge, player: str, action: str = "hide") -> str:

@@ -12,15 +12,8 @@ from django.utils import timezone
 
 from challenges.ingestion import rules, services
 from challenges.models import Attempt, AttemptScore, Challenge, LeaderboardEntry
-from tests.factories import (
-    SEED_ATTEMPT,
-    attempt_input,
-    attempts_url,
-    counts,
-    detail_url,
-    leaderboard_url,
-    make_challenge,
-)
+from tests.factories import SEED_ATTEMPT, attempt_input, counts, make_challenge
+from tests.urls import attempts_url, detail_url, leaderboard_url
 
 HOUR = timedelta(hours=1)
 

@@ -12,7 +12,8 @@ from django.utils import timezone
 
 from challenges.models import Attempt, AttemptScore, IdempotencyRecord, Player
 from challenges.tasks import idempotency_purge
-from tests.factories import attempts_url, make_challenge
+from tests.factories import make_challenge
+from tests.urls import attempts_url
 
 pytestmark = pytest.mark.django_db
 ONE = {"player": "u1", "succeeded": True, "tokens_total": 10}

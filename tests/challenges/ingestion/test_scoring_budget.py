@@ -13,7 +13,8 @@ from challenges.ingestion import budget
 from challenges.models import Attempt, AttemptScore, LeaderboardEntry
 from scoring.registry import registry
 from tests.challenges.ingestion import text_plugins
-from tests.factories import attempts_url, leaderboard_url, make_challenge
+from tests.factories import make_challenge
+from tests.urls import attempts_url, leaderboard_url
 
 SLEEP = 0.3
 

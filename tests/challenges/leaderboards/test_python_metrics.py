@@ -7,7 +7,7 @@ import pytest
 
 from challenges.leaderboards import metrics as metrics_module
 from challenges.models import Challenge
-from tests.factories import attempts_url
+from tests.urls import attempts_url
 
 pytestmark = [pytest.mark.django_db, pytest.mark.slow]
 

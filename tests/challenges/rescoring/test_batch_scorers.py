@@ -7,7 +7,7 @@ import pytest
 
 from challenges.models import AttemptScore, BatchState, Challenge, LeaderboardEntry
 from challenges.rescoring import batch as batch_scoring
-from tests.factories import attempts_url, leaderboard_url
+from tests.urls import attempts_url, leaderboard_url
 
 pytestmark = [pytest.mark.django_db, pytest.mark.slow]
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from challenges.models import AttemptScore, Challenge, ScoringVersion
-from tests.factories import attempts_url, detail_url, leaderboard_url
+from tests.urls import attempts_url, detail_url, leaderboard_url
 
 pytestmark = [pytest.mark.django_db, pytest.mark.slow]
 

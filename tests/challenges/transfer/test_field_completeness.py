@@ -14,7 +14,7 @@ from django.core.management import call_command
 
 from challenges.models import Challenge
 from tests.challenges.transfer.test_definitions import COMPLETENESS, YAML, write
-from tests.factories import attempts_url, leaderboard_url
+from tests.urls import attempts_url, leaderboard_url
 
 pytestmark = [pytest.mark.django_db, pytest.mark.slow]
 
