@@ -18,7 +18,7 @@ from challenges.models import (
 )
 from scoring.registry import registry
 from tests.factories import SEED_ATTEMPT, WEIGHTED_SEED, counts, make_challenge
-from tests.urls import attempts_url, leaderboard_url
+from tests.urls import attempts_url, challenges_url, leaderboard_url
 
 
 def attempt(**changes: object) -> dict:
@@ -32,7 +32,7 @@ def weighted(db) -> Challenge:
 
 # --- the seed example and the formula -------------------------------------------------------
 def test_seed_example_end_to_end(admin_api, integration_api, anon_api):
-    created = admin_api.post("/api/challenges/", WEIGHTED_SEED, format="json")
+    created = admin_api.post(challenges_url(), WEIGHTED_SEED, format="json")
     assert created.status_code == 201, created.content
     pk = created.json()["id"]
 

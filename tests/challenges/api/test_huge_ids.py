@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tests.factories import attempt_input, make_challenge, record
+from tests.urls import leaderboard_url, page_url
 
 pytestmark = pytest.mark.django_db
 
@@ -67,9 +68,9 @@ def test_admin_pages(client, admin, seeded, page, huge):
 @pytest.mark.parametrize("huge", HUGE)
 def test_public_pages(client, seeded, huge):
     for url in (
-        f"/challenges/known/?page={huge}",
-        f"/challenges/known/board/?page={huge}",
-        f"/challenges/known/?player={huge}",
+        page_url("known") + f"?page={huge}",
+        page_url("known", "board") + f"?page={huge}",
+        page_url("known") + f"?player={huge}",
         f"/challenges/{huge}/",
         f"/challenges/{huge}/leaderboard.csv",
     ):
@@ -87,6 +88,6 @@ def test_api_routes(admin_api, seeded, huge):
     url = f"/api/challenges/{huge}/"
     assert admin_api.patch(url, {"name": "x"}, format="json").status_code == 404
     assert admin_api.delete(url).status_code == 404
-    leaderboard = f"/api/challenges/{seeded.pk}/leaderboard/"
+    leaderboard = leaderboard_url(seeded.pk)
     for query in (f"?offset={huge}", f"?limit={huge}", f"?player={huge}"):
         assert _not_500(admin_api.get(leaderboard + query), query) in (200, 400)
