@@ -8,8 +8,9 @@ import pytest
 
 from challenges.models import ScoringVersion
 from scoring.registry import registry
-from tests.challenges.admin.admin_pages import change_url, field_errors, page_data
+from tests.challenges.admin.admin_pages import field_errors, page_data
 from tests.factories import WEIGHTED_SEED, make_challenge
+from tests.urls import change_url
 
 pytestmark = pytest.mark.django_db
 

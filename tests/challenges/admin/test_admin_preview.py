@@ -11,8 +11,9 @@ from challenges.admin import preview
 from challenges.leaderboards import selectors
 from challenges.models import Challenge
 from scoring.registry import registry
-from tests.challenges.admin.admin_pages import WEIGHTS, change_url, page_data
+from tests.challenges.admin.admin_pages import WEIGHTS, page_data
 from tests.factories import WEIGHTED_SEED, attempt_input, counts, make_challenge, record
+from tests.urls import admin_url, change_url
 
 pytestmark = pytest.mark.django_db
 
@@ -20,11 +21,11 @@ WEIGHTED = {k: v for k, v in WEIGHTED_SEED.items() if k != "name"}
 
 
 def try_url(challenge: Challenge) -> str:
-    return f"/admin/challenges/challenge/{challenge.pk}/scoring/try/"
+    return admin_url("challenge", "try", challenge.pk)
 
 
 def preview_url(challenge: Challenge) -> str:
-    return f"/admin/challenges/challenge/{challenge.pk}/scoring/preview/"
+    return admin_url("challenge", "preview", challenge.pk)
 
 
 @pytest.fixture
@@ -275,9 +276,7 @@ def test_staff_may_not_try_or_preview(staff, contest):
 
 
 def test_unknown_challenge_is_404(admin_client):
-    assert (
-        admin_client.post("/admin/challenges/challenge/999999/scoring/try/", {}).status_code == 404
-    )
+    assert admin_client.post(admin_url("challenge", "try", 999999), {}).status_code == 404
 
 
 def test_preview_across_units_compares_ranks_not_scores(admin_client, contest):

@@ -8,8 +8,9 @@ import json
 import pytest
 
 from challenges.models import Challenge, ScoringVersion
-from tests.challenges.admin.admin_pages import change_url, field_errors, page_data
+from tests.challenges.admin.admin_pages import field_errors, page_data
 from tests.challenges.setup.test_scorers_list import BODY, FIRST, QA, SECOND
+from tests.urls import admin_url, attempts_url, challenges_url, change_url
 
 pytestmark = [pytest.mark.django_db, pytest.mark.slow]
 
@@ -23,19 +24,14 @@ def _needs_the_sandbox():
 
 @pytest.fixture
 def challenge(admin_api, integration_api) -> Challenge:
-    response = admin_api.post("/api/challenges/", BODY, format="json")
+    response = admin_api.post(challenges_url(), BODY, format="json")
     assert response.status_code == 201, response.content
     challenge = Challenge.objects.get(pk=response.json()["id"])
     body = [
         {"player": f"p{i}", "succeeded": True, "sample": {"answer": a}, "created_at": 1000 + i}
         for i, a in enumerate(["Paris", "sk-1", "HELLO"])
     ]
-    assert (
-        integration_api.post(
-            f"/api/challenges/{challenge.pk}/attempts/", body, format="json"
-        ).status_code
-        == 201
-    )
+    assert integration_api.post(attempts_url(challenge.pk), body, format="json").status_code == 201
     return challenge
 
 
@@ -101,7 +97,7 @@ def test_errors_land_on_the_row_input(browser, challenge):
 
 def test_try_it_runs_every_scorer_and_offers_the_returned_scores(browser, challenge):
     data = page_data(browser, change_url(challenge))
-    response = browser.post(f"/admin/challenges/challenge/{challenge.pk}/scoring/try/", data)
+    response = browser.post(admin_url("challenge", "try", challenge.pk), data)
     assert response.status_code == 200
     html = response.content.decode()
     assert '<datalist id="rank-by-options" hx-swap-oob="true">' in html

@@ -11,9 +11,9 @@ from django.db import connection
 
 from challenges.models import Attempt, AuditEvent, Challenge, PlayerHide, RescoreJob
 from challenges.setup import services as setup_services
-from tests.challenges.admin.admin_pages import change_url, page_data
+from tests.challenges.admin.admin_pages import page_data
 from tests.factories import SEED_ATTEMPT, make_challenge
-from tests.urls import attempts_url, detail_url
+from tests.urls import admin_url, attempts_url, change_url, detail_url
 
 pytestmark = pytest.mark.django_db
 
@@ -203,9 +203,9 @@ def test_admin_changes_are_recorded_once_each(admin_client, challenge, integrati
 
 
 def test_admin_create_is_recorded(admin_client):
-    from tests.challenges.admin.test_admin import ADD_URL, form
+    from tests.challenges.admin.test_admin import form
 
-    assert admin_client.post(ADD_URL, form()).status_code == 302
+    assert admin_client.post(admin_url("challenge", "add"), form()).status_code == 302
     check("challenge_create", "admin", "admin")
 
 

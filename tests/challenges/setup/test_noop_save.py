@@ -9,8 +9,9 @@ from challenges.models import RescoreJob, ScoringVersion
 from challenges.setup import services as setup_services
 from challenges.setup import versions
 from scoring import sandbox
-from tests.challenges.admin.admin_pages import change_url, page_data
+from tests.challenges.admin.admin_pages import page_data
 from tests.factories import make_challenge
+from tests.urls import change_url
 
 pytestmark = pytest.mark.django_db
 

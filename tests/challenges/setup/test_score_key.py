@@ -11,8 +11,9 @@ from challenges.public import display
 from challenges.setup import services as setup_services
 from scoring import sandbox
 from scoring.engine.snippet import prepare
-from tests.challenges.admin.admin_pages import ADD_URL, field_errors, page_data
+from tests.challenges.admin.admin_pages import field_errors, page_data
 from tests.factories import attempt_input, make_challenge, record
+from tests.urls import admin_url, change_url
 
 pytestmark = pytest.mark.django_db
 
@@ -81,14 +82,14 @@ def test_admin_refuses_several_scores_without_score_key(client, admin):
     client.force_login(admin)
     data = page_data(
         client,
-        ADD_URL,
+        admin_url("challenge", "add"),
         name="Several",
         slug="several",
         scoring_strategy="python",
         scoring_code=SEVERAL,
         score_key="",
     )
-    errors = field_errors(client.post(ADD_URL, data))
+    errors = field_errors(client.post(admin_url("challenge", "add"), data))
     assert any("several scores" in e for e in errors.get("score_key", [])), errors
 
 
@@ -132,8 +133,6 @@ def test_public_text_names_the_metric_of_the_score():
 
 
 def test_admin_probe_decides_when_the_code_cannot_tell(client, admin):
-    from tests.challenges.admin.admin_pages import change_url
-
     challenge = make_challenge(name="Probe", scoring_strategy="python", scoring_code=DYNAMIC_ONE)
     record(challenge, attempt_input("u1", sample={"x": 1}))
     client.force_login(admin)
@@ -151,14 +150,14 @@ def test_admin_says_so_when_the_scores_cannot_be_read_from_the_code(client, admi
     client.force_login(admin)
     data = page_data(
         client,
-        ADD_URL,
+        admin_url("challenge", "add"),
         name="Dynamic",
         slug="dynamic",
         scoring_strategy="python",
         scoring_code=DYNAMIC,
         score_key="",
     )
-    response = client.post(ADD_URL, data, follow=True)
+    response = client.post(admin_url("challenge", "add"), data, follow=True)
     assert response.status_code == 200
     messages = [str(m) for m in response.context["messages"]]
     assert any("cannot tell from the code" in m for m in messages), messages
