@@ -8,6 +8,7 @@ from datetime import timedelta
 
 import pytest
 from django.db import connection
+from django.urls import reverse
 from django.utils import timezone
 
 from challenges.models import Attempt, AttemptScore, IdempotencyRecord, Player
@@ -96,7 +97,7 @@ def test_keys_are_kept_24_hours_at_least_then_purged(integration_api, settings):
 
 
 def test_the_schema_documents_the_header_and_the_409(anon_api):
-    schema = anon_api.get("/api/schema/", {"format": "json"}).json()
+    schema = anon_api.get(reverse("schema"), {"format": "json"}).json()
     operation = schema["paths"]["/api/challenges/{id}/attempts/"]["post"]
     assert any(
         p["name"] == "Idempotency-Key" and p["in"] == "header" for p in operation["parameters"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from django.urls import reverse
 from django.utils import timezone
 
 from challenges.leaderboards import selectors
@@ -53,7 +54,7 @@ def test_players_are_labelled_for_what_they_count(client, admin):
     card = client.get("/").content.decode()
     assert "<dt>Ranked players</dt><dd>1</dd>" in card
     client.force_login(admin)
-    dashboard = client.get("/admin/").content.decode()
+    dashboard = client.get(reverse("admin:index")).content.decode()
     assert ">Players with attempts</th>" in dashboard
     row = dashboard[dashboard.index('data-challenge="speed"') :]
     assert '<td class="num" data-label="Players with attempts">2</td>' in row[: row.index("</tr>")]

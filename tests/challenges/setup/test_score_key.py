@@ -13,7 +13,7 @@ from scoring import sandbox
 from scoring.engine.snippet import prepare
 from tests.challenges.admin.admin_pages import field_errors, page_data
 from tests.factories import attempt_input, make_challenge, record
-from tests.urls import admin_url, change_url
+from tests.urls import admin_url, challenges_url, change_url, detail_url
 
 pytestmark = pytest.mark.django_db
 
@@ -54,7 +54,7 @@ def test_score_names_read_from_the_code():
 
 def test_api_refuses_several_scores_without_score_key(admin_api):
     response = admin_api.post(
-        "/api/challenges/",
+        challenges_url(),
         {"name": "Several", "scoring_strategy": "python", "scoring_code": SEVERAL},
         format="json",
     )
@@ -65,7 +65,7 @@ def test_api_refuses_several_scores_without_score_key(admin_api):
 
 def test_api_refuses_a_score_key_the_code_never_returns(admin_api):
     response = admin_api.post(
-        "/api/challenges/",
+        challenges_url(),
         {
             "name": "Several",
             "scoring_strategy": "python",
@@ -96,15 +96,13 @@ def test_admin_refuses_several_scores_without_score_key(client, admin):
 def test_probe_on_own_attempts_decides_when_the_code_cannot_tell(admin_api):
     challenge = make_challenge(name="Probe", scoring_strategy="python", scoring_code=DYNAMIC_ONE)
     record(challenge, attempt_input("u1", sample={"x": 1}))
-    response = admin_api.patch(
-        f"/api/challenges/{challenge.pk}/", {"scoring_code": DYNAMIC}, format="json"
-    )
+    response = admin_api.patch(detail_url(challenge.pk), {"scoring_code": DYNAMIC}, format="json")
     assert response.status_code == 400, response.content
     message = response.json()["score_key"][0]
     assert "cannot tell from the code" in message and "several scores (a, b)" in message
     assert ScoringVersion.objects.filter(challenge=challenge).count() == 1
     ok = admin_api.patch(
-        f"/api/challenges/{challenge.pk}/",
+        detail_url(challenge.pk),
         {"scoring_code": DYNAMIC, "score_key": "b"},
         format="json",
     )
