@@ -71,25 +71,26 @@ def test_list_cards_show_strategy_players_leader_and_activity(client):
 
 def test_list_plain_words_for_plugins_and_empty_boards(client):
     make_challenge(**WEIGHTED_SEED)
-    html = client.get("/").content.decode()
+    html = client.get(reverse("challenges:home")).content.decode()
     assert "Highest weighted score" in html
     assert "nobody yet" in html and "no attempts yet" in html
 
 
 def test_list_empty_state(client):
-    response = client.get("/")
+    response = client.get(reverse("challenges:home"))
     assert response.status_code == 200
     assert "No challenges yet" in response.content.decode()
 
 
 def test_list_query_count_does_not_grow_with_challenges(client, django_assert_num_queries):
     # Two queries: the challenges (with leader and last activity), their player counts.
+    home = reverse("challenges:home")
     for n in (2, 6):
-        while len(client.get("/").content.decode().split('class="card"')) - 1 < n:
+        while len(client.get(home).content.decode().split('class="card"')) - 1 < n:
             challenge = make_challenge(scoring_strategy="fastest")
             record(challenge, attempt_input(f"x{challenge.pk}", elapsed_ms=5))
         with django_assert_num_queries(2):
-            client.get("/")
+            client.get(home)
 
 
 # --- the challenge page ------------------------------------------------------------------

@@ -37,7 +37,7 @@ def test_home_page_words_the_last_activity_from_created_at(client):
     now = timezone.now()
     record(challenge, attempt_input("fresh", elapsed_ms=5, created_at=now - timedelta(hours=1)))
     record(challenge, attempt_input("old", elapsed_ms=9, created_at=now - timedelta(days=12)))
-    html = client.get("/").content.decode()
+    html = client.get(reverse("challenges:home")).content.decode()
     assert "1 hour ago" in html
     assert "12 days ago" not in html
 
@@ -51,7 +51,7 @@ def test_players_are_labelled_for_what_they_count(client, admin):
         attempt_input("ranked", elapsed_ms=5),
         attempt_input("failed", succeeded=False, elapsed_ms=3),
     )
-    card = client.get("/").content.decode()
+    card = client.get(reverse("challenges:home")).content.decode()
     assert "<dt>Ranked players</dt><dd>1</dd>" in card
     client.force_login(admin)
     dashboard = client.get(reverse("admin:index")).content.decode()
