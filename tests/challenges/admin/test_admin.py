@@ -40,12 +40,6 @@ def form(**changes):
     return {k: v for k, v in data.items() if v is not None}
 
 
-@pytest.fixture
-def admin_client(client, admin):
-    client.force_login(admin)
-    return client
-
-
 def test_admin_pages_render(admin_client):
     challenge = make_challenge()
     record(challenge, attempt_input("a"))

@@ -4,8 +4,6 @@ compared with the active version (``challenges.admin.preview`` and its admin vie
 from __future__ import annotations
 
 import pytest
-from django.contrib.auth.models import Group
-from django.test import Client
 
 from challenges.admin import preview
 from challenges.leaderboards import selectors
@@ -26,12 +24,6 @@ def try_url(challenge: Challenge) -> str:
 
 def preview_url(challenge: Challenge) -> str:
     return admin_url("challenge", "preview", challenge.pk)
-
-
-@pytest.fixture
-def admin_client(client, admin):
-    client.force_login(admin)
-    return client
 
 
 @pytest.fixture
@@ -267,12 +259,9 @@ def test_try_and_preview_need_post(admin_client, contest, method):
         assert getattr(admin_client, method)(url).status_code == 405
 
 
-def test_staff_may_not_try_or_preview(staff, contest):
-    staff.groups.add(Group.objects.get(name="Scoring staff"))
-    client = Client()
-    client.force_login(staff)
+def test_staff_may_not_try_or_preview(scoring_staff_client, contest):
     for url in (try_url(contest), preview_url(contest)):
-        assert client.post(url, {}).status_code == 403
+        assert scoring_staff_client.post(url, {}).status_code == 403
 
 
 def test_unknown_challenge_is_404(admin_client):

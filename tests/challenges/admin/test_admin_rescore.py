@@ -56,33 +56,6 @@ def make_running(job: RescoreJob, *, processed: int, total: int, seconds: float)
 
 
 @pytest.fixture
-def admin_client(client, admin):
-    client.force_login(admin)
-    return client
-
-
-@pytest.fixture
-def scoring_staff(staff):
-    """The staff persona in the "Scoring staff" group (view permissions only)."""
-    staff.groups.add(Group.objects.get(name="Scoring staff"))
-    return staff
-
-
-@pytest.fixture
-def staff_client(scoring_staff):
-    client = Client()
-    client.force_login(scoring_staff)
-    return client
-
-
-@pytest.fixture
-def user_client(django_user_model):
-    client = Client()
-    client.force_login(django_user_model.objects.create_user("someone", password="pw"))
-    return client
-
-
-@pytest.fixture
 def challenge():
     made = make_challenge(scoring_strategy="fastest")
     record(made, attempt_input("a", elapsed_ms=30), attempt_input("b", elapsed_ms=20))
@@ -90,7 +63,7 @@ def challenge():
 
 
 # --- the list action ------------------------------------------------------------------
-@pytest.mark.parametrize("who", ["admin_client", "staff_client"])
+@pytest.mark.parametrize("who", ["admin_client", "scoring_staff_client"])
 def test_action_rescores_the_selected_challenges(request, who, django_capture_on_commit_callbacks):
     client = request.getfixturevalue(who)
     first, second = make_challenge(), make_challenge()
@@ -118,36 +91,35 @@ def test_action_rescores_the_selected_challenges(request, who, django_capture_on
         assert f"job #{job.pk}" in message and f"{job.challenge.name}, version 2" in message
 
 
-def test_the_action_is_offered_to_staff_and_delete_is_not(staff_client, challenge):
-    response = staff_client.get(admin_url("challenge"))
+def test_the_action_is_offered_to_staff_and_delete_is_not(scoring_staff_client, challenge):
+    response = scoring_staff_client.get(admin_url("challenge"))
     assert response.status_code == 200
     assert 'value="rescore_selected"' in response.text
     assert "delete_selected" not in response.text  # view-only: no delete
 
 
-def test_staff_outside_the_group_cannot_see_the_challenge_list(client, staff, challenge):
-    client.force_login(staff)
-    assert client.get(admin_url("challenge")).status_code == 403
+def test_staff_outside_the_group_cannot_see_the_challenge_list(staff_client, challenge):
+    assert staff_client.get(admin_url("challenge")).status_code == 403
 
 
 # --- the "Rescore now" button -----------------------------------------------------------
 def test_button_rescores_for_scoring_staff(
-    staff_client, scoring_staff, challenge, django_capture_on_commit_callbacks
+    scoring_staff_client, scoring_staff, challenge, django_capture_on_commit_callbacks
 ):
-    page = staff_client.get(change_url(challenge))
+    page = scoring_staff_client.get(change_url(challenge))
     assert page.status_code == 200
     assert f'action="{rescore_url(challenge)}"' in page.text and "Rescore now" in page.text
     assert "htmx.min.js" in page.text and "css/admin.css" in page.text
 
     with django_capture_on_commit_callbacks(execute=True):
-        response = staff_client.post(rescore_url(challenge))
+        response = scoring_staff_client.post(rescore_url(challenge))
     assert response.status_code == 302 and response.url == change_url(challenge)
     job = RescoreJob.objects.get(challenge=challenge)
     assert (job.status, job.created_by, job.processed) == (Status.SUCCEEDED, scoring_staff, 2)
     challenge.refresh_from_db()
     assert challenge.active_version == job.version
 
-    page = staff_client.get(response.url)
+    page = scoring_staff_client.get(response.url)
     assert any(f"job #{job.pk}" in m for m in messages_of(page))
     # The finished job's block is shown, without polling.
     assert f'id="rescore-job-{job.pk}"' in page.text and "hx-trigger" not in page.text
@@ -163,7 +135,7 @@ def test_button_queues_and_the_page_shows_live_progress(admin_client, challenge)
     assert 'hx-trigger="every 2s"' in response.text
 
 
-@pytest.mark.parametrize("who", ["anonymous", "user_client"])
+@pytest.mark.parametrize("who", ["anonymous", "plain_client"])
 def test_button_is_refused_to_non_staff(request, who, challenge):
     client = Client() if who == "anonymous" else request.getfixturevalue(who)
     response = client.post(rescore_url(challenge))
@@ -187,11 +159,11 @@ def test_button_on_an_unknown_challenge_redirects_with_a_message(admin_client):
     assert any("doesn’t exist" in m for m in messages_of(response))
 
 
-def test_staff_cannot_change_the_scoring_setup(staff_client, challenge):
-    page = staff_client.get(change_url(challenge))
+def test_staff_cannot_change_the_scoring_setup(scoring_staff_client, challenge):
+    page = scoring_staff_client.get(change_url(challenge))
     assert page.context["has_change_permission"] is False
     assert 'name="_save"' not in page.text
-    response = staff_client.post(
+    response = scoring_staff_client.post(
         change_url(challenge),
         {"name": challenge.name, "slug": challenge.slug, "scoring_strategy": "first"},
     )
@@ -233,7 +205,7 @@ def test_jobs_list_renders_in_a_bounded_number_of_queries(
     assert "htmx.min.js" in response.text
 
 
-@pytest.mark.parametrize("who", ["admin_client", "staff_client"])
+@pytest.mark.parametrize("who", ["admin_client", "scoring_staff_client"])
 def test_job_page_renders_with_progress_and_cancel(request, who, challenge):
     client = request.getfixturevalue(who)
     job = make_running(
@@ -318,7 +290,7 @@ def test_progress_fragment_compact_and_gone(admin_client, challenge):
     assert "hx-trigger" not in gone.text
 
 
-@pytest.mark.parametrize("who", ["anonymous", "user_client"])
+@pytest.mark.parametrize("who", ["anonymous", "plain_client"])
 def test_progress_fragment_is_for_staff_only(request, who, challenge):
     client = Client() if who == "anonymous" else request.getfixturevalue(who)
     job = setup_services.challenge_rescore(challenge=challenge)
@@ -351,9 +323,9 @@ def test_rate_and_eta():
 
 
 # --- cancelling -------------------------------------------------------------------------
-def test_cancel_button_then_a_second_cancel_is_an_error_message(staff_client, challenge):
+def test_cancel_button_then_a_second_cancel_is_an_error_message(scoring_staff_client, challenge):
     job = setup_services.challenge_rescore(challenge=challenge)
-    response = staff_client.post(cancel_url(job), follow=True)
+    response = scoring_staff_client.post(cancel_url(job), follow=True)
     assert response.status_code == 200
     assert f"Cancelled rescore job #{job.pk}." in messages_of(response)
     job.refresh_from_db()
@@ -362,7 +334,7 @@ def test_cancel_button_then_a_second_cancel_is_an_error_message(staff_client, ch
     challenge.refresh_from_db()
     assert challenge.active_version.number == 1  # unchanged
 
-    again = staff_client.post(cancel_url(job), follow=True)
+    again = scoring_staff_client.post(cancel_url(job), follow=True)
     assert again.status_code == 200
     [message] = messages_of(again)
     assert "only a queued or running job can be cancelled" in message
@@ -386,9 +358,9 @@ def test_cancel_action_reports_finished_jobs(admin_client, challenge):
     assert new.status == Status.CANCELLED
 
 
-def test_cancel_is_refused_to_non_staff(user_client, challenge):
+def test_cancel_is_refused_to_non_staff(plain_client, challenge):
     job = setup_services.challenge_rescore(challenge=challenge)
-    for client in (Client(), user_client):
+    for client in (Client(), plain_client):
         response = client.post(cancel_url(job))
         assert response.status_code == 302 and response.url.startswith(reverse("admin:login"))
     job.refresh_from_db()

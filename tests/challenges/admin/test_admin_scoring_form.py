@@ -5,7 +5,7 @@ saved), the confirmation on big challenges, and who may change what."""
 from __future__ import annotations
 
 import pytest
-from django.contrib.auth.models import Group, Permission
+from django.contrib.auth.models import Permission
 from django.test import Client
 from django.urls import reverse
 
@@ -21,12 +21,6 @@ pytestmark = pytest.mark.django_db
 SNIPPET = """def compute_scores(sample):
     return {"accuracy": float(sample["rating"] or 0) / << config.scale >>}
 """
-
-
-@pytest.fixture
-def admin_client(client, admin):
-    client.force_login(admin)
-    return client
 
 
 @pytest.fixture
@@ -464,14 +458,6 @@ def test_confirmation_threshold_is_a_thousand_attempts():
 
 
 # --- roles ------------------------------------------------------------------------------
-@pytest.fixture
-def scoring_staff_client(staff):
-    staff.groups.add(Group.objects.get(name="Scoring staff"))
-    client = Client()
-    client.force_login(staff)
-    return client
-
-
 def test_staff_see_the_setup_read_only_without_a_save_button(
     scoring_staff_client, python_challenge
 ):

@@ -5,9 +5,7 @@ background rescore otherwise), who may do it; and the /admin/ dashboard."""
 from __future__ import annotations
 
 import pytest
-from django.contrib.auth.models import Group
 from django.db import connection
-from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
@@ -29,21 +27,7 @@ def versions_url(challenge: Challenge) -> str:
 
 
 def activate_url(challenge: Challenge, version) -> str:
-    return f"{versions_url(challenge)}{version.pk}/activate/"
-
-
-@pytest.fixture
-def admin_client(client, admin):
-    client.force_login(admin)
-    return client
-
-
-@pytest.fixture
-def staff_client(staff):
-    staff.groups.add(Group.objects.get(name="Scoring staff"))
-    client = Client()
-    client.force_login(staff)
-    return client
+    return admin_url("challenge", "activate", challenge.pk, version.pk)
 
 
 def board(challenge):
@@ -237,11 +221,11 @@ def test_activation_is_refused_for_the_active_or_a_broken_version(admin_client, 
     assert board(history)[0] == 4
 
 
-def test_staff_see_the_history_but_cannot_activate(staff_client, history):
-    html = staff_client.get(versions_url(history)).content.decode()
+def test_staff_see_the_history_but_cannot_activate(scoring_staff_client, history):
+    html = scoring_staff_client.get(versions_url(history)).content.decode()
     assert "Version 1" in html and "Make active again" not in html
     v1 = history.versions.get(number=1)
-    assert staff_client.post(activate_url(history, v1)).status_code == 403
+    assert scoring_staff_client.post(activate_url(history, v1)).status_code == 403
     assert board(history)[0] == 2
 
 
@@ -282,12 +266,9 @@ def test_dashboard_lists_each_challenge_in_a_bounded_number_of_queries(admin_cli
     assert "rescore-progress" in beta and "0/1" in beta
 
 
-def test_dashboard_is_hidden_from_staff_without_challenge_rights(django_user_model):
-    user = django_user_model.objects.create_user("plain", password="pw", is_staff=True)
-    client = Client()
-    client.force_login(user)
+def test_dashboard_is_hidden_from_staff_without_challenge_rights(staff_client):
     make_challenge(name="Secret")
-    html = client.get(reverse("admin:index")).content.decode()
+    html = staff_client.get(reverse("admin:index")).content.decode()
     assert "podium-dashboard" not in html
 
 

@@ -35,14 +35,6 @@ JOB_FIELDS = {
 
 
 @pytest.fixture
-def plain_api(db, django_user_model):
-    """A logged-in user with no role at all."""
-    from tests.conftest import _client_for
-
-    return _client_for(django_user_model.objects.create_user("plain", password="pw"))
-
-
-@pytest.fixture
 def challenge():
     challenge = make_challenge(scoring_strategy="fastest")
     record(challenge, attempt_input("a", elapsed_ms=50), attempt_input("b", elapsed_ms=20))

@@ -55,10 +55,9 @@ def _not_500(response, url):
 
 @pytest.mark.parametrize("page", ADMIN_PAGES)
 @pytest.mark.parametrize("huge", HUGE)
-def test_admin_pages(client, admin, seeded, page, huge):
-    client.force_login(admin)
+def test_admin_pages(admin_client, seeded, page, huge):
     url = page.format(id=huge)
-    for method in (client.get, client.post):
+    for method in (admin_client.get, admin_client.post):
         response = method(url)
         # An unknown object: the admin's own answer (a redirect with a message, or 404);
         # 403 for a POST to a read-only page; the progress poll's "no longer exists".

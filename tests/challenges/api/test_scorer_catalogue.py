@@ -84,12 +84,8 @@ def test_the_catalogue_shows_broken_plugins_with_their_error(broken, integration
     assert plugins["acme.const"]["status"] == "ok"
 
 
-def test_the_admin_shows_a_broken_plugin_with_its_error(broken, admin):
-    from django.test import Client
-
-    client = Client()
-    client.force_login(admin)
-    page = client.get(admin_url("challenge", "add"))
+def test_the_admin_shows_a_broken_plugin_with_its_error(broken, admin_client):
+    page = admin_client.get(admin_url("challenge", "add"))
     assert page.status_code == 200
     assert "boom at import" in page.content.decode()
 

@@ -70,9 +70,8 @@ def _ok(response, url):
     return content
 
 
-def test_admin_pages(client, admin, stored):
+def test_admin_pages(admin_client, stored):
     challenge, attempt = stored
-    client.force_login(admin)
     version = challenge.active_version
     score = AttemptScore.objects.get(attempt=attempt)
     for url in (
@@ -87,7 +86,7 @@ def test_admin_pages(client, admin, stored):
         admin_url("player"),
         reverse("admin:index"),
     ):
-        _ok(client.get(url), url)
+        _ok(admin_client.get(url), url)
 
 
 def test_api(admin_api, anon_api, stored):

@@ -47,12 +47,6 @@ def challenge(db) -> Challenge:
     return made
 
 
-@pytest.fixture
-def admin_client(client, admin):
-    client.force_login(admin)
-    return client
-
-
 def _clear() -> None:
     """Forget the events of a test's setup (TRUNCATE: the trigger refuses DELETE)."""
     with connection.cursor() as cursor:

@@ -107,18 +107,15 @@ def test_the_schema_documents_the_header_and_the_409(anon_api):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_two_requests_racing_with_one_key_write_once(django_user_model):
+def test_two_requests_racing_with_one_key_write_once(integration):
     """PostgreSQL: both pass the lookup, the second waits on the key's unique index and
     then replays the first."""
     if connection.vendor != "postgresql":
         pytest.skip("concurrent sessions: PostgreSQL")
-    from django.contrib.auth.models import Permission
     from rest_framework.test import APIClient
 
     from tests.challenges.rescoring._threads import Session
 
-    integration = django_user_model.objects.create_user("racer")
-    integration.user_permissions.add(Permission.objects.get(codename="add_attempt"))
     challenge = make_challenge()
     start = threading.Barrier(2)
 

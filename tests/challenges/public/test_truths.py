@@ -42,7 +42,7 @@ def test_home_page_words_the_last_activity_from_created_at(client):
     assert "12 days ago" not in html
 
 
-def test_players_are_labelled_for_what_they_count(client, admin):
+def test_players_are_labelled_for_what_they_count(client, admin_client):
     """A player whose only attempt does not count is not ranked: the public card counts
     ranked players, the admin dashboard players with attempts, and each says so."""
     challenge = make_challenge(name="Speed", scoring_strategy="fastest")
@@ -53,8 +53,7 @@ def test_players_are_labelled_for_what_they_count(client, admin):
     )
     card = client.get(reverse("challenges:home")).content.decode()
     assert "<dt>Ranked players</dt><dd>1</dd>" in card
-    client.force_login(admin)
-    dashboard = client.get(reverse("admin:index")).content.decode()
+    dashboard = admin_client.get(reverse("admin:index")).content.decode()
     assert ">Players with attempts</th>" in dashboard
     row = dashboard[dashboard.index('data-challenge="speed"') :]
     assert '<td class="num" data-label="Players with attempts">2</td>' in row[: row.index("</tr>")]

@@ -16,12 +16,6 @@ WEIGHTED = {k: v for k, v in WEIGHTED_SEED.items() if k != "name"}
 
 
 @pytest.fixture
-def admin_client(client, admin):
-    client.force_login(admin)
-    return client
-
-
-@pytest.fixture
 def history(admin):
     """Version 1 and version 2 (rescored, active)."""
     challenge = make_challenge(**WEIGHTED)

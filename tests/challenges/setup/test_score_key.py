@@ -78,10 +78,9 @@ def test_api_refuses_a_score_key_the_code_never_returns(admin_api):
     assert "returns no 'accuracy' score" in response.json()["score_key"][0]
 
 
-def test_admin_refuses_several_scores_without_score_key(client, admin):
-    client.force_login(admin)
+def test_admin_refuses_several_scores_without_score_key(admin_client):
     data = page_data(
-        client,
+        admin_client,
         admin_url("challenge", "add"),
         name="Several",
         slug="several",
@@ -89,7 +88,7 @@ def test_admin_refuses_several_scores_without_score_key(client, admin):
         scoring_code=SEVERAL,
         score_key="",
     )
-    errors = field_errors(client.post(admin_url("challenge", "add"), data))
+    errors = field_errors(admin_client.post(admin_url("challenge", "add"), data))
     assert any("several scores" in e for e in errors.get("score_key", [])), errors
 
 
@@ -130,24 +129,22 @@ def test_public_text_names_the_metric_of_the_score():
     assert "ranked by their highest field completeness" in display.scoring_sentence(challenge)
 
 
-def test_admin_probe_decides_when_the_code_cannot_tell(client, admin):
+def test_admin_probe_decides_when_the_code_cannot_tell(admin_client):
     challenge = make_challenge(name="Probe", scoring_strategy="python", scoring_code=DYNAMIC_ONE)
     record(challenge, attempt_input("u1", sample={"x": 1}))
-    client.force_login(admin)
     url = change_url(challenge)
-    data = page_data(client, url, scoring_code=DYNAMIC)
-    errors = field_errors(client.post(url, data))
+    data = page_data(admin_client, url, scoring_code=DYNAMIC)
+    errors = field_errors(admin_client.post(url, data))
     assert any("several scores (a, b)" in e for e in errors.get("score_key", [])), errors
     assert ScoringVersion.objects.filter(challenge=challenge).count() == 1
-    data = page_data(client, url, scoring_code=DYNAMIC, score_key="a")
-    assert client.post(url, data).status_code == 302
+    data = page_data(admin_client, url, scoring_code=DYNAMIC, score_key="a")
+    assert admin_client.post(url, data).status_code == 302
     assert ScoringVersion.objects.filter(challenge=challenge).count() == 2
 
 
-def test_admin_says_so_when_the_scores_cannot_be_read_from_the_code(client, admin):
-    client.force_login(admin)
+def test_admin_says_so_when_the_scores_cannot_be_read_from_the_code(admin_client):
     data = page_data(
-        client,
+        admin_client,
         admin_url("challenge", "add"),
         name="Dynamic",
         slug="dynamic",
@@ -155,7 +152,7 @@ def test_admin_says_so_when_the_scores_cannot_be_read_from_the_code(client, admi
         scoring_code=DYNAMIC,
         score_key="",
     )
-    response = client.post(admin_url("challenge", "add"), data, follow=True)
+    response = admin_client.post(admin_url("challenge", "add"), data, follow=True)
     assert response.status_code == 200
     messages = [str(m) for m in response.context["messages"]]
     assert any("cannot tell from the code" in m for m in messages), messages

@@ -212,7 +212,7 @@ def body_of(response) -> str:
     return response.content.decode()
 
 
-def test_qa_is_for_admins_only(admin_api, integration_api, anon_api, client, admin):
+def test_qa_is_for_admins_only(admin_api, integration_api, anon_api, client, admin_client):
     challenge = create(admin_api, rank_by="second.length")
     out = record(integration_api, challenge, ["Paris", "sk-123 LEAK", ""])
     leak_id = out[1]["id"]
@@ -239,22 +239,21 @@ def test_qa_is_for_admins_only(admin_api, integration_api, anon_api, client, adm
     assert "Correctness · is paris" in page
 
     # The admin: on the attempt, filterable, counted on the dashboard and the rescore list.
-    client.force_login(admin)
-    attempt_page = body_of(client.get(admin_url("attempt", "change", leak_id)))
+    attempt_page = body_of(admin_client.get(admin_url("attempt", "change", leak_id)))
     assert "qa-check--fail" in attempt_page and "no_secret" in attempt_page
-    listing = body_of(client.get(admin_url("attempt") + "?qa_failing=any"))
+    listing = body_of(admin_client.get(admin_url("attempt") + "?qa_failing=any"))
     assert admin_url("attempt", "change", leak_id) in listing
     assert admin_url("attempt", "change", out[0]["id"]) not in listing
-    by_key = body_of(client.get(admin_url("attempt") + "?qa_failing=leaks"))
+    by_key = body_of(admin_client.get(admin_url("attempt") + "?qa_failing=leaks"))
     assert admin_url("attempt", "change", leak_id) in by_key
-    scores = body_of(client.get(admin_url("attemptscore") + "?qa_failing=any"))
+    scores = body_of(admin_client.get(admin_url("attemptscore") + "?qa_failing=any"))
     assert scores.count("failing</span>") == 2
-    dashboard = body_of(client.get(reverse("admin:index")))
+    dashboard = body_of(admin_client.get(reverse("admin:index")))
     assert 'data-qa-failing="2"' in dashboard and "2 failing QA" in dashboard
 
 
 def test_rescore_summary_counts_failing_qa(
-    admin_api, integration_api, client, admin, django_capture_on_commit_callbacks
+    admin_api, integration_api, admin_client, django_capture_on_commit_callbacks
 ):
     from challenges.models import RescoreJob
 
@@ -265,10 +264,9 @@ def test_rescore_summary_counts_failing_qa(
     assert response.status_code == 202
     job = RescoreJob.objects.get()
     assert job.status == "succeeded"
-    client.force_login(admin)
-    listing = body_of(client.get(admin_url("rescorejob")))
+    listing = body_of(admin_client.get(admin_url("rescorejob")))
     assert "2 failing QA" in listing
-    detail = body_of(client.get(admin_url("rescorejob", "change", job.pk)))
+    detail = body_of(admin_client.get(admin_url("rescorejob", "change", job.pk)))
     assert "2 failing QA" in detail
 
 
