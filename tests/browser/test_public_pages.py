@@ -105,10 +105,10 @@ def test_player_link_highlights_their_row(page, live_server, board):
     assert page.errors == []
 
 
-def test_live_refresh_picks_up_an_attempt_recorded_through_the_api(page, live_server, board, admin):
-    # (A transactional test's flush drops the migrations' Integrations group: a
-    # superuser's token records the attempt instead.)
-    token = Token.objects.create(user=admin)
+def test_live_refresh_picks_up_an_attempt_recorded_through_the_api(
+    page, live_server, board, integration
+):
+    token = Token.objects.create(user=integration)
     page.goto(live_server.url + page_url("prompting") + "?page=1")
     page.evaluate("window.__sameDocument = true")
     first = rows(page).first.locator("summary")
