@@ -1,8 +1,18 @@
-"""Shared fixtures: named personas and an API client per role.
+"""Shared fixtures: named personas, an API client per role and a signed-in browser
+(Django's test client) per role.
 
 Personas: ``admin`` (superuser), ``scorer_admin`` (only challenges.change_scoring),
-``staff`` (is_staff, no scoring rights), ``integration`` (the Integrations group: may
-record attempts), ``player_one``/``player_two`` (external ids for attempts).
+``staff`` (is_staff, no scoring rights), ``scoring_staff`` (that staff user in the
+"Scoring staff" group: view permissions on the challenge admin's pages), ``integration``
+(the Integrations group: may record attempts), ``plain_user`` (an account with no role
+at all: not staff, no permission).
+
+Clients: ``anon_api``, ``<persona>_api`` (a token, ``_client_for``) for admin, staff,
+integration, scorer_admin and plain_user (``plain_api``); ``<persona>_client`` (a session,
+``_signed_in``) for admin, staff, scoring_staff and plain_user (``plain_client``).
+``admin_client`` replaces pytest-django's fixture of that name (its user is ``admin``).
+A test whose point is a user of its own rights (an editor with the model's change
+permission only, a watcher without one view permission) makes that user itself.
 """
 
 from __future__ import annotations
@@ -103,12 +113,25 @@ def staff(db, django_user_model):
 
 
 @pytest.fixture
+def scoring_staff(staff):
+    from django.contrib.auth.models import Group
+
+    staff.groups.add(Group.objects.get(name="Scoring staff"))
+    return staff
+
+
+@pytest.fixture
 def integration(db, django_user_model):
     from django.contrib.auth.models import Group
 
     user = django_user_model.objects.create_user("integration")
     user.groups.add(Group.objects.get(name="Integrations"))
     return user
+
+
+@pytest.fixture
+def plain_user(db, django_user_model):
+    return django_user_model.objects.create_user("plain", password="pw")
 
 
 def _client_for(user):
@@ -145,6 +168,39 @@ def integration_api(integration):
 @pytest.fixture
 def scorer_admin_api(scorer_admin):
     return _client_for(scorer_admin)
+
+
+@pytest.fixture
+def plain_api(plain_user):
+    return _client_for(plain_user)
+
+
+def _signed_in(user):
+    from django.test import Client
+
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+@pytest.fixture
+def admin_client(admin):
+    return _signed_in(admin)
+
+
+@pytest.fixture
+def staff_client(staff):
+    return _signed_in(staff)
+
+
+@pytest.fixture
+def scoring_staff_client(scoring_staff):
+    return _signed_in(scoring_staff)
+
+
+@pytest.fixture
+def plain_client(plain_user):
+    return _signed_in(plain_user)
 
 
 # --- what was skipped, why, and how to run it -------------------------------------------

@@ -81,18 +81,6 @@ SEED_ATTEMPT = {
 }
 
 
-def detail_url(pk: object) -> str:
-    return f"/api/challenges/{pk}/"
-
-
-def attempts_url(pk: object) -> str:
-    return f"/api/challenges/{pk}/attempts/"
-
-
-def leaderboard_url(pk: object) -> str:
-    return f"/api/challenges/{pk}/leaderboard/"
-
-
 def counts() -> dict[str, int]:
     """Rows per model: a failed request must leave every count unchanged."""
     from challenges.models import (

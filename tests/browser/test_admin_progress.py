@@ -6,12 +6,14 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from django.urls import reverse
 from django.utils import timezone
 
 from challenges.models import RescoreJob
 from challenges.rescoring import jobs as rescoring
 from challenges.setup import services as setup_services
 from tests.factories import attempt_input, make_challenge, record
+from tests.urls import admin_url, change_url
 
 pytestmark = [
     pytest.mark.browser,
@@ -21,11 +23,11 @@ Status = RescoreJob.Status
 
 
 def log_in(page, live_server, *, username: str, password: str) -> None:
-    page.goto(f"{live_server.url}/admin/login/")
+    page.goto(live_server.url + reverse("admin:login"))
     page.fill("#id_username", username)
     page.fill("#id_password", password)
     page.click("input[type=submit]")
-    page.wait_for_url(f"{live_server.url}/admin/")
+    page.wait_for_url(live_server.url + reverse("admin:index"))
 
 
 def test_challenge_page_shows_live_progress_of_a_queued_job(page, live_server, admin, monkeypatch):
@@ -37,7 +39,7 @@ def test_challenge_page_shows_live_progress_of_a_queued_job(page, live_server, a
     assert job.status == Status.QUEUED
 
     log_in(page, live_server, username="admin", password="pw")
-    page.goto(f"{live_server.url}/admin/challenges/challenge/{challenge.pk}/change/")
+    page.goto(live_server.url + change_url(challenge))
     block = page.locator(f"#rescore-job-{job.pk}")
     block.wait_for(state="visible")
     assert block.locator("progress").is_visible()
@@ -46,7 +48,7 @@ def test_challenge_page_shows_live_progress_of_a_queued_job(page, live_server, a
     assert page.evaluate("typeof htmx === 'object' && htmx.version").startswith("2.")
 
     # The block polls its fragment view (every 2 s) and swaps the answer in.
-    progress_path = f"/admin/challenges/rescorejob/{job.pk}/progress/"
+    progress_path = admin_url("rescorejob", "progress", job.pk)
     RescoreJob.objects.filter(pk=job.pk).update(
         status=Status.RUNNING, processed=1, started_at=timezone.now() - timedelta(seconds=2)
     )

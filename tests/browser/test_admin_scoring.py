@@ -12,20 +12,22 @@ from pathlib import Path
 
 import pytest
 from django.contrib.auth.models import Group, Permission
+from django.urls import reverse
 
 from challenges.models import Attempt, Challenge, RescoreJob
 from challenges.transfer.demo import seed_demo
 from tests.browser.conftest import ARTIFACTS
+from tests.urls import admin_url, change_url, page_url
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
 def log_in(page, live_server, *, username: str, password: str) -> None:
-    page.goto(f"{live_server.url}/admin/login/")
+    page.goto(live_server.url + reverse("admin:login"))
     page.fill("#id_username", username)
     page.fill("#id_password", password)
     page.click("input[type=submit]")
-    page.wait_for_url(f"{live_server.url}/admin/")
+    page.wait_for_url(live_server.url + reverse("admin:index"))
 
 
 def screenshot(page, name: str) -> Path:
@@ -60,7 +62,7 @@ def test_admin_switches_to_weighted_previews_saves_and_the_board_follows(page, l
     dashboard = page.locator("#podium-dashboard")
     assert "Speed Run: Regex Golf" in dashboard.inner_text()
 
-    page.goto(f"{live_server.url}/admin/challenges/challenge/{challenge.pk}/change/")
+    page.goto(live_server.url + change_url(challenge))
     plugin = page.locator("select[name=scoring_plugin_id]")
     weight = page.get_by_label("Rating weight")
     assert not plugin.is_visible()  # fastest uses no plugin: its rows are hidden
@@ -101,7 +103,7 @@ def test_admin_switches_to_weighted_previews_saves_and_the_board_follows(page, l
     assert challenge.scoring_strategy == "fastest"  # nothing saved yet
 
     page.click("input[name=_save]")
-    page.wait_for_url(f"{live_server.url}/admin/challenges/challenge/")
+    page.wait_for_url(live_server.url + admin_url("challenge"))
     assert "Scoring version 2 made" in page.locator(".messagelist").inner_text()
     job = RescoreJob.objects.get(challenge=challenge)
     assert job.status == RescoreJob.Status.SUCCEEDED  # eager Celery ran it at commit
@@ -115,7 +117,7 @@ def test_admin_switches_to_weighted_previews_saves_and_the_board_follows(page, l
         "token_penalty": 0.01,
     }
     expected = expected_order(challenge, weights)
-    page.goto(f"{live_server.url}/challenges/speed-run/")
+    page.goto(live_server.url + page_url("speed-run"))
     names = page.locator("table tbody tr .col-name").all_inner_texts()
     assert names[:10] == expected[:10]
     assert names[:20] == new_top  # what the preview showed
@@ -146,7 +148,7 @@ def test_staff_see_the_code_editor_without_a_save_button(page, live_server, staf
         score_key="ok",
     )
     log_in(page, live_server, username="staff", password="pw")
-    page.goto(f"{live_server.url}/admin/challenges/challenge/{challenge.pk}/change/")
+    page.goto(live_server.url + change_url(challenge))
     editor = page.locator("textarea[name=scoring_code]")
     assert editor.is_visible() and editor.is_disabled()
     assert page.locator("[data-code-gutter]").inner_text().split() == ["1", "2", "3"]
@@ -160,7 +162,7 @@ def test_staff_see_the_code_editor_without_a_save_button(page, live_server, staf
 def test_admin_code_editor_numbers_lines_and_adds_template_inputs(page, live_server, admin):
     challenge = Challenge.objects.create(name="Snippet", slug="snippet", scoring_strategy="python")
     log_in(page, live_server, username="admin", password="pw")
-    page.goto(f"{live_server.url}/admin/challenges/challenge/{challenge.pk}/change/")
+    page.goto(live_server.url + change_url(challenge))
     editor = page.locator("textarea[name=scoring_code]")
     editor.fill("def compute_scores(sample):\n    return {'x': << config.scale >>}\n")
     page.locator("input[name='template.scale']").wait_for()

@@ -7,12 +7,14 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from django.urls import reverse
 from django.utils import timezone
 
 from challenges.models import Attempt, Challenge, PlayerHide
 from challenges.setup import services as setup_services
 from tests.browser.test_admin_scoring import log_in
 from tests.factories import attempt_input, make_challenge, record
+from tests.urls import admin_url, page_url
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -45,14 +47,14 @@ def test_schedule_banner_on_the_cards_and_the_page(page, live_server, race):
     Challenge.objects.filter(pk=later.pk).update(
         opens_at=now + timedelta(days=2, hours=3, minutes=10), late_attempts="practice"
     )
-    page.goto(f"{live_server.url}/challenges/")
+    page.goto(live_server.url + reverse("challenges:list"))
     race_card = page.locator("li.card", has_text="Race")
     assert race_card.locator(".schedule").inner_text().startswith("Open · closes in 5 hours")
     later = page.locator("li.card", has_text="Later").locator(".schedule")
     assert later.get_attribute("data-phase") == "upcoming"
     assert "Opens in 2 days 3 hours" in later.inner_text()
     assert "practice" in later.inner_text()
-    page.goto(f"{live_server.url}/challenges/race/")
+    page.goto(live_server.url + page_url("race"))
     banner = page.locator("p.schedule")
     assert banner.is_visible() and "closes in 5 hours" in banner.inner_text()
     # Through the service, as the admin and the API do (the page's cache follows the save).
@@ -67,13 +69,13 @@ def test_schedule_banner_on_the_cards_and_the_page(page, live_server, race):
 
 
 def test_admin_hides_an_attempt_and_a_player_the_board_follows(page, live_server, race, admin):
-    public = f"{live_server.url}/challenges/race/"
+    public = live_server.url + page_url("race")
     page.goto(public)
     assert names(page)[:4] == ["Runner 1", "Runner 2", "Runner 3", "Runner 4"]
 
     log_in(page, live_server, username="admin", password="pw")
     best = Attempt.objects.get(player__external_id="u1", elapsed_ms=1000)
-    page.goto(f"{live_server.url}/admin/challenges/attempt/")
+    page.goto(live_server.url + admin_url("attempt"))
     page.check(f"input[name=_selected_action][value='{best.pk}']")
     page.select_option("select[name=action]", "hide_attempts")
     page.click("button[name=index]")
@@ -87,7 +89,7 @@ def test_admin_hides_an_attempt_and_a_player_the_board_follows(page, live_server
     # Runner 1's next-best attempt (9 s) takes the place of the hidden one: last now.
     assert names(page) == ["Runner 2", "Runner 3", "Runner 4", "Runner 1"]
 
-    page.goto(f"{live_server.url}/admin/challenges/playerhide/add/")
+    page.goto(live_server.url + admin_url("playerhide", "add"))
     page.fill("input[name=player]", str(best.player_id))
     page.select_option("select[name=challenge]", str(race.pk))
     page.fill("input[name=reason]", "second account")
@@ -97,13 +99,13 @@ def test_admin_hides_an_attempt_and_a_player_the_board_follows(page, live_server
     assert names(page) == ["Runner 2", "Runner 3", "Runner 4"]
 
     # Undo both: the board is exactly what it was.
-    page.goto(f"{live_server.url}/admin/challenges/playerhide/")
+    page.goto(live_server.url + admin_url("playerhide"))
     page.check("input[name=_selected_action]")
     page.select_option("select[name=action]", "unhide_players")
     page.click("button[name=index]")
     page.fill("input[name=reason]", "appeal upheld")
     page.click("input[type=submit][value='Unhide players']")
-    page.goto(f"{live_server.url}/admin/challenges/attempt/?hidden__exact=1")
+    page.goto(live_server.url + admin_url("attempt") + "?hidden__exact=1")
     page.check(f"input[name=_selected_action][value='{best.pk}']")
     page.select_option("select[name=action]", "unhide_attempts")
     page.click("button[name=index]")
@@ -122,12 +124,12 @@ def test_frozen_board_for_the_public_live_for_staff_then_revealed(
     setup_services.challenge_update(challenge=race, data={"freeze_at": timezone.now()})
     time.sleep(0.01)
     record(race, attempt_input("late", player_name="Late Sprinter", elapsed_ms=1, created_at=0))
-    public = f"{live_server.url}/challenges/race/"
+    public = live_server.url + page_url("race")
     page.goto(public)
     notice = page.locator("[data-frozen='1']")
     assert notice.is_visible() and "frozen" in notice.inner_text()
     assert names(page) == ["Runner 1", "Runner 2", "Runner 3", "Runner 4"]
-    page.goto(f"{live_server.url}/challenges/")
+    page.goto(live_server.url + reverse("challenges:list"))
     assert "Late Sprinter" not in page.locator("li.card", has_text="Race").inner_text()
 
     staff_view = browser.new_context().new_page()
@@ -136,7 +138,7 @@ def test_frozen_board_for_the_public_live_for_staff_then_revealed(
     assert staff_view.locator("[data-frozen-live='1']").is_visible()
     assert staff_view.locator("table.leaderboard tbody th").all_inner_texts()[0] == "Late Sprinter"
 
-    staff_view.goto(f"{live_server.url}/admin/challenges/challenge/")
+    staff_view.goto(live_server.url + admin_url("challenge"))
     staff_view.check(f"input[name=_selected_action][value='{race.pk}']")
     staff_view.select_option("select[name=action]", "reveal_selected")
     staff_view.click("button[name=index]")

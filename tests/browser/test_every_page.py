@@ -8,11 +8,13 @@ from __future__ import annotations
 import re
 
 import pytest
+from django.urls import reverse
 
 from challenges.models import Attempt, Challenge, ScoringVersion
 from scoring import sandbox
 from tests.browser.conftest import ARTIFACTS, ranked_players
 from tests.factories import WEIGHTED_SEED, attempt_input, make_challenge, record
+from tests.urls import admin_url, change_url, leaderboard_url, metrics_url, page_url, player_url
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -99,26 +101,26 @@ def check(page, url: str, name: str, status: int = 200) -> dict[str, str]:
 
 def test_public_pages(page, live_server, data, client):
     base = live_server.url
-    check(page, f"{base}/", "home")
-    check(page, f"{base}/challenges/", "list")
+    check(page, base + reverse("challenges:home"), "home")
+    check(page, base + reverse("challenges:list"), "list")
     for key, challenge in data.items():
-        check(page, f"{base}/challenges/{challenge.slug}/", f"challenge-{key}")
-    check(page, f"{base}/challenges/empty/", "challenge-empty")
-    check(page, f"{base}/challenges/{LONG}/", "challenge-long")
-    check(page, f"{base}/challenges/prompting/players/long/", "player-long")
-    check(page, f"{base}/challenges/prompting/players/user-03/", "player")
-    check(page, f"{base}/challenges/prompting/?player=user-05", "challenge-player-param")
-    check(page, f"{base}/challenges/no-such/", "not-found", status=404)
-    check(page, f"{base}/challenges/prompting/players/nobody/", "player-not-found", status=404)
-    check(page, f"{base}/api/docs/", "api-docs")
+        check(page, base + page_url(challenge.slug), f"challenge-{key}")
+    check(page, base + page_url("empty"), "challenge-empty")
+    check(page, base + page_url(LONG), "challenge-long")
+    check(page, base + player_url("prompting", "long"), "player-long")
+    check(page, base + player_url("prompting", "user-03"), "player")
+    check(page, base + page_url("prompting") + "?player=user-05", "challenge-player-param")
+    check(page, base + page_url("no-such"), "not-found", status=404)
+    check(page, base + player_url("prompting", "nobody"), "player-not-found", status=404)
+    check(page, base + reverse("api-docs"), "api-docs")
 
 
 def test_numbers_on_the_pages_equal_the_api(page, live_server, data, client):
     base = live_server.url
     weighted = data["weighted"]
-    api = client.get(f"/api/challenges/{weighted.pk}/leaderboard/?limit=50").json()
+    api = client.get(leaderboard_url(weighted.pk) + "?limit=50").json()
     page.set_viewport_size(WIDTHS["desktop"])
-    page.goto(f"{base}/challenges/prompting/")
+    page.goto(base + page_url("prompting"))
     rows = page.locator("#board tbody tr")
     shown = [
         (
@@ -133,21 +135,21 @@ def test_numbers_on_the_pages_equal_the_api(page, live_server, data, client):
     ]
     assert shown == expected
     # The card's ranked players and leader.
-    page.goto(f"{base}/")
-    card = page.locator("li.card", has=page.locator("a[href='/challenges/prompting/']"))
+    page.goto(base + reverse("challenges:home"))
+    card = page.locator("li.card", has=page.locator(f"a[href='{page_url('prompting')}']"))
     facts = card.locator("dl.facts").inner_text()
     assert re.search(rf"Ranked players\s+{api['count']}\b", facts), facts
     assert api["results"][0]["display_name"] in facts
     # A player's page: rank and best value as the API's row for that player.
-    mine = client.get(f"/api/challenges/{weighted.pk}/leaderboard/?player=user-03").json()
+    mine = client.get(leaderboard_url(weighted.pk) + "?player=user-03").json()
     [row] = mine["results"]
-    page.goto(f"{base}/challenges/prompting/players/user-03/")
+    page.goto(base + player_url("prompting", "user-03"))
     assert page.locator(".player-rank").inner_text().split()[0] == str(row["rank"])
     assert page.locator(".player-best").inner_text().strip() == f"{row['score']:,.2f} pts"
     # The snippet's metrics panel equals the metrics API.
     if "snippet" in data:
-        metrics = client.get(f"/api/challenges/{data['snippet'].pk}/metrics/").json()
-        page.goto(f"{base}/challenges/fields/")
+        metrics = client.get(metrics_url(data["snippet"].pk)).json()
+        page.goto(base + page_url("fields"))
         panel = page.locator(".metrics").inner_text()
         mean = next(m for m in metrics if m["type"] == "mean")["value"]
         assert f"{mean:.4g}"[:4] in panel, panel
@@ -157,30 +159,30 @@ def test_admin_pages(page, live_server, data, admin):
     admin.set_password("pw")
     admin.save()
     base = live_server.url
-    page.goto(f"{base}/admin/login/")
-    check(page, f"{base}/admin/login/", "admin-login")
+    page.goto(base + reverse("admin:login"))
+    check(page, base + reverse("admin:login"), "admin-login")
     page.fill("#id_username", "admin")
     page.fill("#id_password", "pw")
     page.click("input[type=submit]")
     weighted = data["weighted"]
-    check(page, f"{base}/admin/", "admin-dashboard")
-    check(page, f"{base}/admin/challenges/challenge/", "admin-challenges")
-    check(page, f"{base}/admin/challenges/challenge/{weighted.pk}/change/", "admin-challenge")
+    check(page, base + reverse("admin:index"), "admin-dashboard")
+    check(page, base + admin_url("challenge"), "admin-challenges")
+    check(page, base + change_url(weighted), "admin-challenge")
     long = Challenge.objects.get(slug=LONG)
-    check(page, f"{base}/admin/challenges/challenge/{long.pk}/change/", "admin-challenge-long")
-    check(page, f"{base}/admin/challenges/challenge/{weighted.pk}/versions/", "admin-versions")
-    check(page, f"{base}/admin/challenges/attempt/", "admin-attempts")
+    check(page, base + change_url(long), "admin-challenge-long")
+    check(page, base + admin_url("challenge", "versions", weighted.pk), "admin-versions")
+    check(page, base + admin_url("attempt"), "admin-attempts")
     attempt = Attempt.objects.filter(challenge=weighted).first()
-    check(page, f"{base}/admin/challenges/attempt/{attempt.pk}/change/", "admin-attempt")
-    check(page, f"{base}/admin/challenges/player/", "admin-players")
-    check(page, f"{base}/admin/challenges/scoringversion/", "admin-scoringversions")
+    check(page, base + admin_url("attempt", "change", attempt.pk), "admin-attempt")
+    check(page, base + admin_url("player"), "admin-players")
+    check(page, base + admin_url("scoringversion"), "admin-scoringversions")
     version = ScoringVersion.objects.filter(challenge=weighted).first()
-    check(page, f"{base}/admin/challenges/scoringversion/{version.pk}/change/", "admin-version")
-    check(page, f"{base}/admin/challenges/attemptscore/", "admin-scores")
-    check(page, f"{base}/admin/challenges/rescorejob/", "admin-jobs")
+    check(page, base + admin_url("scoringversion", "change", version.pk), "admin-version")
+    check(page, base + admin_url("attemptscore"), "admin-scores")
+    check(page, base + admin_url("rescorejob"), "admin-jobs")
     if "snippet" in data:
         snippet = data["snippet"]
-        check(page, f"{base}/admin/challenges/challenge/{snippet.pk}/change/", "admin-snippet")
+        check(page, base + change_url(snippet), "admin-snippet")
 
 
 def widest(page) -> str:
@@ -213,11 +215,11 @@ def test_charts_empty_state_and_time_axis(page, live_server):
     )
     for size in WIDTHS.values():
         page.set_viewport_size(size)
-        page.goto(f"{live_server.url}/challenges/nobody/")
+        page.goto(live_server.url + page_url("nobody"))
         page.wait_for_selector("section.charts[data-drawn=true]")
         assert page.locator("#chart-status").inner_text().startswith("No charts yet")
         assert not page.locator("#chart-top").is_visible()
-        page.goto(f"{live_server.url}/challenges/quick/")
+        page.goto(live_server.url + page_url("quick"))
         page.wait_for_selector("section.charts[data-drawn=true]")
         axis = page.evaluate(
             """() => { const x = Chart.getChart(document.getElementById('chart-top')).scales.x;
@@ -236,11 +238,11 @@ def test_try_it_results_are_readable_at_both_widths(page, live_server, data, adm
         pytest.skip(sandbox.availability().message)
     admin.set_password("pw")
     admin.save()
-    page.goto(f"{live_server.url}/admin/login/")
+    page.goto(live_server.url + reverse("admin:login"))
     page.fill("#id_username", "admin")
     page.fill("#id_password", "pw")
     page.click("input[type=submit]")
-    url = f"{live_server.url}/admin/challenges/challenge/{data['snippet'].pk}/change/"
+    url = live_server.url + change_url(data["snippet"])
     for width, size in WIDTHS.items():
         page.set_viewport_size(size)
         page.goto(url)

@@ -12,10 +12,12 @@ from __future__ import annotations
 import json
 
 import pytest
+from django.urls import reverse
 from rest_framework.authtoken.models import Token
 
 from tests.browser.conftest import ARTIFACTS, ranked_players
 from tests.factories import WEIGHTED_SEED, make_challenge, record
+from tests.urls import attempts_url, page_url
 
 pytestmark = [
     pytest.mark.browser,
@@ -60,7 +62,7 @@ def rows(page):
 
 
 def test_leaderboard_renders_and_a_row_expands(page, live_server, board):
-    page.goto(f"{live_server.url}/challenges/prompting/")
+    page.goto(live_server.url + page_url("prompting"))
     assert page.title() == "Advanced Prompt Challenge · Podium"
     assert rows(page).count() == 50
     first = rows(page).first
@@ -84,7 +86,7 @@ def test_leaderboard_renders_and_a_row_expands(page, live_server, board):
 
 
 def test_search_narrows_the_table(page, live_server, board):
-    page.goto(f"{live_server.url}/challenges/prompting/")
+    page.goto(live_server.url + page_url("prompting"))
     page.fill("#player-search", "player 1")
     page.keyboard.press("Enter")
     page.wait_for_url("**/?q=player+1")
@@ -97,17 +99,17 @@ def test_search_narrows_the_table(page, live_server, board):
 
 
 def test_player_link_highlights_their_row(page, live_server, board):
-    page.goto(f"{live_server.url}/challenges/prompting/?player=user-07")
+    page.goto(live_server.url + page_url("prompting") + "?player=user-07")
     highlighted = page.locator("#board tr.highlight")
     assert highlighted.count() == 1 and "Player 07" in highlighted.inner_text()
     assert page.errors == []
 
 
-def test_live_refresh_picks_up_an_attempt_recorded_through_the_api(page, live_server, board, admin):
-    # (A transactional test's flush drops the migrations' Integrations group: a
-    # superuser's token records the attempt instead.)
-    token = Token.objects.create(user=admin)
-    page.goto(f"{live_server.url}/challenges/prompting/?page=1")
+def test_live_refresh_picks_up_an_attempt_recorded_through_the_api(
+    page, live_server, board, integration
+):
+    token = Token.objects.create(user=integration)
+    page.goto(live_server.url + page_url("prompting") + "?page=1")
     page.evaluate("window.__sameDocument = true")
     first = rows(page).first.locator("summary")
     first.click()  # an open breakdown survives the refresh
@@ -120,7 +122,7 @@ def test_live_refresh_picks_up_an_attempt_recorded_through_the_api(page, live_se
         "tokens_total": 1,
     }
     response = page.request.post(  # over HTTP, as an integration would
-        f"{live_server.url}/api/challenges/{board.pk}/attempts/",
+        live_server.url + attempts_url(board.pk),
         data=json.dumps(body),
         headers={"Content-Type": "application/json", "Authorization": f"Token {token.key}"},
     )
@@ -134,7 +136,7 @@ def test_live_refresh_picks_up_an_attempt_recorded_through_the_api(page, live_se
 
 
 def test_charts_are_drawn(page, live_server, board):
-    page.goto(f"{live_server.url}/challenges/prompting/")
+    page.goto(live_server.url + page_url("prompting"))
     page.wait_for_selector("section.charts[data-drawn=true]")
     for canvas in ("chart-distribution", "chart-top"):
         painted = page.evaluate(
@@ -152,11 +154,11 @@ def test_charts_are_drawn(page, live_server, board):
 
 
 def test_friendly_404(page, live_server):
-    response = page.goto(f"{live_server.url}/challenges/nothing-here/")
+    response = page.goto(live_server.url + page_url("nothing-here"))
     assert response.status == 404
     assert page.get_by_role("heading", name="Nothing here").is_visible()
     page.get_by_role("link", name="See all challenges").click()
-    page.wait_for_url(f"{live_server.url}/challenges/")
+    page.wait_for_url(live_server.url + reverse("challenges:list"))
 
 
 @pytest.mark.parametrize(
@@ -173,10 +175,10 @@ def test_screenshots(browser, live_server, board, size, scheme):
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     page.on("console", lambda m: m.type == "error" and errors.append(m.text))
     try:
-        page.goto(f"{live_server.url}/")
+        page.goto(live_server.url + reverse("challenges:home"))
         page.wait_for_selector(".cards")
         shoot(page, f"list-{size}-{scheme}")
-        page.goto(f"{live_server.url}/challenges/prompting/")
+        page.goto(live_server.url + page_url("prompting"))
         page.wait_for_selector("section.charts[data-drawn=true]")
         rows(page).first.locator("summary").click()
         shoot(page, f"challenge-{size}-{scheme}")

@@ -8,14 +8,15 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from tests.factories import attempts_url, counts, make_challenge
+from tests.factories import counts, make_challenge
+from tests.urls import attempts_url, detail_url, schema_url
 
 pytestmark = pytest.mark.django_db
 
 
-@pytest.mark.parametrize("url", ["/", "/admin/login/", "/api/challenges/", "/api/docs/"])
-def test_security_headers_on_every_kind_of_page(client, url):
-    resp = client.get(url)
+@pytest.mark.parametrize("route", ["challenges:home", "admin:login", "challenge-list", "api-docs"])
+def test_security_headers_on_every_kind_of_page(client, route):
+    resp = client.get(reverse(route))
     assert resp.status_code == 200
     csp = resp["Content-Security-Policy"]
     directives = dict(d.strip().split(" ", 1) for d in csp.split(";") if d.strip())
@@ -83,7 +84,7 @@ def test_body_over_the_limit_is_413_and_writes_nothing(integration_api, settings
 
 def test_body_over_the_limit_outside_the_api_is_413_too(client, settings):
     settings.PODIUM_MAX_BODY_BYTES = 2048
-    resp = client.post("/admin/login/", {"username": "x" * 3000, "password": "y"})
+    resp = client.post(reverse("admin:login"), {"username": "x" * 3000, "password": "y"})
     assert resp.status_code == 413
     assert b"larger than the limit of 2048 bytes" in resp.content
 
@@ -122,7 +123,7 @@ def test_attempts_are_rate_limited_per_token(integration_api, admin_api, setting
         assert "throttled" in limited.json()["detail"].lower()
         # Another token has its own budget; reads are not limited by it.
         assert admin_api.post(attempts_url(challenge.pk), body, format="json").status_code == 201
-        assert integration_api.get(f"/api/challenges/{challenge.pk}/").status_code == 200
+        assert integration_api.get(detail_url(challenge.pk)).status_code == 200
     finally:
         AttemptsThrottle.THROTTLE_RATES = original
     assert challenge.attempts.count() == 4
@@ -158,7 +159,7 @@ def test_unknown_api_url_is_a_json_404_and_pages_stay_html(client):
 
 
 def test_schema_documents_the_error_responses(anon_api):
-    schema = anon_api.get("/api/schema/?format=json").json()
+    schema = anon_api.get(schema_url()).json()
     attempts = schema["paths"]["/api/challenges/{id}/attempts/"]["post"]["responses"]
     assert {"201", "400", "401", "403", "404", "413", "415", "429"} <= set(attempts)
     assert "Retry-After" in attempts["429"]["headers"]

@@ -15,7 +15,8 @@ from challenges.rescoring import jobs as rescoring
 from challenges.setup import services as setup_services
 from challenges.tasks import rescore_chunk
 from config.transient import is_transient, retry_transient
-from tests.factories import attempt_input, attempts_url, make_challenge, record
+from tests.factories import attempt_input, make_challenge, record
+from tests.urls import attempts_url, page_url
 
 
 def test_transient_errors_are_told_from_the_others():
@@ -76,7 +77,7 @@ def test_a_page_meeting_a_lost_connection_gets_503(client, monkeypatch):
     monkeypatch.setattr(selectors, "challenge_list", lost, raising=False)
     challenge = make_challenge(is_active=True)
     monkeypatch.setattr(selectors, "leaderboard_page", lost)
-    response = client.get(f"/challenges/{challenge.slug}/")
+    response = client.get(page_url(challenge.slug))
     assert response.status_code == 503
     assert response["Retry-After"] == "1"
 

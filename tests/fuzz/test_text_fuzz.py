@@ -12,7 +12,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.factories import WEIGHTED_SEED, attempts_url, counts, detail_url, make_challenge
+from tests.factories import WEIGHTED_SEED, counts, make_challenge
+from tests.urls import attempts_url, challenges_url, detail_url, job_cancel_url, rescore_url
 
 pytestmark = pytest.mark.django_db
 
@@ -153,7 +154,7 @@ def test_attempts_route(integration_api):
 @pytest.mark.parametrize("method", ["post", "patch"])
 def test_challenge_routes(admin_api, method):
     target = make_challenge(**WEIGHTED_SEED)
-    url = "/api/challenges/" if method == "post" else detail_url(target.pk)
+    url = challenges_url() if method == "post" else detail_url(target.pk)
     before = counts()
 
     @SETTINGS
@@ -174,10 +175,10 @@ def test_body_less_routes_refuse_bad_text_too(admin_api, route):
 
     challenge = make_challenge(**WEIGHTED_SEED)
     if route == "rescore":
-        url = f"/api/challenges/{challenge.pk}/rescore/"
+        url = rescore_url(challenge.pk)
     else:
         job = setup_services.challenge_rescore(challenge=challenge)
-        url = f"/api/rescore-jobs/{job.pk}/cancel/"
+        url = job_cancel_url(job.pk)
     before = counts()
     response = _send(admin_api, "post", url, {"note": "\ud800"})
     assert response.status_code == 400 and "note" in response.json()

@@ -305,21 +305,6 @@ def worker(request, _realworker, transactional_db):
     purge_queue()
 
 
-@pytest.fixture
-def integration(db, django_user_model):
-    """tests/conftest.py's persona, for transactional tests: pytest-django's flush after
-    each one also empties the Integrations group that a data migration made."""
-    from django.contrib.auth.models import Group, Permission
-
-    group, _ = Group.objects.get_or_create(name="Integrations")
-    group.permissions.add(
-        Permission.objects.get(content_type__app_label="challenges", codename="add_attempt")
-    )
-    user = django_user_model.objects.create_user("integration")
-    user.groups.add(group)
-    return user
-
-
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     outcome = yield

@@ -24,7 +24,8 @@ from challenges.ingestion import services
 from challenges.models import Attempt, AttemptScore, Challenge, RescoreJob
 from challenges.rescoring import jobs as rescoring
 from challenges.setup import services as setup_services
-from tests.factories import attempt_input, attempts_url, record
+from tests.factories import attempt_input, record
+from tests.urls import attempts_url
 
 from .conftest import SKIP_REASON
 from .test_rescore_worker import (

@@ -10,7 +10,8 @@ import pytest
 
 from challenges.ingestion import budget
 from challenges.models import AttemptScore
-from tests.factories import attempts_url, leaderboard_url, make_challenge
+from tests.factories import make_challenge
+from tests.urls import attempts_url, leaderboard_url
 
 from .conftest import SKIP_REASON
 

@@ -30,7 +30,8 @@ from challenges.models import (
 )
 from challenges.setup import services as setup_services
 from challenges.tasks import rescore_chunk, rescore_dispatch, rescore_resume
-from tests.factories import attempt_input, attempts_url, leaderboard_url, make_challenge, record
+from tests.factories import attempt_input, make_challenge, record
+from tests.urls import attempts_url, job_cancel_url, job_url, leaderboard_url, rescore_url
 
 from .conftest import CHUNK, SKIP_REASON
 
@@ -305,7 +306,7 @@ def test_cancel_mid_run_keeps_the_active_version_and_shows_no_partial_scores(
     job = switch_to_slow(challenge, scale=2.0)
     wait_mid_run(job.pk)
 
-    response = staff_api.post(f"/api/rescore-jobs/{job.pk}/cancel/")
+    response = staff_api.post(job_cancel_url(job.pk))
     assert response.status_code == 200, response.content
     assert response.json()["status"] == "cancelled"
     boards = [public_board(anon_api, challenge)]
@@ -322,7 +323,7 @@ def test_cancel_mid_run_keeps_the_active_version_and_shows_no_partial_scores(
     for board in boards:
         assert board == board_before  # the very same public board
         assert_board_is_one_version(board, tokens, {1: 1.0})
-    detail = staff_api.get(f"/api/rescore-jobs/{job.pk}/").json()
+    detail = staff_api.get(job_url(job.pk)).json()
     assert detail["status"] == "cancelled" and detail["version"] == 2
 
 
@@ -426,12 +427,12 @@ def test_scorer_failures_score_none_with_the_error_and_the_job_succeeds(
             for i in range(60)
         ],
     )
-    response = staff_api.post(f"/api/challenges/{challenge.pk}/rescore/")
+    response = staff_api.post(rescore_url(challenge.pk))
     assert response.status_code == 202, response.content
     job_id = response.json()["job"]
 
     def finished() -> dict[str, Any] | None:
-        body = staff_api.get(f"/api/rescore-jobs/{job_id}/").json()
+        body = staff_api.get(job_url(job_id)).json()
         return body if body["status"] not in ("queued", "running") else None
 
     body = wait_for(finished, f"job {job_id} to finish")

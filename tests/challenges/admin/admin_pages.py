@@ -6,13 +6,7 @@ from typing import Any
 
 from django import forms
 
-CHANGELIST = "/admin/challenges/challenge/"
-ADD_URL = f"{CHANGELIST}add/"
 WEIGHTS = "weights.builtin.weighted_scorer."
-
-
-def change_url(challenge: Any) -> str:
-    return f"{CHANGELIST}{challenge.pk}/change/"
 
 
 def page_form(client: Any, url: str) -> Any:

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import pytest
+from django.urls import reverse
 
 from challenges.models import Challenge, ScoringVersion
 from tests.challenges.admin.admin_pages import WEIGHTS
 from tests.factories import attempt_input, counts, make_challenge, record
+from tests.urls import admin_url, change_url
 
 pytestmark = pytest.mark.django_db
-
-ADD_URL = "/admin/challenges/challenge/add/"
 
 
 def form(**changes):
@@ -40,30 +40,24 @@ def form(**changes):
     return {k: v for k, v in data.items() if v is not None}
 
 
-@pytest.fixture
-def admin_client(client, admin):
-    client.force_login(admin)
-    return client
-
-
 def test_admin_pages_render(admin_client):
     challenge = make_challenge()
     record(challenge, attempt_input("a"))
     for url in (
-        "/admin/",
-        "/admin/challenges/challenge/",
-        ADD_URL,
-        f"/admin/challenges/challenge/{challenge.pk}/change/",
-        "/admin/challenges/attempt/",
-        "/admin/challenges/player/",
-        "/admin/challenges/scoringversion/",
-        "/admin/challenges/attemptscore/",
+        reverse("admin:index"),
+        admin_url("challenge"),
+        admin_url("challenge", "add"),
+        change_url(challenge),
+        admin_url("attempt"),
+        admin_url("player"),
+        admin_url("scoringversion"),
+        admin_url("attemptscore"),
     ):
         assert admin_client.get(url).status_code == 200, url
 
 
 def test_admin_creates_a_challenge_with_version_one(admin_client, admin):
-    response = admin_client.post(ADD_URL, form())
+    response = admin_client.post(admin_url("challenge", "add"), form())
     assert response.status_code == 302, response.content.decode()[:2000]
     challenge = Challenge.objects.get(slug="admin-made")
     assert challenge.scoring_entrypoint == "scoring.scorers.weighted:WeightedScorer"
@@ -105,7 +99,7 @@ def test_admin_creates_a_challenge_with_version_one(admin_client, admin):
 )
 def test_admin_form_errors_save_nothing(admin_client, changes, field, message):
     before = counts()
-    response = admin_client.post(ADD_URL, form(**changes))
+    response = admin_client.post(admin_url("challenge", "add"), form(**changes))
     assert response.status_code == 200  # the form again, with errors
     errors = response.context["adminform"].form.errors
     assert field in errors, errors
@@ -118,7 +112,7 @@ def test_admin_change_makes_a_new_version_and_rescores(
 ):
     challenge = make_challenge(name="Admin Made", slug="admin-made", scoring_strategy="fastest")
     record(challenge, attempt_input("a", elapsed_ms=10, rating=7))
-    url = f"/admin/challenges/challenge/{challenge.pk}/change/"
+    url = change_url(challenge)
     with django_capture_on_commit_callbacks(execute=True):
         response = admin_client.post(
             url,
@@ -137,7 +131,7 @@ def test_admin_change_makes_a_new_version_and_rescores(
 
 def test_admin_rename_makes_no_version(admin_client):
     challenge = make_challenge(name="Admin Made", slug="admin-made", scoring_strategy="fastest")
-    url = f"/admin/challenges/challenge/{challenge.pk}/change/"
+    url = change_url(challenge)
     response = admin_client.post(
         url,
         form(

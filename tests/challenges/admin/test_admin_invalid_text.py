@@ -8,8 +8,9 @@ import pytest
 
 from challenges.models import ScoringVersion
 from scoring.registry import registry
-from tests.challenges.admin.admin_pages import change_url, field_errors, page_data
+from tests.challenges.admin.admin_pages import field_errors, page_data
 from tests.factories import WEIGHTED_SEED, make_challenge
+from tests.urls import change_url
 
 pytestmark = pytest.mark.django_db
 
@@ -18,19 +19,18 @@ pytestmark = pytest.mark.django_db
     "config",
     ['{"anything": "\\ud800"}', '{"\\udfff": 1}', '{"a": [{"b": "x\\u0000"}]}'],
 )
-def test_config_json_with_bad_text_is_a_form_error(client, admin, config):
-    client.force_login(admin)
+def test_config_json_with_bad_text_is_a_form_error(admin_client, config):
     challenge = make_challenge(**{k: v for k, v in WEIGHTED_SEED.items() if k != "name"})
     before = challenge.scoring_config
     with registry().temporarily("t.tokens", "tests.plugins:TokensScorer"):
         data = page_data(
-            client,
+            admin_client,
             change_url(challenge),
             scoring_plugin_id="t.tokens",
             scoring_entrypoint="tests.plugins:TokensScorer",
             scoring_config=config,
         )
-        response = client.post(change_url(challenge), data)
+        response = admin_client.post(change_url(challenge), data)
     errors = field_errors(response)
     assert "scoring_config" in errors, errors
     assert "valid Unicode" in " ".join(errors["scoring_config"])

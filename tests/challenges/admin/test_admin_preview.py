@@ -4,15 +4,14 @@ compared with the active version (``challenges.admin.preview`` and its admin vie
 from __future__ import annotations
 
 import pytest
-from django.contrib.auth.models import Group
-from django.test import Client
 
 from challenges.admin import preview
 from challenges.leaderboards import selectors
 from challenges.models import Challenge
 from scoring.registry import registry
-from tests.challenges.admin.admin_pages import WEIGHTS, change_url, page_data
+from tests.challenges.admin.admin_pages import WEIGHTS, page_data
 from tests.factories import WEIGHTED_SEED, attempt_input, counts, make_challenge, record
+from tests.urls import admin_url, change_url
 
 pytestmark = pytest.mark.django_db
 
@@ -20,17 +19,11 @@ WEIGHTED = {k: v for k, v in WEIGHTED_SEED.items() if k != "name"}
 
 
 def try_url(challenge: Challenge) -> str:
-    return f"/admin/challenges/challenge/{challenge.pk}/scoring/try/"
+    return admin_url("challenge", "try", challenge.pk)
 
 
 def preview_url(challenge: Challenge) -> str:
-    return f"/admin/challenges/challenge/{challenge.pk}/scoring/preview/"
-
-
-@pytest.fixture
-def admin_client(client, admin):
-    client.force_login(admin)
-    return client
+    return admin_url("challenge", "preview", challenge.pk)
 
 
 @pytest.fixture
@@ -266,18 +259,13 @@ def test_try_and_preview_need_post(admin_client, contest, method):
         assert getattr(admin_client, method)(url).status_code == 405
 
 
-def test_staff_may_not_try_or_preview(staff, contest):
-    staff.groups.add(Group.objects.get(name="Scoring staff"))
-    client = Client()
-    client.force_login(staff)
+def test_staff_may_not_try_or_preview(scoring_staff_client, contest):
     for url in (try_url(contest), preview_url(contest)):
-        assert client.post(url, {}).status_code == 403
+        assert scoring_staff_client.post(url, {}).status_code == 403
 
 
 def test_unknown_challenge_is_404(admin_client):
-    assert (
-        admin_client.post("/admin/challenges/challenge/999999/scoring/try/", {}).status_code == 404
-    )
+    assert admin_client.post(admin_url("challenge", "try", 999999), {}).status_code == 404
 
 
 def test_preview_across_units_compares_ranks_not_scores(admin_client, contest):

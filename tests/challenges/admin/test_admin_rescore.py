@@ -9,6 +9,7 @@ from datetime import timedelta
 import pytest
 from django.contrib.auth.models import Group
 from django.test import Client
+from django.urls import reverse
 from django.utils import timezone
 
 from challenges.admin.views import duration_display, job_progress
@@ -17,33 +18,26 @@ from challenges.rescoring import jobs as rescoring
 from challenges.setup import services as setup_services
 from scoring.registry import registry
 from tests.factories import attempt_input, make_challenge, record
+from tests.urls import admin_url, change_url
 
 pytestmark = pytest.mark.django_db
 Status = RescoreJob.Status
 
-CHANGELIST = "/admin/challenges/challenge/"
-JOBS = "/admin/challenges/rescorejob/"
-SCORES = "/admin/challenges/attemptscore/"
-
-
-def change_url(challenge: Challenge) -> str:
-    return f"{CHANGELIST}{challenge.pk}/change/"
-
 
 def rescore_url(challenge: Challenge) -> str:
-    return f"{CHANGELIST}{challenge.pk}/rescore/"
+    return admin_url("challenge", "rescore", challenge.pk)
 
 
 def job_url(job: RescoreJob) -> str:
-    return f"{JOBS}{job.pk}/change/"
+    return admin_url("rescorejob", "change", job.pk)
 
 
 def progress_url(job: RescoreJob) -> str:
-    return f"{JOBS}{job.pk}/progress/"
+    return admin_url("rescorejob", "progress", job.pk)
 
 
 def cancel_url(job: RescoreJob) -> str:
-    return f"{JOBS}{job.pk}/cancel/"
+    return admin_url("rescorejob", "cancel", job.pk)
 
 
 def messages_of(response) -> list[str]:
@@ -62,33 +56,6 @@ def make_running(job: RescoreJob, *, processed: int, total: int, seconds: float)
 
 
 @pytest.fixture
-def admin_client(client, admin):
-    client.force_login(admin)
-    return client
-
-
-@pytest.fixture
-def scoring_staff(staff):
-    """The staff persona in the "Scoring staff" group (view permissions only)."""
-    staff.groups.add(Group.objects.get(name="Scoring staff"))
-    return staff
-
-
-@pytest.fixture
-def staff_client(scoring_staff):
-    client = Client()
-    client.force_login(scoring_staff)
-    return client
-
-
-@pytest.fixture
-def user_client(django_user_model):
-    client = Client()
-    client.force_login(django_user_model.objects.create_user("someone", password="pw"))
-    return client
-
-
-@pytest.fixture
 def challenge():
     made = make_challenge(scoring_strategy="fastest")
     record(made, attempt_input("a", elapsed_ms=30), attempt_input("b", elapsed_ms=20))
@@ -96,7 +63,7 @@ def challenge():
 
 
 # --- the list action ------------------------------------------------------------------
-@pytest.mark.parametrize("who", ["admin_client", "staff_client"])
+@pytest.mark.parametrize("who", ["admin_client", "scoring_staff_client"])
 def test_action_rescores_the_selected_challenges(request, who, django_capture_on_commit_callbacks):
     client = request.getfixturevalue(who)
     first, second = make_challenge(), make_challenge()
@@ -104,7 +71,7 @@ def test_action_rescores_the_selected_challenges(request, who, django_capture_on
     record(second, attempt_input("b"), attempt_input("c"))
     with django_capture_on_commit_callbacks(execute=True):
         response = client.post(
-            CHANGELIST,
+            admin_url("challenge"),
             {"action": "rescore_selected", "_selected_action": [first.pk, second.pk]},
             follow=True,
         )
@@ -124,36 +91,35 @@ def test_action_rescores_the_selected_challenges(request, who, django_capture_on
         assert f"job #{job.pk}" in message and f"{job.challenge.name}, version 2" in message
 
 
-def test_the_action_is_offered_to_staff_and_delete_is_not(staff_client, challenge):
-    response = staff_client.get(CHANGELIST)
+def test_the_action_is_offered_to_staff_and_delete_is_not(scoring_staff_client, challenge):
+    response = scoring_staff_client.get(admin_url("challenge"))
     assert response.status_code == 200
     assert 'value="rescore_selected"' in response.text
     assert "delete_selected" not in response.text  # view-only: no delete
 
 
-def test_staff_outside_the_group_cannot_see_the_challenge_list(client, staff, challenge):
-    client.force_login(staff)
-    assert client.get(CHANGELIST).status_code == 403
+def test_staff_outside_the_group_cannot_see_the_challenge_list(staff_client, challenge):
+    assert staff_client.get(admin_url("challenge")).status_code == 403
 
 
 # --- the "Rescore now" button -----------------------------------------------------------
 def test_button_rescores_for_scoring_staff(
-    staff_client, scoring_staff, challenge, django_capture_on_commit_callbacks
+    scoring_staff_client, scoring_staff, challenge, django_capture_on_commit_callbacks
 ):
-    page = staff_client.get(change_url(challenge))
+    page = scoring_staff_client.get(change_url(challenge))
     assert page.status_code == 200
     assert f'action="{rescore_url(challenge)}"' in page.text and "Rescore now" in page.text
     assert "htmx.min.js" in page.text and "css/admin.css" in page.text
 
     with django_capture_on_commit_callbacks(execute=True):
-        response = staff_client.post(rescore_url(challenge))
+        response = scoring_staff_client.post(rescore_url(challenge))
     assert response.status_code == 302 and response.url == change_url(challenge)
     job = RescoreJob.objects.get(challenge=challenge)
     assert (job.status, job.created_by, job.processed) == (Status.SUCCEEDED, scoring_staff, 2)
     challenge.refresh_from_db()
     assert challenge.active_version == job.version
 
-    page = staff_client.get(response.url)
+    page = scoring_staff_client.get(response.url)
     assert any(f"job #{job.pk}" in m for m in messages_of(page))
     # The finished job's block is shown, without polling.
     assert f'id="rescore-job-{job.pk}"' in page.text and "hx-trigger" not in page.text
@@ -169,13 +135,13 @@ def test_button_queues_and_the_page_shows_live_progress(admin_client, challenge)
     assert 'hx-trigger="every 2s"' in response.text
 
 
-@pytest.mark.parametrize("who", ["anonymous", "user_client"])
+@pytest.mark.parametrize("who", ["anonymous", "plain_client"])
 def test_button_is_refused_to_non_staff(request, who, challenge):
     client = Client() if who == "anonymous" else request.getfixturevalue(who)
     response = client.post(rescore_url(challenge))
     assert response.status_code in (302, 403)
     if response.status_code == 302:
-        assert response.url.startswith("/admin/login/")
+        assert response.url.startswith(reverse("admin:login"))
     assert not RescoreJob.objects.exists()
 
 
@@ -188,16 +154,16 @@ def test_button_needs_post_and_a_csrf_token(scoring_staff, challenge):
 
 
 def test_button_on_an_unknown_challenge_redirects_with_a_message(admin_client):
-    response = admin_client.post(f"{CHANGELIST}999999/rescore/", follow=True)
+    response = admin_client.post(admin_url("challenge", "rescore", 999999), follow=True)
     assert response.status_code == 200
     assert any("doesn’t exist" in m for m in messages_of(response))
 
 
-def test_staff_cannot_change_the_scoring_setup(staff_client, challenge):
-    page = staff_client.get(change_url(challenge))
+def test_staff_cannot_change_the_scoring_setup(scoring_staff_client, challenge):
+    page = scoring_staff_client.get(change_url(challenge))
     assert page.context["has_change_permission"] is False
     assert 'name="_save"' not in page.text
-    response = staff_client.post(
+    response = scoring_staff_client.post(
         change_url(challenge),
         {"name": challenge.name, "slug": challenge.slug, "scoring_strategy": "first"},
     )
@@ -231,7 +197,7 @@ def test_jobs_list_renders_in_a_bounded_number_of_queries(
         setup_services.challenge_rescore(challenge=challenges[i % 4])
     make_running(RescoreJob.objects.first(), processed=1, total=2, seconds=3)
     with django_assert_max_num_queries(6):
-        response = admin_client.get(JOBS)
+        response = admin_client.get(admin_url("rescorejob"))
     assert response.status_code == 200
     assert response.context["cl"].result_count == 20
     assert response.text.count('class="rescore-progress ') == 20
@@ -239,16 +205,16 @@ def test_jobs_list_renders_in_a_bounded_number_of_queries(
     assert "htmx.min.js" in response.text
 
 
-@pytest.mark.parametrize("who", ["admin_client", "staff_client"])
+@pytest.mark.parametrize("who", ["admin_client", "scoring_staff_client"])
 def test_job_page_renders_with_progress_and_cancel(request, who, challenge):
     client = request.getfixturevalue(who)
     job = make_running(
         setup_services.challenge_rescore(challenge=challenge), processed=1, total=2, seconds=2
     )
     for url in (
-        JOBS,
-        f"{JOBS}?status__exact=running",
-        f"{JOBS}?challenge__id__exact={challenge.pk}",
+        admin_url("rescorejob"),
+        admin_url("rescorejob") + "?status__exact=running",
+        admin_url("rescorejob") + f"?challenge__id__exact={challenge.pk}",
     ):
         assert client.get(url).status_code == 200, url
     page = client.get(job_url(job))
@@ -260,16 +226,19 @@ def test_job_page_renders_with_progress_and_cancel(request, who, challenge):
 
 def test_jobs_cannot_be_added_changed_or_deleted(admin_client, challenge):
     job = setup_services.challenge_rescore(challenge=challenge)
-    assert admin_client.get(f"{JOBS}add/").status_code == 403
+    assert admin_client.get(admin_url("rescorejob", "add")).status_code == 403
     assert admin_client.post(job_url(job), {"status": "succeeded"}).status_code == 403
-    assert admin_client.post(f"{JOBS}{job.pk}/delete/", {"post": "yes"}).status_code == 403
+    assert (
+        admin_client.post(admin_url("rescorejob", "delete", job.pk), {"post": "yes"}).status_code
+        == 403
+    )
     job.refresh_from_db()
     assert job.status == Status.QUEUED
 
 
 def test_deleting_a_challenge_takes_its_jobs_along(admin_client, challenge):
     setup_services.challenge_rescore(challenge=challenge)
-    response = admin_client.post(f"{CHANGELIST}{challenge.pk}/delete/", {"post": "yes"})
+    response = admin_client.post(admin_url("challenge", "delete", challenge.pk), {"post": "yes"})
     assert response.status_code == 302
     assert not Challenge.objects.filter(pk=challenge.pk).exists()
     assert not RescoreJob.objects.exists()
@@ -316,12 +285,12 @@ def test_progress_fragment_compact_and_gone(admin_client, challenge):
     html = admin_client.get(progress_url(job) + "?compact=1").text
     assert "rescore-progress--compact" in html and "0/2" in html
     assert 'hx-get="' + progress_url(job) + '?compact=1"' in html
-    gone = admin_client.get(f"{JOBS}999999/progress/")
+    gone = admin_client.get(admin_url("rescorejob", "progress", 999999))
     assert gone.status_code == 200 and "no longer exists" in gone.text
     assert "hx-trigger" not in gone.text
 
 
-@pytest.mark.parametrize("who", ["anonymous", "user_client"])
+@pytest.mark.parametrize("who", ["anonymous", "plain_client"])
 def test_progress_fragment_is_for_staff_only(request, who, challenge):
     client = Client() if who == "anonymous" else request.getfixturevalue(who)
     job = setup_services.challenge_rescore(challenge=challenge)
@@ -354,9 +323,9 @@ def test_rate_and_eta():
 
 
 # --- cancelling -------------------------------------------------------------------------
-def test_cancel_button_then_a_second_cancel_is_an_error_message(staff_client, challenge):
+def test_cancel_button_then_a_second_cancel_is_an_error_message(scoring_staff_client, challenge):
     job = setup_services.challenge_rescore(challenge=challenge)
-    response = staff_client.post(cancel_url(job), follow=True)
+    response = scoring_staff_client.post(cancel_url(job), follow=True)
     assert response.status_code == 200
     assert f"Cancelled rescore job #{job.pk}." in messages_of(response)
     job.refresh_from_db()
@@ -365,7 +334,7 @@ def test_cancel_button_then_a_second_cancel_is_an_error_message(staff_client, ch
     challenge.refresh_from_db()
     assert challenge.active_version.number == 1  # unchanged
 
-    again = staff_client.post(cancel_url(job), follow=True)
+    again = scoring_staff_client.post(cancel_url(job), follow=True)
     assert again.status_code == 200
     [message] = messages_of(again)
     assert "only a queued or running job can be cancelled" in message
@@ -376,7 +345,9 @@ def test_cancel_action_reports_finished_jobs(admin_client, challenge):
     old = setup_services.challenge_rescore(challenge=challenge)
     new = setup_services.challenge_rescore(challenge=challenge)  # supersedes (cancels) the old one
     response = admin_client.post(
-        JOBS, {"action": "cancel_selected", "_selected_action": [old.pk, new.pk]}, follow=True
+        admin_url("rescorejob"),
+        {"action": "cancel_selected", "_selected_action": [old.pk, new.pk]},
+        follow=True,
     )
     assert response.status_code == 200
     texts = messages_of(response)
@@ -387,11 +358,11 @@ def test_cancel_action_reports_finished_jobs(admin_client, challenge):
     assert new.status == Status.CANCELLED
 
 
-def test_cancel_is_refused_to_non_staff(user_client, challenge):
+def test_cancel_is_refused_to_non_staff(plain_client, challenge):
     job = setup_services.challenge_rescore(challenge=challenge)
-    for client in (Client(), user_client):
+    for client in (Client(), plain_client):
         response = client.post(cancel_url(job))
-        assert response.status_code == 302 and response.url.startswith("/admin/login/")
+        assert response.status_code == 302 and response.url.startswith(reverse("admin:login"))
     job.refresh_from_db()
     assert job.status == Status.QUEUED
 
@@ -407,26 +378,29 @@ def test_failures_link_lists_the_failed_attempts_with_their_error(
         )
         with django_capture_on_commit_callbacks(execute=True):
             admin_client.post(
-                CHANGELIST, {"action": "rescore_selected", "_selected_action": [made.pk]}
+                admin_url("challenge"),
+                {"action": "rescore_selected", "_selected_action": [made.pk]},
             )
         job = RescoreJob.objects.get(challenge=made)
         assert (job.status, job.processed, job.failed) == (Status.SUCCEEDED, 2, 1)
 
-        failures = f"{SCORES}?version={job.version_id}&amp;has_error=yes"
-        jobs_page = admin_client.get(JOBS).text
+        failures = admin_url("attemptscore") + f"?version={job.version_id}&amp;has_error=yes"
+        jobs_page = admin_client.get(admin_url("rescorejob")).text
         assert f'<a href="{failures}">1 failure</a>' in jobs_page
         assert f'href="{failures}"' in admin_client.get(job_url(job)).text
-        versions_page = admin_client.get("/admin/challenges/scoringversion/").text
+        versions_page = admin_client.get(admin_url("scoringversion")).text
         assert f'<a href="{failures}">1 failure</a>' in versions_page
 
-        listing = admin_client.get(f"{SCORES}?version={job.version_id}&has_error=yes")
+        listing = admin_client.get(
+            admin_url("attemptscore"), {"version": job.version_id, "has_error": "yes"}
+        )
     assert listing.status_code == 200
     rows = list(listing.context["cl"].result_list)
     assert [row.attempt_id for row in rows] == [bad.attempt.pk]
     assert "unlucky" in rows[0].error and "unlucky" in listing.text
-    assert f"/admin/challenges/attempt/{bad.attempt.pk}/change/" in listing.text
+    assert admin_url("attempt", "change", bad.attempt.pk) in listing.text
     assert f"{made.name} v{job.version.number}" in listing.text  # the version filter
-    page = admin_client.get(f"{SCORES}{rows[0].pk}/change/")
+    page = admin_client.get(admin_url("attemptscore", "change", rows[0].pk))
     assert page.status_code == 200 and "unlucky" in page.text
     assert good.attempt.pk not in [r.attempt_id for r in rows]
 
@@ -441,9 +415,10 @@ def test_failures_are_not_linked_without_permission_to_see_them(
         *Group.objects.get(name="Scoring staff").permissions.exclude(codename="view_attemptscore")
     )
     client.force_login(watcher)
-    page = client.get(JOBS).text
+    page = client.get(admin_url("rescorejob")).text
     assert "3 failures" in page and "attemptscore" not in page
-    assert client.get(f"{SCORES}?version={job.version_id}&has_error=yes").status_code == 403
+    failures = {"version": job.version_id, "has_error": "yes"}
+    assert client.get(admin_url("attemptscore"), failures).status_code == 403
 
 
 def test_scores_list_filters_do_not_break_on_bad_input(admin_client, challenge):
@@ -455,9 +430,9 @@ def test_scores_list_filters_do_not_break_on_bad_input(admin_client, challenge):
         "?has_error=no",
         "?has_error=yes",
     ):
-        response = admin_client.get(SCORES + query)
+        response = admin_client.get(admin_url("attemptscore") + query)
         assert response.status_code in (200, 302), query
-    response = admin_client.get(f"{SCORES}?has_error=no&version={version.pk}")
+    response = admin_client.get(admin_url("attemptscore") + f"?has_error=no&version={version.pk}")
     assert response.context["cl"].result_count == 2
 
 
@@ -470,8 +445,8 @@ def test_scores_and_versions_lists_render_in_a_bounded_number_of_queries(
         rescoring.job_run_inline(job=setup_services.challenge_rescore(challenge=made))
     version = made.versions.order_by("-number").first()
     with django_assert_max_num_queries(8):
-        scores = admin_client.get(f"{SCORES}?version={version.pk}")
+        scores = admin_client.get(admin_url("attemptscore") + f"?version={version.pk}")
     assert scores.context["cl"].result_count == 25
     with django_assert_max_num_queries(6):
-        versions = admin_client.get("/admin/challenges/scoringversion/")
+        versions = admin_client.get(admin_url("scoringversion"))
     assert versions.context["cl"].result_count == 4

@@ -8,8 +8,9 @@ import json
 import pytest
 
 from challenges.models import Challenge, ScoringVersion
-from tests.challenges.admin.admin_pages import change_url, field_errors, page_data
+from tests.challenges.admin.admin_pages import field_errors, page_data
 from tests.challenges.setup.test_scorers_list import BODY, FIRST, QA, SECOND
+from tests.urls import admin_url, attempts_url, challenges_url, change_url
 
 pytestmark = [pytest.mark.django_db, pytest.mark.slow]
 
@@ -23,44 +24,33 @@ def _needs_the_sandbox():
 
 @pytest.fixture
 def challenge(admin_api, integration_api) -> Challenge:
-    response = admin_api.post("/api/challenges/", BODY, format="json")
+    response = admin_api.post(challenges_url(), BODY, format="json")
     assert response.status_code == 201, response.content
     challenge = Challenge.objects.get(pk=response.json()["id"])
     body = [
         {"player": f"p{i}", "succeeded": True, "sample": {"answer": a}, "created_at": 1000 + i}
         for i, a in enumerate(["Paris", "sk-1", "HELLO"])
     ]
-    assert (
-        integration_api.post(
-            f"/api/challenges/{challenge.pk}/attempts/", body, format="json"
-        ).status_code
-        == 201
-    )
+    assert integration_api.post(attempts_url(challenge.pk), body, format="json").status_code == 201
     return challenge
 
 
-@pytest.fixture
-def browser(client, admin):
-    client.force_login(admin)
-    return client
-
-
-def test_the_page_shows_each_scorer_and_saves_unchanged(browser, challenge):
-    response = browser.get(change_url(challenge))
+def test_the_page_shows_each_scorer_and_saves_unchanged(admin_client, challenge):
+    response = admin_client.get(change_url(challenge))
     page = response.content.decode()
     assert 'name="scorer.2.key"' in page and 'value="leaks"' in page
     assert 'name="scorer.3.key"' in page  # the empty row, to add one
-    data = page_data(browser, change_url(challenge), name="Renamed")
-    response = browser.post(change_url(challenge), data)
+    data = page_data(admin_client, change_url(challenge), name="Renamed")
+    response = admin_client.post(change_url(challenge), data)
     assert response.status_code == 302, field_errors(response)
     challenge.refresh_from_db()
     assert challenge.name == "Renamed"
     assert ScoringVersion.objects.filter(challenge=challenge).count() == 1
 
 
-def test_add_remove_and_reorder(browser, challenge, django_capture_on_commit_callbacks):
+def test_add_remove_and_reorder(admin_client, challenge, django_capture_on_commit_callbacks):
     data = page_data(
-        browser,
+        admin_client,
         change_url(challenge),
         **{
             # Remove the QA scorer, put "second" first, add a third score scorer.
@@ -73,7 +63,7 @@ def test_add_remove_and_reorder(browser, challenge, django_capture_on_commit_cal
         },
     )
     with django_capture_on_commit_callbacks(execute=True):
-        response = browser.post(change_url(challenge), data)
+        response = admin_client.post(change_url(challenge), data)
     assert response.status_code == 302, field_errors(response)
     challenge.refresh_from_db()
     assert [s["key"] for s in challenge.scorers] == ["second", "first", "third"]
@@ -82,9 +72,9 @@ def test_add_remove_and_reorder(browser, challenge, django_capture_on_commit_cal
     assert challenge.active_version.number == 2  # a version and a rescore, as anywhere
 
 
-def test_errors_land_on_the_row_input(browser, challenge):
+def test_errors_land_on_the_row_input(admin_client, challenge):
     data = page_data(
-        browser,
+        admin_client,
         change_url(challenge),
         **{
             "scorer.0.config": "{not json",
@@ -92,16 +82,16 @@ def test_errors_land_on_the_row_input(browser, challenge):
             "rank_by": "leaks.no_secret",
         },
     )
-    errors = field_errors(browser.post(change_url(challenge), data))
+    errors = field_errors(admin_client.post(change_url(challenge), data))
     assert "Not JSON" in errors["scorer.0.config"][0]
     assert "Line" in errors["scorer.1.code"][0]
     assert "QA" in errors["rank_by"][0]
     assert Challenge.objects.get(pk=challenge.pk).scorers[1]["compute_scores_snippet"] == SECOND
 
 
-def test_try_it_runs_every_scorer_and_offers_the_returned_scores(browser, challenge):
-    data = page_data(browser, change_url(challenge))
-    response = browser.post(f"/admin/challenges/challenge/{challenge.pk}/scoring/try/", data)
+def test_try_it_runs_every_scorer_and_offers_the_returned_scores(admin_client, challenge):
+    data = page_data(admin_client, change_url(challenge))
+    response = admin_client.post(admin_url("challenge", "try", challenge.pk), data)
     assert response.status_code == 200
     html = response.content.decode()
     assert '<datalist id="rank-by-options" hx-swap-oob="true">' in html

@@ -5,33 +5,22 @@ saved), the confirmation on big challenges, and who may change what."""
 from __future__ import annotations
 
 import pytest
-from django.contrib.auth.models import Group, Permission
+from django.contrib.auth.models import Permission
 from django.test import Client
+from django.urls import reverse
 
 from challenges.admin import forms as admin_forms
 from challenges.models import Challenge, RescoreJob, ScoringVersion
 from scoring.registry import registry
-from tests.challenges.admin.admin_pages import (
-    ADD_URL,
-    WEIGHTS,
-    change_url,
-    field_errors,
-    page_data,
-    page_form,
-)
+from tests.challenges.admin.admin_pages import WEIGHTS, field_errors, page_data, page_form
 from tests.factories import WEIGHTED_SEED, attempt_input, counts, make_challenge, record
+from tests.urls import admin_url, change_url, detail_url
 
 pytestmark = pytest.mark.django_db
 
 SNIPPET = """def compute_scores(sample):
     return {"accuracy": float(sample["rating"] or 0) / << config.scale >>}
 """
-
-
-@pytest.fixture
-def admin_client(client, admin):
-    client.force_login(admin)
-    return client
 
 
 @pytest.fixture
@@ -98,7 +87,7 @@ def test_schema_less_plugin_has_no_weights_form(admin_client, weighted):
 
 
 def test_add_page_offers_every_strategy(admin_client):
-    form = page_form(admin_client, ADD_URL)
+    form = page_form(admin_client, admin_url("challenge", "add"))
     assert [value for value, _ in form.fields["scoring_strategy"].choices] == [
         "first",
         "fastest",
@@ -204,14 +193,14 @@ def test_raw_json_replaces_the_weights_form_when_asked(admin_client, weighted):
 def test_add_page_creates_a_weighted_challenge(admin_client):
     data = page_data(
         admin_client,
-        ADD_URL,
+        admin_url("challenge", "add"),
         name="Made Here",
         slug="made-here",
         scoring_strategy="custom",
         scoring_plugin_id="builtin.weighted_scorer",
         **{f"{WEIGHTS}token_penalty": "0.5"},
     )
-    response = admin_client.post(ADD_URL, data)
+    response = admin_client.post(admin_url("challenge", "add"), data)
     assert response.status_code == 302, field_errors(response)
     challenge = Challenge.objects.get(slug="made-here")
     assert challenge.scoring_config["token_penalty"] == 0.5
@@ -469,14 +458,6 @@ def test_confirmation_threshold_is_a_thousand_attempts():
 
 
 # --- roles ------------------------------------------------------------------------------
-@pytest.fixture
-def scoring_staff_client(staff):
-    staff.groups.add(Group.objects.get(name="Scoring staff"))
-    client = Client()
-    client.force_login(staff)
-    return client
-
-
 def test_staff_see_the_setup_read_only_without_a_save_button(
     scoring_staff_client, python_challenge
 ):
@@ -528,7 +509,7 @@ def test_scoring_permission_alone_lets_staff_edit_scoring(scorer_admin, weighted
     scorer_admin.save()
     client = Client()
     client.force_login(scorer_admin)
-    assert client.get("/admin/").status_code == 200
+    assert client.get(reverse("admin:index")).status_code == 200
     response = save(client, weighted, **{f"{WEIGHTS}rating_weight": "2"})
     assert response.status_code == 302, field_errors(response)
     assert weighted.versions.count() == 2
@@ -538,7 +519,7 @@ def test_scoring_permission_alone_lets_staff_edit_scoring(scorer_admin, weighted
 def test_the_api_refuses_scoring_changes_from_staff(staff_api, weighted):
     before = counts()
     response = staff_api.patch(
-        f"/api/challenges/{weighted.pk}/",
+        detail_url(weighted.pk),
         {"scoring_config": {"rating_weight": 1}},
         format="json",
     )

@@ -5,10 +5,9 @@ background rescore otherwise), who may do it; and the /admin/ dashboard."""
 from __future__ import annotations
 
 import pytest
-from django.contrib.auth.models import Group
 from django.db import connection
-from django.test import Client
 from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
 
 from challenges.leaderboards import selectors
 from challenges.models import AttemptScore, Challenge, RescoreJob
@@ -17,31 +16,18 @@ from challenges.setup import services as setup_services
 from challenges.setup import versions
 from scoring.registry import registry
 from tests.factories import WEIGHTED_SEED, attempt_input, make_challenge, record
+from tests.urls import admin_url, change_url
 
 pytestmark = pytest.mark.django_db
 WEIGHTED = {k: v for k, v in WEIGHTED_SEED.items() if k != "name"}
 
 
 def versions_url(challenge: Challenge) -> str:
-    return f"/admin/challenges/challenge/{challenge.pk}/versions/"
+    return admin_url("challenge", "versions", challenge.pk)
 
 
 def activate_url(challenge: Challenge, version) -> str:
-    return f"{versions_url(challenge)}{version.pk}/activate/"
-
-
-@pytest.fixture
-def admin_client(client, admin):
-    client.force_login(admin)
-    return client
-
-
-@pytest.fixture
-def staff_client(staff):
-    staff.groups.add(Group.objects.get(name="Scoring staff"))
-    client = Client()
-    client.force_login(staff)
-    return client
+    return admin_url("challenge", "activate", challenge.pk, version.pk)
 
 
 def board(challenge):
@@ -132,7 +118,7 @@ def test_history_page_shows_who_when_setup_and_diff(admin_client, history):
 
 
 def test_change_page_links_to_the_versions(admin_client, history):
-    html = admin_client.get(f"/admin/challenges/challenge/{history.pk}/change/").content.decode()
+    html = admin_client.get(change_url(history)).content.decode()
     assert f'href="{versions_url(history)}"' in html
 
 
@@ -235,11 +221,11 @@ def test_activation_is_refused_for_the_active_or_a_broken_version(admin_client, 
     assert board(history)[0] == 4
 
 
-def test_staff_see_the_history_but_cannot_activate(staff_client, history):
-    html = staff_client.get(versions_url(history)).content.decode()
+def test_staff_see_the_history_but_cannot_activate(scoring_staff_client, history):
+    html = scoring_staff_client.get(versions_url(history)).content.decode()
     assert "Version 1" in html and "Make active again" not in html
     v1 = history.versions.get(number=1)
-    assert staff_client.post(activate_url(history, v1)).status_code == 403
+    assert scoring_staff_client.post(activate_url(history, v1)).status_code == 403
     assert board(history)[0] == 2
 
 
@@ -257,7 +243,7 @@ def test_dashboard_lists_each_challenge_in_a_bounded_number_of_queries(admin_cli
 
     def dashboard_queries():
         with CaptureQueriesContext(connection) as queries:
-            response = admin_client.get("/admin/")
+            response = admin_client.get(reverse("admin:index"))
         assert response.status_code == 200
         return response, len(queries)
 
@@ -280,12 +266,9 @@ def test_dashboard_lists_each_challenge_in_a_bounded_number_of_queries(admin_cli
     assert "rescore-progress" in beta and "0/1" in beta
 
 
-def test_dashboard_is_hidden_from_staff_without_challenge_rights(django_user_model):
-    user = django_user_model.objects.create_user("plain", password="pw", is_staff=True)
-    client = Client()
-    client.force_login(user)
+def test_dashboard_is_hidden_from_staff_without_challenge_rights(staff_client):
     make_challenge(name="Secret")
-    html = client.get("/admin/").content.decode()
+    html = staff_client.get(reverse("admin:index")).content.decode()
     assert "podium-dashboard" not in html
 
 
@@ -303,10 +286,10 @@ def test_dashboard_counts_scoring_failures_of_the_active_version(admin_client):
         record(boom, attempt_input("a"), attempt_input("b"))
         fine = make_challenge(name="Delta", scoring_strategy="fastest")
         record(fine, attempt_input("a", elapsed_ms=1))
-        html = admin_client.get("/admin/").content.decode()
+        html = admin_client.get(reverse("admin:index")).content.decode()
     gamma = html.split('data-challenge="gamma"')[1].split("</tr>")[0]
     assert 'data-failures="2"' in gamma
-    link = f"/admin/challenges/attemptscore/?version={boom.active_version_id}&amp;has_error=yes"
+    link = admin_url("attemptscore") + f"?version={boom.active_version_id}&amp;has_error=yes"
     assert link in gamma
     delta = html.split('data-challenge="delta"')[1].split("</tr>")[0]
     assert 'data-failures="0"' in delta and "0 failures" in delta
@@ -316,13 +299,13 @@ def test_deleting_an_attempt_in_the_admin_repairs_the_leaderboard(admin_client):
     challenge = make_challenge(name="Eps", scoring_strategy="fastest")
     record(challenge, attempt_input("a", elapsed_ms=5), attempt_input("a", elapsed_ms=9))
     best = challenge.attempts.get(elapsed_ms=5)
-    response = admin_client.post(f"/admin/challenges/attempt/{best.pk}/delete/", {"post": "yes"})
+    response = admin_client.post(admin_url("attempt", "delete", best.pk), {"post": "yes"})
     assert response.status_code == 302
     challenge.refresh_from_db()
     page = selectors.leaderboard_page(challenge=challenge, limit=10, offset=0)
     assert [(r.player_external_id, r.score) for r in page.rows] == [("a", 9.0)]
     response = admin_client.post(
-        "/admin/challenges/attempt/",
+        admin_url("attempt"),
         {
             "action": "delete_selected",
             "_selected_action": [challenge.attempts.get().pk],

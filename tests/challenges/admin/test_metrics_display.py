@@ -6,6 +6,7 @@ import pytest
 
 from challenges.templatetags.podium_metrics import metric_text
 from tests.challenges.admin.test_admin_try_python import field_completeness_challenge
+from tests.urls import change_url
 
 
 def test_metric_text():
@@ -19,9 +20,8 @@ def test_metric_text():
 
 
 @pytest.mark.django_db
-def test_admin_change_page_shows_the_metrics(client, admin):
+def test_admin_change_page_shows_the_metrics(admin_client):
     challenge = field_completeness_challenge()
-    client.force_login(admin)
-    html = client.get(f"/admin/challenges/challenge/{challenge.pk}/change/").content.decode()
+    html = admin_client.get(change_url(challenge)).content.decode()
     row = html.split('data-metric="Field Completeness"')[1].split("</tr>")[0]
     assert "<td>mean</td>" in row and "<td>0.3333</td>" in row

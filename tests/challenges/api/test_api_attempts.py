@@ -17,14 +17,8 @@ from challenges.models import (
     Player,
 )
 from scoring.registry import registry
-from tests.factories import (
-    SEED_ATTEMPT,
-    WEIGHTED_SEED,
-    attempts_url,
-    counts,
-    leaderboard_url,
-    make_challenge,
-)
+from tests.factories import SEED_ATTEMPT, WEIGHTED_SEED, counts, make_challenge
+from tests.urls import attempts_url, challenges_url, leaderboard_url
 
 
 def attempt(**changes: object) -> dict:
@@ -38,7 +32,7 @@ def weighted(db) -> Challenge:
 
 # --- the seed example and the formula -------------------------------------------------------
 def test_seed_example_end_to_end(admin_api, integration_api, anon_api):
-    created = admin_api.post("/api/challenges/", WEIGHTED_SEED, format="json")
+    created = admin_api.post(challenges_url(), WEIGHTED_SEED, format="json")
     assert created.status_code == 201, created.content
     pk = created.json()["id"]
 
@@ -445,7 +439,7 @@ def test_integration_may_record_to_inactive_challenge(integration_api, anon_api)
 def test_unknown_challenge_is_404(integration_api, pk):
     before = counts()
 
-    resp = integration_api.post(attempts_url(pk), attempt(), format="json")
+    resp = integration_api.post(f"/api/challenges/{pk}/attempts/", attempt(), format="json")
 
     assert resp.status_code == 404
     assert counts() == before

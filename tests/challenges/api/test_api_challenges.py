@@ -20,13 +20,11 @@ from tests.factories import (
     WEIGHTED_SEED,
     attempt_input,
     counts,
-    detail_url,
-    leaderboard_url,
     make_challenge,
     record,
 )
+from tests.urls import attempts_url, challenges_url, detail_url, leaderboard_url
 
-LIST_URL = "/api/challenges/"
 REGISTERED_WEIGHTED = "scoring.scorers.weighted:WeightedScorer"
 
 
@@ -38,7 +36,7 @@ def seed_body(**changes: object) -> dict:
 
 # --- create -------------------------------------------------------------------------------
 def test_seed_example_verbatim_creates_challenge_with_version_1(admin_api):
-    resp = admin_api.post(LIST_URL, WEIGHTED_SEED, format="json")
+    resp = admin_api.post(challenges_url(), WEIGHTED_SEED, format="json")
 
     assert resp.status_code == 201, resp.content
     body = resp.json()
@@ -59,7 +57,9 @@ def test_seed_example_verbatim_creates_challenge_with_version_1(admin_api):
 
 def test_create_fills_plugin_config_defaults(admin_api):
     resp = admin_api.post(
-        LIST_URL, seed_body(name="Defaults", scoring_config={"rating_weight": 2.0}), format="json"
+        challenges_url(),
+        seed_body(name="Defaults", scoring_config={"rating_weight": 2.0}),
+        format="json",
     )
 
     assert resp.status_code == 201, resp.content
@@ -72,7 +72,7 @@ def test_create_fills_plugin_config_defaults(admin_api):
 
 
 def test_create_minimal_body_uses_defaults(admin_api):
-    resp = admin_api.post(LIST_URL, {"name": "Quick Start"}, format="json")
+    resp = admin_api.post(challenges_url(), {"name": "Quick Start"}, format="json")
 
     assert resp.status_code == 201, resp.content
     body = resp.json()
@@ -84,8 +84,8 @@ def test_create_minimal_body_uses_defaults(admin_api):
 
 
 def test_create_same_name_twice_gets_distinct_slugs(admin_api):
-    first = admin_api.post(LIST_URL, {"name": "Twin"}, format="json")
-    second = admin_api.post(LIST_URL, {"name": "Twin"}, format="json")
+    first = admin_api.post(challenges_url(), {"name": "Twin"}, format="json")
+    second = admin_api.post(challenges_url(), {"name": "Twin"}, format="json")
 
     assert first.status_code == second.status_code == 201
     assert first.json()["slug"] != second.json()["slug"]
@@ -96,7 +96,7 @@ def test_create_with_taken_slug_is_400_slug(admin_api):
     make_challenge(name="Taken", slug="taken")
     before = counts()
 
-    resp = admin_api.post(LIST_URL, {"name": "Other", "slug": "taken"}, format="json")
+    resp = admin_api.post(challenges_url(), {"name": "Other", "slug": "taken"}, format="json")
 
     assert resp.status_code == 400
     assert "slug" in resp.json()
@@ -206,7 +206,7 @@ def test_create_bad_input_is_400_naming_field_and_writes_nothing(
 ):
     before = counts()
 
-    resp = admin_api.post(LIST_URL, seed_body(**changes), format="json")
+    resp = admin_api.post(challenges_url(), seed_body(**changes), format="json")
 
     assert resp.status_code == 400, resp.content
     errors = resp.json()
@@ -228,7 +228,7 @@ def test_create_bad_input_is_400_naming_field_and_writes_nothing(
 def test_create_malformed_json_is_400_and_writes_nothing(admin_api, raw):
     before = counts()
 
-    resp = admin_api.post(LIST_URL, data=raw, content_type="application/json")
+    resp = admin_api.post(challenges_url(), data=raw, content_type="application/json")
 
     assert resp.status_code == 400, resp.content
     assert "detail" in resp.json()
@@ -241,7 +241,7 @@ def test_create_malformed_json_is_400_and_writes_nothing(admin_api, raw):
 def test_create_body_not_an_object_is_400(admin_api, body):
     before = counts()
 
-    resp = admin_api.post(LIST_URL, data=json.dumps(body), content_type="application/json")
+    resp = admin_api.post(challenges_url(), data=json.dumps(body), content_type="application/json")
 
     assert resp.status_code == 400, resp.content
     assert counts() == before
@@ -256,14 +256,14 @@ def test_create_refused_without_scoring_permission(db, request, client_name, sta
     client = request.getfixturevalue(client_name)
     before = counts()
 
-    resp = client.post(LIST_URL, WEIGHTED_SEED, format="json")
+    resp = client.post(challenges_url(), WEIGHTED_SEED, format="json")
 
     assert resp.status_code == status
     assert counts() == before
 
 
 def test_scorer_admin_may_create_patch_and_delete(scorer_admin_api):
-    created = scorer_admin_api.post(LIST_URL, WEIGHTED_SEED, format="json")
+    created = scorer_admin_api.post(challenges_url(), WEIGHTED_SEED, format="json")
     assert created.status_code == 201, created.content
     pk = created.json()["id"]
 
@@ -319,7 +319,7 @@ def test_list_shows_active_challenges_and_staff_see_all(
     active, inactive = active_and_inactive
     client = request.getfixturevalue(client_name)
 
-    resp = client.get(LIST_URL)
+    resp = client.get(challenges_url())
 
     assert resp.status_code == 200
     ids = {c["id"] for c in resp.json()}
@@ -362,7 +362,9 @@ def test_retrieve_shows_the_challenge_fields(anon_api, staff_api):
 
 
 def test_scorer_admin_may_patch_an_inactive_challenge(scorer_admin_api):
-    created = scorer_admin_api.post(LIST_URL, {"name": "Draft", "is_active": False}, format="json")
+    created = scorer_admin_api.post(
+        challenges_url(), {"name": "Draft", "is_active": False}, format="json"
+    )
     assert created.status_code == 201
     pk = created.json()["id"]
 
@@ -375,11 +377,12 @@ def test_scorer_admin_may_patch_an_inactive_challenge(scorer_admin_api):
 @pytest.mark.parametrize("pk", ["999999", "abc", str(2**70)], ids=["missing", "not-int", "huge"])
 def test_unknown_challenge_id_is_404(admin_api, anon_api, pk):
     before = counts()
+    detail = f"/api/challenges/{pk}/"
 
-    assert anon_api.get(detail_url(pk)).status_code == 404
-    assert anon_api.get(leaderboard_url(pk)).status_code == 404
-    assert admin_api.patch(detail_url(pk), {"name": "X"}, format="json").status_code == 404
-    assert admin_api.delete(detail_url(pk)).status_code == 404
+    assert anon_api.get(detail).status_code == 404
+    assert anon_api.get(f"{detail}leaderboard/").status_code == 404
+    assert admin_api.patch(detail, {"name": "X"}, format="json").status_code == 404
+    assert admin_api.delete(detail).status_code == 404
     assert counts() == before
 
 
@@ -400,10 +403,10 @@ def test_delete_removes_challenge_and_its_attempts(admin_api, anon_api):
 @pytest.fixture
 def seeded(admin_api, integration_api):
     """The seed challenge created through the API, with one attempt scoring 145.0."""
-    resp = admin_api.post(LIST_URL, WEIGHTED_SEED, format="json")
+    resp = admin_api.post(challenges_url(), WEIGHTED_SEED, format="json")
     assert resp.status_code == 201
     pk = resp.json()["id"]
-    recorded = integration_api.post(f"/api/challenges/{pk}/attempts/", SEED_ATTEMPT, format="json")
+    recorded = integration_api.post(attempts_url(pk), SEED_ATTEMPT, format="json")
     assert recorded.status_code == 201
     assert recorded.json()["score"] == 145.0
     return pk
@@ -583,7 +586,7 @@ def test_attempt_recorded_while_rescore_pending_counts_under_both_versions(
     assert len(callbacks) == 1
 
     late = integration_api.post(
-        f"/api/challenges/{seeded}/attempts/", dict(SEED_ATTEMPT, player="u2"), format="json"
+        attempts_url(seeded), dict(SEED_ATTEMPT, player="u2"), format="json"
     )
 
     assert late.status_code == 201, late.content

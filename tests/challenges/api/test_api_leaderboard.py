@@ -12,15 +12,8 @@ from challenges.models import (
     Player,
 )
 from scoring.registry import registry
-from tests.factories import (
-    T0,
-    WEIGHTED_SEED,
-    attempt_input,
-    counts,
-    leaderboard_url,
-    make_challenge,
-    record,
-)
+from tests.factories import T0, WEIGHTED_SEED, attempt_input, counts, make_challenge, record
+from tests.urls import attempts_url, leaderboard_url
 
 ROW_KEYS = {"rank", "player", "display_name", "score", "attempt_id", "created_at"}
 
@@ -78,7 +71,7 @@ def test_empty_leaderboard(anon_api, fastest):
 
 def test_new_attempt_is_reflected_at_once(anon_api, integration_api, five):
     resp = integration_api.post(
-        f"/api/challenges/{five.pk}/attempts/",
+        attempts_url(five.pk),
         {"player": "new", "succeeded": True, "elapsed_ms": 150},
         format="json",
     )
@@ -93,7 +86,7 @@ def test_new_attempt_is_reflected_at_once(anon_api, integration_api, five):
 
 def test_better_attempt_replaces_player_row_at_once(anon_api, integration_api, five):
     resp = integration_api.post(
-        f"/api/challenges/{five.pk}/attempts/",
+        attempts_url(five.pk),
         {"player": "p5", "succeeded": True, "elapsed_ms": 1},
         format="json",
     )
@@ -300,7 +293,7 @@ def test_unknown_challenge_is_404(anon_api):
 
 @pytest.mark.parametrize("pk", ["abc", "0", "-1", str(2**63), str(2**70), "1e3"])
 def test_challenge_id_that_is_no_id_is_404(anon_api, five, pk):
-    resp = anon_api.get(leaderboard_url(pk))
+    resp = anon_api.get(f"/api/challenges/{pk}/leaderboard/")
 
     assert resp.status_code == 404, resp.content
 
@@ -348,7 +341,7 @@ def test_failed_scorer_error_never_in_public_leaderboard(anon_api, tokens_challe
 
 
 def test_equal_score_earlier_attempt_takes_the_players_row(anon_api, integration_api, fastest):
-    url = f"/api/challenges/{fastest.pk}/attempts/"
+    url = attempts_url(fastest.pk)
     t0_ms = int(T0.timestamp() * 1000)
     first = integration_api.post(
         url,
@@ -377,7 +370,7 @@ def test_equal_score_earlier_attempt_takes_the_players_row(anon_api, integration
 def test_first_strategy_score_is_exact_epoch_ms_sent(anon_api, integration_api, db, epoch):
     challenge = make_challenge(scoring_strategy="first")
     resp = integration_api.post(
-        f"/api/challenges/{challenge.pk}/attempts/",
+        attempts_url(challenge.pk),
         {"player": "p", "succeeded": True, "created_at": epoch},
         format="json",
     )

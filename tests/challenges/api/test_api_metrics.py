@@ -7,7 +7,14 @@ import pytest
 
 from challenges.models import Challenge, RescoreJob
 from scoring import sandbox
-from tests.factories import attempts_url, detail_url, leaderboard_url
+from tests.urls import (
+    attempts_url,
+    challenges_url,
+    detail_url,
+    leaderboard_url,
+    metrics_url,
+    schema_url,
+)
 
 pytestmark = [pytest.mark.django_db, pytest.mark.slow]
 
@@ -40,13 +47,9 @@ def _needs_the_sandbox():
     sandbox_or_skip()
 
 
-def metrics_url(pk: object) -> str:
-    return f"/api/challenges/{pk}/metrics/"
-
-
 def create(admin_api, **changes):
     body = {"name": "Field completeness", **SETUP, **changes}
-    response = admin_api.post("/api/challenges/", body, format="json")
+    response = admin_api.post(challenges_url(), body, format="json")
     assert response.status_code == 201, response.content
     return Challenge.objects.get(pk=response.json()["id"])
 
@@ -134,7 +137,7 @@ def test_metrics_are_public_empty_without_data_and_404_when_hidden(admin_api, an
 
 def test_metrics_of_a_built_in_strategy_are_empty(admin_api, anon_api):
     response = admin_api.post(
-        "/api/challenges/", {"name": "Fast", "scoring_strategy": "fastest"}, format="json"
+        challenges_url(), {"name": "Fast", "scoring_strategy": "fastest"}, format="json"
     )
     assert anon_api.get(metrics_url(response.json()["id"])).json() == []
 
@@ -150,7 +153,7 @@ def test_metrics_cost_one_query_per_metric(
 
 
 def test_metrics_in_the_openapi_schema(anon_api):
-    schema = anon_api.get("/api/schema/?format=json").json()
+    schema = anon_api.get(schema_url()).json()
     operation = schema["paths"]["/api/challenges/{id}/metrics/"]["get"]
     assert operation["security"] and {} in operation["security"]  # public
     assert "ChallengeMetric" in schema["components"]["schemas"]
@@ -160,7 +163,7 @@ def test_rescore_to_python_end_to_end(
     admin_api, integration_api, anon_api, django_capture_on_commit_callbacks
 ):
     response = admin_api.post(
-        "/api/challenges/", {"name": "Was first", "scoring_strategy": "first"}, format="json"
+        challenges_url(), {"name": "Was first", "scoring_strategy": "first"}, format="json"
     )
     pk = response.json()["id"]
     body = [
@@ -198,7 +201,7 @@ def test_rescore_to_python_end_to_end(
 def test_python_is_refused_plainly_where_there_is_no_sandbox(admin_api, monkeypatch):
     unavailable = sandbox.Availability(None, ("bubblewrap (bwrap) is not installed",))
     monkeypatch.setattr(sandbox, "availability", lambda **_: unavailable)
-    response = admin_api.post("/api/challenges/", {"name": "X", **SETUP}, format="json")
+    response = admin_api.post(challenges_url(), {"name": "X", **SETUP}, format="json")
     assert response.status_code == 400
     message = response.json()["scoring_strategy"][0]
     assert "disabled" in message and "bubblewrap" in message and "To enable them" in message

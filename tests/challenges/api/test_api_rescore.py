@@ -14,7 +14,8 @@ from django.core.management import CommandError, call_command
 
 from challenges.models import Challenge, RescoreJob, ScoringVersion
 from scoring.registry import registry
-from tests.factories import attempt_input, leaderboard_url, make_challenge, record
+from tests.factories import attempt_input, make_challenge, record
+from tests.urls import job_cancel_url, job_url, leaderboard_url, rescore_url
 
 pytestmark = pytest.mark.django_db
 Status = RescoreJob.Status
@@ -31,26 +32,6 @@ JOB_FIELDS = {
     "started_at",
     "finished_at",
 }
-
-
-def rescore_url(pk: object) -> str:
-    return f"/api/challenges/{pk}/rescore/"
-
-
-def job_url(pk: object) -> str:
-    return f"/api/rescore-jobs/{pk}/"
-
-
-def cancel_url(pk: object) -> str:
-    return f"/api/rescore-jobs/{pk}/cancel/"
-
-
-@pytest.fixture
-def plain_api(db, django_user_model):
-    """A logged-in user with no role at all."""
-    from tests.conftest import _client_for
-
-    return _client_for(django_user_model.objects.create_user("plain", password="pw"))
 
 
 @pytest.fixture
@@ -203,13 +184,13 @@ def test_integration_token_and_plain_user_may_not_read_a_job(request, client_nam
 
 def test_unknown_job_is_404(staff_api, finished_job):
     assert staff_api.get(job_url(finished_job.pk + 1000)).status_code == 404
-    assert staff_api.post(cancel_url(finished_job.pk + 1000)).status_code == 404
+    assert staff_api.post(job_cancel_url(finished_job.pk + 1000)).status_code == 404
 
 
 # --- POST /api/rescore-jobs/{id}/cancel/ ----------------------------------------------------
 @pytest.mark.parametrize("client_name", ["staff_api", "admin_api"])
 def test_cancel_a_queued_job(request, client_name, queued_job, challenge):
-    response = request.getfixturevalue(client_name).post(cancel_url(queued_job.pk))
+    response = request.getfixturevalue(client_name).post(job_cancel_url(queued_job.pk))
     assert response.status_code == 200, response.content
     body = response.json()
     assert set(body) == JOB_FIELDS
@@ -226,7 +207,7 @@ def test_cancel_a_queued_job(request, client_name, queued_job, challenge):
 
 
 def test_cancel_a_finished_job_is_409(staff_api, finished_job, challenge):
-    response = staff_api.post(cancel_url(finished_job.pk))
+    response = staff_api.post(job_cancel_url(finished_job.pk))
     assert response.status_code == 409
     assert "succeeded" in response.json()["status"][0]
     finished_job.refresh_from_db()
@@ -235,22 +216,24 @@ def test_cancel_a_finished_job_is_409(staff_api, finished_job, challenge):
 
 
 def test_cancel_a_cancelled_job_is_409(staff_api, queued_job, challenge):
-    assert staff_api.post(cancel_url(queued_job.pk)).status_code == 200
-    response = staff_api.post(cancel_url(queued_job.pk))
+    assert staff_api.post(job_cancel_url(queued_job.pk)).status_code == 200
+    response = staff_api.post(job_cancel_url(queued_job.pk))
     assert response.status_code == 409
     assert "cancelled" in response.json()["status"][0]
     assert active_number(challenge) == 1
 
 
 def test_anonymous_may_not_cancel(anon_api, queued_job):
-    assert anon_api.post(cancel_url(queued_job.pk)).status_code == 401
+    assert anon_api.post(job_cancel_url(queued_job.pk)).status_code == 401
     queued_job.refresh_from_db()
     assert queued_job.status == Status.QUEUED
 
 
 @pytest.mark.parametrize("client_name", ["integration_api", "plain_api"])
 def test_integration_token_and_plain_user_may_not_cancel(request, client_name, queued_job):
-    assert request.getfixturevalue(client_name).post(cancel_url(queued_job.pk)).status_code == 403
+    assert (
+        request.getfixturevalue(client_name).post(job_cancel_url(queued_job.pk)).status_code == 403
+    )
     queued_job.refresh_from_db()
     assert queued_job.status == Status.QUEUED
 

@@ -9,21 +9,20 @@ import yaml
 from django.conf import settings
 from django.contrib.staticfiles import finders
 from django.core.management import call_command
+from django.urls import reverse
 
-SCHEMA_URL = "/api/schema/"
-DOCS_URL = "/api/docs/"
 CDN = re.compile(r"cdn|jsdelivr|unpkg|cloudflare|googleapis", re.IGNORECASE)
 
 
 @pytest.fixture
 def schema(anon_api) -> dict:
-    resp = anon_api.get(SCHEMA_URL, {"format": "json"})
+    resp = anon_api.get(reverse("schema"), {"format": "json"})
     assert resp.status_code == 200, resp.content
     return resp.json()
 
 
 def test_schema_is_public_openapi_3(anon_api):
-    resp = anon_api.get(SCHEMA_URL)
+    resp = anon_api.get(reverse("schema"))
 
     assert resp.status_code == 200
     assert "openapi" in resp["Content-Type"]
@@ -110,7 +109,7 @@ def test_schema_generates_without_warnings(tmp_path):
 
 
 def test_docs_page_references_no_cdn_and_only_local_assets(anon_api):
-    resp = anon_api.get(DOCS_URL)
+    resp = anon_api.get(reverse("api-docs"))
 
     assert resp.status_code == 200
     assert resp["Content-Type"].startswith("text/html")
@@ -122,11 +121,11 @@ def test_docs_page_references_no_cdn_and_only_local_assets(anon_api):
     assets = re.findall(r'(?:src|href)="([^"]+)"', html)
     assert any(a.endswith("swagger-ui-bundle.js") for a in assets)
     (init,) = [a for a in assets if not a.startswith(settings.STATIC_URL)]
-    assert init.startswith(DOCS_URL)
+    assert init.startswith(reverse("api-docs"))
     script = anon_api.get(init.replace("&amp;", "&"))
     assert script.status_code == 200
     assert "javascript" in script["Content-Type"]
-    assert SCHEMA_URL in script.content.decode()
+    assert reverse("schema") in script.content.decode()
     assert CDN.search(script.content.decode()) is None
     for asset in assets:
         if asset == init:

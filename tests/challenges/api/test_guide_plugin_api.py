@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.factories import attempts_url
+from tests.urls import attempts_url, challenges_url
 
 GUIDE_PLUGINS = {"my_custom_scorer": "tests.guides.custom:MyCustomScorer"}
 
@@ -19,7 +19,7 @@ def guide_challenge(settings, admin_api):
         "scoring_plugin_id": "my_custom_scorer",
         "scoring_config": {"multiplier": 2.0},
     }
-    resp = admin_api.post("/api/challenges/", body, format="json")
+    resp = admin_api.post(challenges_url(), body, format="json")
     assert resp.status_code == 201, resp.content
     return resp.json()["id"]
 
@@ -48,7 +48,7 @@ def test_an_unregistered_plugin_is_a_400_saying_how_to_register(settings, admin_
         "scoring_entrypoint": "services.scorers.custom:MyCustomScorer",
     }
 
-    resp = admin_api.post("/api/challenges/", body, format="json")
+    resp = admin_api.post(challenges_url(), body, format="json")
 
     assert resp.status_code == 400
     message = str(resp.json())

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from challenges.models import Challenge
-from tests.factories import attempts_url, leaderboard_url
+from tests.urls import attempts_url, challenges_url, leaderboard_url, metrics_url
 
 pytestmark = [pytest.mark.django_db, pytest.mark.slow]
 
@@ -25,7 +25,7 @@ def _needs_the_sandbox():
 
 def create(admin_api, **setup):
     body = {"name": "Guide snippet", "scoring_strategy": "python", **setup}
-    response = admin_api.post("/api/challenges/", body, format="json")
+    response = admin_api.post(challenges_url(), body, format="json")
     assert response.status_code == 201, response.content
     return Challenge.objects.get(pk=response.json()["id"])
 
@@ -82,7 +82,7 @@ def test_a_string_label_with_a_frequency_metric(admin_api, anon_api):
 
     assert [a["score"] for a in out] == [1.0, 1.0, 1.0]
     assert [a["details"]["scores"]["label"] for a in out] == animals
-    metrics = anon_api.get(f"/api/challenges/{challenge.pk}/metrics/").json()
+    metrics = anon_api.get(metrics_url(challenge.pk)).json()
     assert metrics[0] == {"name": "Animals", "type": "frequency", "value": {"cat": 2, "dog": 1}}
     assert metrics[1]["value"]["accuracy"] == 1.0
     assert set(metrics[1]["value"]["classes"]) == {"cat", "dog"}

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tests.factories import attempt_input, make_challenge, record
+from tests.urls import leaderboard_url, page_url
 
 pytestmark = pytest.mark.django_db
 
@@ -54,10 +55,9 @@ def _not_500(response, url):
 
 @pytest.mark.parametrize("page", ADMIN_PAGES)
 @pytest.mark.parametrize("huge", HUGE)
-def test_admin_pages(client, admin, seeded, page, huge):
-    client.force_login(admin)
+def test_admin_pages(admin_client, seeded, page, huge):
     url = page.format(id=huge)
-    for method in (client.get, client.post):
+    for method in (admin_client.get, admin_client.post):
         response = method(url)
         # An unknown object: the admin's own answer (a redirect with a message, or 404);
         # 403 for a POST to a read-only page; the progress poll's "no longer exists".
@@ -67,9 +67,9 @@ def test_admin_pages(client, admin, seeded, page, huge):
 @pytest.mark.parametrize("huge", HUGE)
 def test_public_pages(client, seeded, huge):
     for url in (
-        f"/challenges/known/?page={huge}",
-        f"/challenges/known/board/?page={huge}",
-        f"/challenges/known/?player={huge}",
+        page_url("known") + f"?page={huge}",
+        page_url("known", "board") + f"?page={huge}",
+        page_url("known") + f"?player={huge}",
         f"/challenges/{huge}/",
         f"/challenges/{huge}/leaderboard.csv",
     ):
@@ -87,6 +87,6 @@ def test_api_routes(admin_api, seeded, huge):
     url = f"/api/challenges/{huge}/"
     assert admin_api.patch(url, {"name": "x"}, format="json").status_code == 404
     assert admin_api.delete(url).status_code == 404
-    leaderboard = f"/api/challenges/{seeded.pk}/leaderboard/"
+    leaderboard = leaderboard_url(seeded.pk)
     for query in (f"?offset={huge}", f"?limit={huge}", f"?player={huge}"):
         assert _not_500(admin_api.get(leaderboard + query), query) in (200, 400)

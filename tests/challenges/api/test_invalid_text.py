@@ -9,7 +9,8 @@ import json
 import pytest
 
 from challenges.models import Challenge, ScoringVersion
-from tests.factories import SEED_ATTEMPT, WEIGHTED_SEED, attempts_url, counts, make_challenge
+from tests.factories import SEED_ATTEMPT, WEIGHTED_SEED, counts, make_challenge
+from tests.urls import attempts_url, challenges_url, detail_url
 
 pytestmark = pytest.mark.django_db
 
@@ -104,7 +105,7 @@ def challenge_variants(bad):
 @pytest.mark.parametrize("kind", list(BAD))
 def test_challenge_create_with_bad_text_is_400(admin_api, kind):
     for field, body in challenge_variants(BAD[kind]):
-        response = post_raw(admin_api, "/api/challenges/", body)
+        response = post_raw(admin_api, challenges_url(), body)
         assert response.status_code == 400, (field, response.content)
         assert field in response.json(), (field, response.json())
         assert Challenge.objects.count() == 0
@@ -116,7 +117,7 @@ def test_challenge_patch_with_bad_text_is_400(admin_api, kind):
     before = challenge.scoring_config
     for field, body in challenge_variants(BAD[kind]):
         body = {field: body[field]}
-        response = post_raw(admin_api, f"/api/challenges/{challenge.pk}/", body, "patch")
+        response = post_raw(admin_api, detail_url(challenge.pk), body, "patch")
         assert response.status_code == 400, (field, response.content)
         assert field in response.json(), (field, response.json())
     challenge.refresh_from_db()
@@ -127,6 +128,6 @@ def test_challenge_patch_with_bad_text_is_400(admin_api, kind):
 def test_list_still_works_after_a_refused_config(admin_api, anon_api):
     make_challenge(**WEIGHTED_SEED)
     body = {**WEIGHTED_SEED, "name": "Other", "scoring_config": {"time_penalty": "\ud800"}}
-    assert post_raw(admin_api, "/api/challenges/", body).status_code == 400
-    assert anon_api.get("/api/challenges/").status_code == 200
-    assert admin_api.get("/api/challenges/").status_code == 200
+    assert post_raw(admin_api, challenges_url(), body).status_code == 400
+    assert anon_api.get(challenges_url()).status_code == 200
+    assert admin_api.get(challenges_url()).status_code == 200

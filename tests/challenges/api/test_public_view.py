@@ -5,14 +5,15 @@ admins every field; the API denies by default and every route says who may use i
 from __future__ import annotations
 
 import pytest
-from django.urls import get_resolver
+from django.urls import get_resolver, reverse
 from rest_framework.permissions import AllowAny
 from rest_framework.settings import api_settings
 from rest_framework.test import APIRequestFactory
 
 from challenges.api import views as api
 from challenges.public import display
-from tests.factories import WEIGHTED_SEED, detail_url, make_challenge
+from tests.factories import WEIGHTED_SEED, make_challenge
+from tests.urls import challenges_url, detail_url
 
 pytestmark = pytest.mark.django_db
 
@@ -58,7 +59,7 @@ def secret():
 @pytest.mark.parametrize("client_name", ["anon_api", "integration_api"])
 def test_public_readers_get_the_public_view(request, secret, client_name):
     client = request.getfixturevalue(client_name)
-    listed = client.get("/api/challenges/")
+    listed = client.get(challenges_url())
     detail = client.get(detail_url(secret.pk))
     assert listed.status_code == detail.status_code == 200
     for body in (listed.json()[0], detail.json()):
@@ -82,7 +83,7 @@ def test_staff_and_admins_see_everything(request, secret, client_name):
     body = client.get(detail_url(secret.pk)).json()
     assert set(body) >= PUBLIC_FIELDS | SECRET
     assert body["tenant_id"] == "tenant-7" and body["scoring_code"] == SNIPPET
-    assert client.get("/api/challenges/").json()[0]["app_id"] == "app-secret"
+    assert client.get(challenges_url()).json()[0]["app_id"] == "app-secret"
 
 
 def test_the_default_permission_denies():
@@ -134,6 +135,6 @@ def test_every_api_route_states_its_permission():
 
 
 def test_the_api_root_lists_the_routes_for_anyone(anon_api):
-    response = anon_api.get("/api/", HTTP_ACCEPT="application/json")
+    response = anon_api.get(reverse("api-root"), HTTP_ACCEPT="application/json")
     assert response.status_code == 200
     assert set(response.json()) == {"challenges"}  # rescore jobs have no list route

@@ -17,7 +17,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from challenges.models import Challenge
-from tests.factories import attempt_input, attempts_url, leaderboard_url, make_challenge, record
+from tests.factories import attempt_input, make_challenge, record
+from tests.urls import attempts_url, challenges_url, leaderboard_url
 
 pytestmark = pytest.mark.django_db
 
@@ -170,7 +171,7 @@ def test_challenge_list_is_one_query(anon_api, db, django_assert_num_queries, ho
         make_challenge(scoring_strategy="fastest")
 
     with django_assert_num_queries(1):
-        body = _get(anon_api, "/api/challenges/")
+        body = _get(anon_api, challenges_url())
 
     assert len(body) == how_many
 
@@ -181,7 +182,7 @@ def test_challenge_list_for_staff(staff_api, db, django_assert_num_queries, how_
         make_challenge(scoring_strategy="fastest", is_active=bool(i % 2))
 
     with django_assert_num_queries(2):  # the token, the challenges
-        body = _get(staff_api, "/api/challenges/")
+        body = _get(staff_api, challenges_url())
 
     assert len(body) == how_many
 

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import pytest
 from django.core.management import call_command
+from django.urls import reverse
 
 from challenges.models import Challenge, ScoringVersion
-from tests.factories import attempts_url, make_challenge
+from tests.factories import make_challenge
+from tests.urls import admin_url, attempts_url, challenges_url
 
 BROKEN = {
     "acme.raises": "tests.guides.raises_on_import:Scorer",
@@ -16,13 +18,13 @@ BROKEN = {
 
 
 def test_catalogue_needs_authentication(anon_api):
-    assert anon_api.get("/api/scorers/").status_code in (401, 403)
+    assert anon_api.get(reverse("scorer-catalogue")).status_code in (401, 403)
 
 
 def test_catalogue_lists_strategies_and_plugins(integration_api, settings):
     settings.SCORING_PLUGINS = {"acme.const": "tests.plugins:Constant"}
 
-    resp = integration_api.get("/api/scorers/")
+    resp = integration_api.get(reverse("scorer-catalogue"))
 
     assert resp.status_code == 200, resp.content
     body = resp.json()
@@ -53,7 +55,7 @@ def test_catalogue_lists_strategies_and_plugins(integration_api, settings):
 
 
 def test_catalogue_is_in_the_openapi_schema(admin_api):
-    schema = admin_api.get("/api/schema/", {"format": "json"}).json()
+    schema = admin_api.get(reverse("schema"), {"format": "json"}).json()
     assert "/api/scorers/" in schema["paths"]
     assert "Plugin" in schema["components"]["schemas"]
 
@@ -68,11 +70,13 @@ def test_a_broken_plugin_is_a_warning_and_the_site_starts(broken, db, client, ca
     call_command("migrate", verbosity=0)  # runs the checks too, and goes on
     err = capsys.readouterr().err
     assert "acme.raises" in err and "boom at import" in err and "acme.malformed" in err
-    assert client.get("/").status_code == 200
+    assert client.get(reverse("challenges:home")).status_code == 200
 
 
 def test_the_catalogue_shows_broken_plugins_with_their_error(broken, integration_api):
-    plugins = {p["id"]: p for p in integration_api.get("/api/scorers/").json()["plugins"]}
+    plugins = {
+        p["id"]: p for p in integration_api.get(reverse("scorer-catalogue")).json()["plugins"]
+    }
 
     assert plugins["acme.raises"]["status"] == "broken"
     assert "boom at import" in plugins["acme.raises"]["error"]
@@ -80,19 +84,15 @@ def test_the_catalogue_shows_broken_plugins_with_their_error(broken, integration
     assert plugins["acme.const"]["status"] == "ok"
 
 
-def test_the_admin_shows_a_broken_plugin_with_its_error(broken, admin):
-    from django.test import Client
-
-    client = Client()
-    client.force_login(admin)
-    page = client.get("/admin/challenges/challenge/add/")
+def test_the_admin_shows_a_broken_plugin_with_its_error(broken, admin_client):
+    page = admin_client.get(admin_url("challenge", "add"))
     assert page.status_code == 200
     assert "boom at import" in page.content.decode()
 
 
 def test_choosing_a_broken_plugin_is_a_400(broken, admin_api):
     body = {"name": "X", "scoring_strategy": "custom", "scoring_plugin_id": "acme.raises"}
-    resp = admin_api.post("/api/challenges/", body, format="json")
+    resp = admin_api.post(challenges_url(), body, format="json")
     assert resp.status_code == 400
     assert "boom at import" in str(resp.json()["scoring_plugin_id"])
 

@@ -9,9 +9,19 @@ import json
 import pytest
 from django.core.management import call_command
 from django.db import connection
+from django.urls import reverse
 
 from challenges.models import Attempt, AttemptScore, Challenge, Player, ScoringVersion
 from tests.factories import WEIGHTED_SEED, attempt_input, make_challenge, record
+from tests.urls import (
+    admin_url,
+    challenges_url,
+    change_url,
+    detail_url,
+    leaderboard_url,
+    metrics_url,
+    page_url,
+)
 
 pytestmark = [
     pytest.mark.django_db,
@@ -60,38 +70,37 @@ def _ok(response, url):
     return content
 
 
-def test_admin_pages(client, admin, stored):
+def test_admin_pages(admin_client, stored):
     challenge, attempt = stored
-    client.force_login(admin)
     version = challenge.active_version
     score = AttemptScore.objects.get(attempt=attempt)
     for url in (
-        f"/admin/challenges/attempt/{attempt.pk}/change/",
-        "/admin/challenges/attempt/",
-        f"/admin/challenges/challenge/{challenge.pk}/change/",
-        "/admin/challenges/challenge/",
-        f"/admin/challenges/challenge/{challenge.pk}/versions/",
-        f"/admin/challenges/scoringversion/{version.pk}/change/",
-        f"/admin/challenges/attemptscore/{score.pk}/change/",
-        "/admin/challenges/attemptscore/",
-        "/admin/challenges/player/",
-        "/admin/",
+        admin_url("attempt", "change", attempt.pk),
+        admin_url("attempt"),
+        change_url(challenge),
+        admin_url("challenge"),
+        admin_url("challenge", "versions", challenge.pk),
+        admin_url("scoringversion", "change", version.pk),
+        admin_url("attemptscore", "change", score.pk),
+        admin_url("attemptscore"),
+        admin_url("player"),
+        reverse("admin:index"),
     ):
-        _ok(client.get(url), url)
+        _ok(admin_client.get(url), url)
 
 
 def test_api(admin_api, anon_api, stored):
     challenge, _ = stored
     for api in (admin_api, anon_api):
         for url in (
-            "/api/challenges/",
-            f"/api/challenges/{challenge.pk}/",
-            f"/api/challenges/{challenge.pk}/leaderboard/",
-            f"/api/challenges/{challenge.pk}/metrics/",
+            challenges_url(),
+            detail_url(challenge.pk),
+            leaderboard_url(challenge.pk),
+            metrics_url(challenge.pk),
         ):
             body = json.loads(_ok(api.get(url), url))
     assert body is not None
-    detail = json.loads(_ok(admin_api.get(f"/api/challenges/{challenge.pk}/"), "detail"))
+    detail = json.loads(_ok(admin_api.get(detail_url(challenge.pk)), "detail"))
     assert detail["scoring_config"]["note\ufffd"][0] == "x\ufffd"  # shown, made safe
 
 
@@ -99,13 +108,13 @@ def test_public_pages(client, stored):
     challenge, _ = stored
     slug = challenge.slug
     for url in (
-        "/",
-        "/challenges/",
-        f"/challenges/{slug}/",
-        f"/challenges/{slug}/board/",
-        f"/challenges/{slug}/charts.json",
-        f"/challenges/{slug}/leaderboard.csv",
-        f"/challenges/{slug}/leaderboard.json",
+        reverse("challenges:home"),
+        reverse("challenges:list"),
+        page_url(slug),
+        page_url(slug, "board"),
+        page_url(slug, "charts"),
+        page_url(slug, "export-csv"),
+        page_url(slug, "export-json"),
     ):
         _ok(client.get(url), url)
 

@@ -8,11 +8,21 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 from django.db import connection
+from django.urls import reverse
 
 from challenges.models import Attempt, AuditEvent, Challenge, PlayerHide, RescoreJob
 from challenges.setup import services as setup_services
-from tests.challenges.admin.admin_pages import change_url, page_data
-from tests.factories import SEED_ATTEMPT, attempts_url, detail_url, make_challenge
+from tests.challenges.admin.admin_pages import page_data
+from tests.factories import SEED_ATTEMPT, make_challenge
+from tests.urls import (
+    admin_url,
+    attempts_url,
+    challenges_url,
+    change_url,
+    detail_url,
+    job_cancel_url,
+    rescore_url,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -37,12 +47,6 @@ def challenge(db) -> Challenge:
     return made
 
 
-@pytest.fixture
-def admin_client(client, admin):
-    client.force_login(admin)
-    return client
-
-
 def _clear() -> None:
     """Forget the events of a test's setup (TRUNCATE: the trigger refuses DELETE)."""
     with connection.cursor() as cursor:
@@ -54,7 +58,7 @@ def _clear() -> None:
 
 # --- through the API ----------------------------------------------------------------------
 def test_api_changes_are_recorded_once_each(admin, admin_api, staff_api, integration_api):
-    response = admin_api.post("/api/challenges/", {"name": "Audited"}, format="json")
+    response = admin_api.post(challenges_url(), {"name": "Audited"}, format="json")
     pk = response.json()["id"]
     assert check("challenge_create", "api", "admin").after["name"] == "Audited"
 
@@ -83,22 +87,22 @@ def test_api_changes_are_recorded_once_each(admin, admin_api, staff_api, integra
     _clear()
     # A job still queued (tasks are eager: cancel one made without sending it).
     RescoreJob.objects.filter(pk=job.pk).update(status="queued")
-    assert staff_api.post(f"/api/rescore-jobs/{job.pk}/cancel/").status_code == 200
+    assert staff_api.post(job_cancel_url(job.pk)).status_code == 200
     check("rescore_cancel", "api", "staff")
 
-    assert staff_api.post(f"/api/challenges/{pk}/rescore/").status_code == 202
+    assert staff_api.post(rescore_url(pk)).status_code == 202
     assert only("rescore_start").actor_name == "staff"
 
     integration_api.post(attempts_url(pk), SEED_ATTEMPT, format="json")
     attempt = Attempt.objects.get()
     body = {"reason": "test"}
-    staff_api.post(f"/api/challenges/{pk}/players/u1/hide/", body, format="json")
+    staff_api.post(reverse("player-hide", args=[pk, "u1"]), body, format="json")
     assert check("player_hide", "api", "staff").reason == "test"
-    admin_api.post(f"/api/challenges/{pk}/players/u1/unhide/", body, format="json")
+    admin_api.post(reverse("player-unhide", args=[pk, "u1"]), body, format="json")
     check("player_unhide", "api", "admin")
-    staff_api.post(f"/api/attempts/{attempt.pk}/hide/", body, format="json")
+    staff_api.post(reverse("attempt-hide", args=[attempt.pk]), body, format="json")
     assert check("attempt_hide", "api", "staff").after["attempt"] == attempt.pk
-    admin_api.post(f"/api/attempts/{attempt.pk}/unhide/", body, format="json")
+    admin_api.post(reverse("attempt-unhide", args=[attempt.pk]), body, format="json")
     check("attempt_unhide", "api", "admin")
 
 
@@ -126,7 +130,7 @@ def test_admin_changes_are_recorded_once_each(admin_client, challenge, integrati
     assert check("limits", "admin", "admin").after == {"attempts_total": 9}
     assert check("freeze", "admin", "admin").after["freeze_at"].startswith("2020-01-01")
     response = admin_client.post(
-        "/admin/challenges/challenge/",
+        admin_url("challenge"),
         {"action": "reveal_selected", "_selected_action": [challenge.pk]},
     )
     assert response.status_code == 302
@@ -134,7 +138,7 @@ def test_admin_changes_are_recorded_once_each(admin_client, challenge, integrati
     _clear()
 
     response = admin_client.post(
-        "/admin/challenges/challenge/",
+        admin_url("challenge"),
         {"action": "rescore_selected", "_selected_action": [challenge.pk]},
     )
     assert response.status_code == 302
@@ -143,9 +147,7 @@ def test_admin_changes_are_recorded_once_each(admin_client, challenge, integrati
 
     # The rescore's version 2 (its job not run: tasks are sent on commit) made active.
     v2 = challenge.versions.get(number=2)
-    response = admin_client.post(
-        f"/admin/challenges/challenge/{challenge.pk}/versions/{v2.pk}/activate/"
-    )
+    response = admin_client.post(admin_url("challenge", "activate", challenge.pk, v2.pk))
     assert response.status_code == 302
     event = check("version_activate", "admin", "admin")
     assert event.before == {"active_version": 1}
@@ -154,7 +156,7 @@ def test_admin_changes_are_recorded_once_each(admin_client, challenge, integrati
     integration_api.post(attempts_url(challenge.pk), SEED_ATTEMPT, format="json")
     attempt = Attempt.objects.get()
     _clear()
-    changelist = "/admin/challenges/attempt/"
+    changelist = admin_url("attempt")
     ask = admin_client.post(
         changelist, {"action": "hide_attempts", "_selected_action": [attempt.pk]}
     )
@@ -182,14 +184,14 @@ def test_admin_changes_are_recorded_once_each(admin_client, challenge, integrati
     check("attempt_unhide", "admin", "admin")
 
     response = admin_client.post(
-        "/admin/challenges/playerhide/add/",
+        admin_url("playerhide", "add"),
         {"player": attempt.player_id, "challenge": challenge.pk, "reason": "bot"},
     )
     assert response.status_code == 302, response.content.decode()[:3000]
     check("player_hide", "admin", "admin")
     hide = PlayerHide.objects.get()
     admin_client.post(
-        "/admin/challenges/playerhide/",
+        admin_url("playerhide"),
         {
             "action": "unhide_players",
             "_selected_action": [hide.pk],
@@ -202,9 +204,9 @@ def test_admin_changes_are_recorded_once_each(admin_client, challenge, integrati
 
 
 def test_admin_create_is_recorded(admin_client):
-    from tests.challenges.admin.test_admin import ADD_URL, form
+    from tests.challenges.admin.test_admin import form
 
-    assert admin_client.post(ADD_URL, form()).status_code == 302
+    assert admin_client.post(admin_url("challenge", "add"), form()).status_code == 302
     check("challenge_create", "admin", "admin")
 
 
@@ -212,7 +214,7 @@ def test_admin_rescore_cancel_is_recorded(admin_client, challenge):
     job = setup_services.challenge_rescore(challenge=challenge)
     RescoreJob.objects.filter(pk=job.pk).update(status="queued")
     _clear()
-    response = admin_client.post(f"/admin/challenges/rescorejob/{job.pk}/cancel/")
+    response = admin_client.post(admin_url("rescorejob", "cancel", job.pk))
     assert response.status_code in (200, 302)
     check("rescore_cancel", "admin", "admin")
 
@@ -239,21 +241,21 @@ def test_command_changes_are_recorded(challenge, tmp_path):
 def test_audit_api_filters_for_admins_only(admin_api, staff_api, anon_api, challenge):
     other = make_challenge()
     admin_api.patch(detail_url(challenge.pk), {"description": "x"}, format="json")
-    assert staff_api.get("/api/audit/").status_code == 403
-    assert anon_api.get("/api/audit/").status_code in (401, 403)
-    rows = admin_api.get("/api/audit/", {"challenge": challenge.pk}).json()
+    assert staff_api.get(reverse("audit")).status_code == 403
+    assert anon_api.get(reverse("audit")).status_code in (401, 403)
+    rows = admin_api.get(reverse("audit"), {"challenge": challenge.pk}).json()
     assert rows and {r["challenge"] for r in rows} == {challenge.pk}
-    edits = admin_api.get("/api/audit/", {"kind": "challenge_edit", "actor": "admin"}).json()
+    edits = admin_api.get(reverse("audit"), {"kind": "challenge_edit", "actor": "admin"}).json()
     assert [(r["kind"], r["actor"], r["via"]) for r in edits] == [
         ("challenge_edit", "admin", "api")
     ]
-    assert admin_api.get("/api/audit/", {"actor": "nobody"}).json() == []
-    assert other.pk in {r["challenge"] for r in admin_api.get("/api/audit/").json()}
+    assert admin_api.get(reverse("audit"), {"actor": "nobody"}).json() == []
+    assert other.pk in {r["challenge"] for r in admin_api.get(reverse("audit")).json()}
     for bad in ({"challenge": "x"}, {"kind": "nope"}):
-        response = admin_api.get("/api/audit/", bad)
+        response = admin_api.get(reverse("audit"), bad)
         assert response.status_code == 400 and set(bad) <= set(response.json())
     for method in ("post", "put", "patch", "delete"):
-        assert getattr(admin_api, method)("/api/audit/").status_code == 405
+        assert getattr(admin_api, method)(reverse("audit")).status_code == 405
 
 
 def test_append_only(admin_client, admin_api, challenge):
@@ -265,12 +267,12 @@ def test_append_only(admin_client, admin_api, challenge):
     with pytest.raises(ValueError):
         event.delete()
     # The admin lists it, offers no add, change or delete.
-    assert admin_client.get("/admin/challenges/auditevent/").status_code == 200
-    assert admin_client.get("/admin/challenges/auditevent/add/").status_code == 403
-    page = admin_client.get(f"/admin/challenges/auditevent/{event.pk}/change/")
+    assert admin_client.get(admin_url("auditevent")).status_code == 200
+    assert admin_client.get(admin_url("auditevent", "add")).status_code == 403
+    page = admin_client.get(admin_url("auditevent", "change", event.pk))
     assert page.status_code == 200 and b'name="_save"' not in page.content
-    assert admin_client.get(f"/admin/challenges/auditevent/{event.pk}/delete/").status_code == 403
-    filtered = admin_client.get("/admin/challenges/auditevent/", {"kind": "challenge_edit"})
+    assert admin_client.get(admin_url("auditevent", "delete", event.pk)).status_code == 403
+    filtered = admin_client.get(admin_url("auditevent"), {"kind": "challenge_edit"})
     assert filtered.status_code == 200
 
 

@@ -14,6 +14,7 @@ from datetime import timedelta
 
 import pytest
 from django.db.models import Q
+from django.urls import reverse
 from django.utils import timezone
 
 from challenges.ingestion import moderation, services
@@ -21,7 +22,8 @@ from challenges.models import AttemptScore, AuditEvent, Challenge, Player, Playe
 from challenges.rescoring import jobs as rescoring
 from challenges.setup import services as setup_services
 from challenges.setup import versions
-from tests.factories import T0, attempt_input, leaderboard_url, make_challenge
+from tests.factories import T0, attempt_input, make_challenge
+from tests.urls import detail_url, leaderboard_url, page_url, reveal_url
 
 pytestmark = pytest.mark.django_db
 
@@ -60,13 +62,13 @@ def api_board(api, challenge) -> list[tuple[int, str, float]]:
 
 
 def export_board(client, challenge) -> list[tuple[int, str, float]]:
-    response = client.get(f"/challenges/{challenge.slug}/leaderboard.json")
+    response = client.get(page_url(challenge.slug, "export-json"))
     body = json.loads(b"".join(response.streaming_content))
     return [(r["rank"], r["player"], r["score"]) for r in body["results"]]
 
 
 def page_players(client, challenge) -> list[str]:
-    html = client.get(f"/challenges/{challenge.slug}/").content.decode()
+    html = client.get(page_url(challenge.slug)).content.decode()
     return re.findall(r'<th scope="row" class="col-name">(?:<a [^>]*>)?([^<]*)', html)
 
 
@@ -113,13 +115,13 @@ def test_frozen_board_equals_the_brute_force_throughout(
     check_public(anon_api, client, challenge, frozen)
     assert api_board(staff_api, challenge) == reference(challenge)  # staff: live
     # No count, leader or activity after the freeze on the card, no chart point after it.
-    cards = client.get("/challenges/").content.decode()
+    cards = client.get(reverse("challenges:list")).content.decode()
     assert f"<dt>Ranked players</dt><dd>{len(frozen)}</dd>" in cards
-    charts = client.get(f"/challenges/{challenge.slug}/charts.json").json()
+    charts = client.get(page_url(challenge.slug, "charts")).json()
     assert sum(charts["distribution"]["counts"]) == len(frozen)
     late_points = {"late1", "late2", "late3"} & {line["label"] for line in charts["top"]}
     assert not late_points
-    page = client.get(f"/challenges/{challenge.slug}/").content.decode()
+    page = client.get(page_url(challenge.slug)).content.decode()
     assert 'data-frozen="1"' in page
 
     # A rescore under a new setup during the freeze: the frozen board follows the new
@@ -149,11 +151,11 @@ def test_frozen_board_equals_the_brute_force_throughout(
     check_public(anon_api, client, challenge, frozen)
 
     # The reveal: the public sees the live board.
-    assert staff_api.post(f"/api/challenges/{challenge.pk}/reveal/").status_code == 403
-    response = admin_api.post(f"/api/challenges/{challenge.pk}/reveal/")
+    assert staff_api.post(reveal_url(challenge.pk)).status_code == 403
+    response = admin_api.post(reveal_url(challenge.pk))
     assert response.status_code == 200 and response.json()["revealed_at"]
     check_public(anon_api, client, challenge, reference(challenge))
-    assert admin_api.post(f"/api/challenges/{challenge.pk}/reveal/").status_code == 409
+    assert admin_api.post(reveal_url(challenge.pk)).status_code == 409
     assert AuditEvent.objects.filter(kind="freeze").count() == 1
     assert AuditEvent.objects.get(kind="reveal").actor_name == "admin"
 
@@ -165,7 +167,7 @@ def test_before_freeze_at_the_board_is_live(anon_api, admin_api):
     )
     services.attempts_record(challenge=challenge, inputs=[attempt_input("a", elapsed_ms=5)])
     assert [p for _, p, _ in api_board(anon_api, challenge)] == ["a"]
-    response = admin_api.post(f"/api/challenges/{challenge.pk}/reveal/")
+    response = admin_api.post(reveal_url(challenge.pk))
     assert response.status_code == 409 and "not begun" in response.json()["detail"]
 
 
@@ -177,11 +179,11 @@ def test_a_new_freeze_after_a_reveal(anon_api, admin_api):
     time.sleep(0.01)
     services.attempts_record(challenge=challenge, inputs=[attempt_input("b", elapsed_ms=1)])
     assert [p for _, p, _ in api_board(anon_api, challenge)] == ["a"]
-    admin_api.post(f"/api/challenges/{challenge.pk}/reveal/")
+    admin_api.post(reveal_url(challenge.pk))
     assert [p for _, p, _ in api_board(anon_api, challenge)] == ["b", "a"]
     # Moving freeze_at starts a new freeze (revealed_at cleared).
     response = admin_api.patch(
-        f"/api/challenges/{challenge.pk}/", {"freeze_at": T0.isoformat()}, format="json"
+        detail_url(challenge.pk), {"freeze_at": T0.isoformat()}, format="json"
     )
     assert response.status_code == 200 and response.json()["revealed_at"] is None
     assert api_board(anon_api, challenge) == []  # nothing was recorded before T0

@@ -13,7 +13,8 @@ from django.utils import timezone
 
 from challenges.ingestion import rules, services
 from challenges.models import Attempt, Challenge, Player
-from tests.factories import SEED_ATTEMPT, attempt_input, attempts_url, counts, make_challenge
+from tests.factories import SEED_ATTEMPT, attempt_input, counts, make_challenge
+from tests.urls import attempts_url, detail_url
 
 
 def _capped(**caps) -> Challenge:
@@ -120,7 +121,7 @@ def test_practice_attempts_count_towards_the_caps(db):
 @pytest.mark.parametrize("body", [{"attempts_per_day": 0}, {"attempts_total": -1}])
 def test_bad_caps_are_a_400(db, admin_api, body):
     challenge = make_challenge()
-    response = admin_api.patch(f"/api/challenges/{challenge.pk}/", body, format="json")
+    response = admin_api.patch(detail_url(challenge.pk), body, format="json")
     assert response.status_code == 400 and set(body) <= set(response.json())
 
 

@@ -7,14 +7,16 @@ from __future__ import annotations
 import json
 
 import pytest
+from django.urls import reverse
 
 from challenges.ingestion import moderation
 from challenges.models import Attempt, AuditEvent, Challenge, Player
-from tests.factories import SEED_ATTEMPT, attempts_url, leaderboard_url, make_challenge
+from tests.factories import SEED_ATTEMPT, make_challenge
+from tests.urls import attempts_url, leaderboard_url, page_url, rescore_url
 
 
 def _hide_url(challenge: Challenge, player: str, action: str = "hide") -> str:
-    return f"/api/challenges/{challenge.pk}/players/{player}/{action}/"
+    return reverse(f"player-{action}", args=[challenge.pk, player])
 
 
 @pytest.fixture
@@ -43,9 +45,9 @@ def snapshot(client, challenge: Challenge) -> dict:
     api = client.get(leaderboard_url(challenge.pk), {"limit": 500}).json()
     return {
         "api": api,
-        "json": json.loads(_stream(client.get(f"/challenges/{slug}/leaderboard.json"))),
-        "csv": _stream(client.get(f"/challenges/{slug}/leaderboard.csv")).decode(),
-        "charts": client.get(f"/challenges/{slug}/charts.json").json(),
+        "json": json.loads(_stream(client.get(page_url(slug, "export-json")))),
+        "csv": _stream(client.get(page_url(slug, "export-csv"))).decode(),
+        "charts": client.get(page_url(slug, "charts")).json(),
         "player_p2": client.get(leaderboard_url(challenge.pk), {"player": "p2"}).json(),
     }
 
@@ -57,7 +59,7 @@ def _ranks(snap: dict) -> list[tuple[int, str]]:
 def test_hide_a_player_then_unhide_restores_everything(board, client, staff_api, admin_api):
     before = snapshot(client, board)
     assert _ranks(before) == [(1, "p1"), (2, "p2"), (3, "p3"), (3, "p4"), (5, "p5"), (6, "p6")]
-    page_before = client.get(f"/challenges/{board.slug}/").content.decode()
+    page_before = client.get(page_url(board.slug)).content.decode()
     assert ">p2<" in page_before or "p2" in page_before
 
     response = staff_api.post(_hide_url(board, "p2"), {"reason": "shared answers"}, format="json")
@@ -70,9 +72,9 @@ def test_hide_a_player_then_unhide_restores_everything(board, client, staff_api,
     assert hidden["player_p2"]["results"] == []
     assert all(line["label"] != "p2" for line in hidden["charts"]["top"])
     assert sum(hidden["charts"]["distribution"]["counts"]) == 5
-    page = client.get(f"/challenges/{board.slug}/").content.decode()
+    page = client.get(page_url(board.slug)).content.decode()
     assert "p2" not in page.split("leaderboard-title")[1]  # not in the (cached) board
-    cards = client.get("/challenges/").content.decode()
+    cards = client.get(reverse("challenges:list")).content.decode()
     assert "<dt>Ranked players</dt><dd>5</dd>" in cards
 
     # Only admins undo.
@@ -91,14 +93,16 @@ def test_hide_a_player_then_unhide_restores_everything(board, client, staff_api,
 def test_hide_an_attempt_the_next_best_takes_its_place(board, client, staff_api, admin_api):
     before = snapshot(client, board)
     best = Attempt.objects.get(player__external_id="p1", elapsed_ms=100)
-    response = staff_api.post(f"/api/attempts/{best.pk}/hide/", {"reason": "leak"}, format="json")
+    response = staff_api.post(
+        reverse("attempt-hide", args=[best.pk]), {"reason": "leak"}, format="json"
+    )
     assert response.status_code == 200, response.content
     rows = snapshot(client, board)["json"]["results"]
     assert rows[-1]["player"] == "p1" and rows[-1]["score"] == 1000.0  # its second attempt
     assert rows[0]["player"] == "p2" and rows[0]["rank"] == 1
     assert (
         admin_api.post(
-            f"/api/attempts/{best.pk}/unhide/", {"reason": "ok"}, format="json"
+            reverse("attempt-unhide", args=[best.pk]), {"reason": "ok"}, format="json"
         ).status_code
         == 200
     )
@@ -112,7 +116,7 @@ def test_hidden_stays_hidden_through_ingestion_and_a_rescore(
     faster = {**SEED_ATTEMPT, "player": "p1", "elapsed_ms": 1}
     assert integration_api.post(attempts_url(board.pk), faster, format="json").status_code == 201
     assert "p1" not in [p for _, p in _ranks(snapshot(client, board))]
-    assert staff_api.post(f"/api/challenges/{board.pk}/rescore/").status_code == 202
+    assert staff_api.post(rescore_url(board.pk)).status_code == 202
     assert "p1" not in [p for _, p in _ranks(snapshot(client, board))]
 
 

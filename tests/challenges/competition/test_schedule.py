@@ -8,18 +8,19 @@ import json
 from datetime import timedelta
 
 import pytest
+from django.urls import reverse
 from django.utils import timezone
 
 from challenges.ingestion import rules, services
 from challenges.models import Attempt, AttemptScore, Challenge, LeaderboardEntry
-from tests.factories import (
-    SEED_ATTEMPT,
-    attempt_input,
+from tests.factories import SEED_ATTEMPT, attempt_input, counts, make_challenge
+from tests.urls import (
     attempts_url,
-    counts,
+    challenges_url,
     detail_url,
     leaderboard_url,
-    make_challenge,
+    page_url,
+    rescore_url,
 )
 
 HOUR = timedelta(hours=1)
@@ -115,11 +116,11 @@ def test_practice_is_stored_scored_never_ranked(challenge, integration_api, staf
         return [(r["player"], r["score"]) for r in rows]
 
     assert board() == [("ranked", 5000.0)]
-    export = anon_api.get(f"/challenges/{challenge.slug}/leaderboard.json")
+    export = anon_api.get(page_url(challenge.slug, "export-json"))
     exported = json.loads(b"".join(export.streaming_content))["results"]
     assert [(r["player"], r["score"]) for r in exported] == [("ranked", 5000.0)]
     # A rescore rebuilds the entries from the scores alone: practice stays out.
-    assert staff_api.post(f"/api/challenges/{challenge.pk}/rescore/").status_code == 202
+    assert staff_api.post(rescore_url(challenge.pk)).status_code == 202
     challenge.refresh_from_db()
     assert board() == [("ranked", 5000.0)]
     assert LeaderboardEntry.objects.filter(version=challenge.active_version).count() == 1
@@ -170,7 +171,7 @@ def test_bad_schedule_is_a_400_naming_the_field(challenge, admin_api, body, fiel
 
 def test_bad_window_on_create_writes_nothing(admin_api):
     response = admin_api.post(
-        "/api/challenges/",
+        challenges_url(),
         {"name": "W", "opens_at": "2030-02-01T00:00:00Z", "closes_at": "2030-01-01T00:00:00Z"},
         format="json",
     )
@@ -205,13 +206,13 @@ def test_banner_on_cards_and_page(client, challenge, opens, closes, late, phase,
         closes_at=now + closes * HOUR if closes is not None else None,
         late_attempts=late,
     )
-    for url in ("/challenges/", f"/challenges/{challenge.slug}/"):
+    for url in (reverse("challenges:list"), page_url(challenge.slug)):
         html = client.get(url).content.decode()
         assert f'data-phase="{phase}"' in html, url
         assert words in html, url
     if late == "practice":
-        assert "practice" in client.get(f"/challenges/{challenge.slug}/").content.decode()
+        assert "practice" in client.get(page_url(challenge.slug)).content.decode()
 
 
 def test_no_banner_without_a_schedule(client, challenge):
-    assert "data-phase" not in client.get(f"/challenges/{challenge.slug}/").content.decode()
+    assert "data-phase" not in client.get(page_url(challenge.slug)).content.decode()

@@ -8,11 +8,13 @@ from datetime import timedelta
 
 import pytest
 from django.db import connection
+from django.urls import reverse
 from django.utils import timezone
 
 from challenges.models import Attempt, AttemptScore, IdempotencyRecord, Player
 from challenges.tasks import idempotency_purge
-from tests.factories import attempts_url, make_challenge
+from tests.factories import make_challenge
+from tests.urls import attempts_url
 
 pytestmark = pytest.mark.django_db
 ONE = {"player": "u1", "succeeded": True, "tokens_total": 10}
@@ -95,7 +97,7 @@ def test_keys_are_kept_24_hours_at_least_then_purged(integration_api, settings):
 
 
 def test_the_schema_documents_the_header_and_the_409(anon_api):
-    schema = anon_api.get("/api/schema/", {"format": "json"}).json()
+    schema = anon_api.get(reverse("schema"), {"format": "json"}).json()
     operation = schema["paths"]["/api/challenges/{id}/attempts/"]["post"]
     assert any(
         p["name"] == "Idempotency-Key" and p["in"] == "header" for p in operation["parameters"]
@@ -105,18 +107,15 @@ def test_the_schema_documents_the_header_and_the_409(anon_api):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_two_requests_racing_with_one_key_write_once(django_user_model):
+def test_two_requests_racing_with_one_key_write_once(integration):
     """PostgreSQL: both pass the lookup, the second waits on the key's unique index and
     then replays the first."""
     if connection.vendor != "postgresql":
         pytest.skip("concurrent sessions: PostgreSQL")
-    from django.contrib.auth.models import Permission
     from rest_framework.test import APIClient
 
     from tests.challenges.rescoring._threads import Session
 
-    integration = django_user_model.objects.create_user("racer")
-    integration.user_permissions.add(Permission.objects.get(codename="add_attempt"))
     challenge = make_challenge()
     start = threading.Barrier(2)
 

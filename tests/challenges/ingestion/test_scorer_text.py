@@ -8,7 +8,8 @@ import pytest
 
 from challenges.models import AttemptScore
 from scoring.registry import registry
-from tests.factories import SEED_ATTEMPT, attempts_url, make_challenge
+from tests.factories import SEED_ATTEMPT, make_challenge
+from tests.urls import attempts_url
 
 pytestmark = pytest.mark.django_db
 

@@ -11,6 +11,7 @@ import pytest
 
 from challenges.leaderboards import precision
 from tests.factories import attempt_input, make_challenge, record
+from tests.urls import attempts_url, leaderboard_url, page_url
 
 pytestmark = pytest.mark.django_db
 NOISY_METRICS = {"rating": 9, "tokens_total": 896, "elapsed_ms": 12000}
@@ -48,14 +49,14 @@ def noisy(settings):
 
 
 def test_api_leaderboard_serves_the_rounded_score(client, noisy):
-    body = client.get(f"/api/challenges/{noisy.pk}/leaderboard/").content.decode()
+    body = client.get(leaderboard_url(noisy.pk)).content.decode()
     assert "211.07999999999998" not in body
     assert json.loads(body)["results"][0]["score"] == 211.08
 
 
 def test_api_attempt_response_serves_rounded_score_and_details(noisy, integration_api):
     response = integration_api.post(
-        f"/api/challenges/{noisy.pk}/attempts/",
+        attempts_url(noisy.pk),
         {"player": "u2", "succeeded": True, **NOISY_METRICS},
         format="json",
     )
@@ -65,14 +66,14 @@ def test_api_attempt_response_serves_rounded_score_and_details(noisy, integratio
 
 
 def test_csv_and_json_exports_serve_the_rounded_score(client, noisy):
-    text = b"".join(client.get(f"/challenges/{noisy.slug}/leaderboard.csv").streaming_content)
+    text = b"".join(client.get(page_url(noisy.slug, "export-csv")).streaming_content)
     [row] = list(csv.DictReader(io.StringIO(text.decode())))
     assert row["score"] == "211.08"
-    raw = b"".join(client.get(f"/challenges/{noisy.slug}/leaderboard.json").streaming_content)
+    raw = b"".join(client.get(page_url(noisy.slug, "export-json")).streaming_content)
     assert "211.07999999999998" not in raw.decode()
     assert json.loads(raw)["results"][0]["score"] == 211.08
 
 
 def test_charts_serve_no_noise(client, noisy):
-    body = client.get(f"/challenges/{noisy.slug}/charts.json").content.decode()
+    body = client.get(page_url(noisy.slug, "charts")).content.decode()
     assert "99999999" not in body

@@ -7,7 +7,7 @@ import pytest
 
 from challenges.leaderboards import metrics as metrics_module
 from challenges.models import Challenge
-from tests.factories import attempts_url
+from tests.urls import attempts_url, challenges_url, change_url, metrics_url, page_url
 
 pytestmark = [pytest.mark.django_db, pytest.mark.slow]
 
@@ -59,7 +59,7 @@ def make(admin_api, metrics) -> Challenge:
         ],
         "rank_by": "tests.passed",
     }
-    response = admin_api.post("/api/challenges/", body, format="json")
+    response = admin_api.post(challenges_url(), body, format="json")
     assert response.status_code == 201, response.content
     return Challenge.objects.get(pk=response.json()["id"])
 
@@ -94,7 +94,7 @@ def test_pass_at_k_against_a_hand_computed_value(admin_api, integration_api, ano
     # Task 1: n=3, c=1: pass@1 = 1/3, pass@2 = 1 - C(2,2)/C(3,2) = 2/3.
     # Task 2: n=2, c=2: pass@1 = 1,   pass@2 = 1.
     # Means over the tasks: pass@1 = 2/3, pass@2 = 5/6. Trimmed mean of 0,0,1,1,1 = 2/3.
-    found = anon_api.get(f"/api/challenges/{challenge.pk}/metrics/").json()
+    found = anon_api.get(metrics_url(challenge.pk)).json()
     assert found == [
         {
             "name": "pass@k",
@@ -127,17 +127,17 @@ def test_pass_at_k_against_a_hand_computed_value(admin_api, integration_api, ano
         "_compute_python_metric",
         lambda *a: calls.append(1) or real(*a),
     )
-    assert anon_api.get(f"/api/challenges/{challenge.pk}/metrics/").json() == found
+    assert anon_api.get(metrics_url(challenge.pk)).json() == found
     assert calls == []
     record(integration_api, challenge, [(2, "no")])  # task 2: n=3, c=2
-    again = anon_api.get(f"/api/challenges/{challenge.pk}/metrics/").json()
+    again = anon_api.get(metrics_url(challenge.pk)).json()
     assert len(calls) == 2
     # pass@1 = (1/3 + 2/3)/2 = 1/2; pass@2: task 1 2/3, task 2 1 - C(1,2)/C(3,2) = 1.
     assert again[0]["value"] == {"pass@1": pytest.approx(1 / 2), "pass@2": pytest.approx(5 / 6)}
 
 
 def test_a_metric_that_raises_is_that_metrics_error_for_admins(
-    admin_api, integration_api, anon_api, client, admin
+    admin_api, integration_api, anon_api, client, admin_client
 ):
     challenge = make(
         admin_api,
@@ -147,7 +147,7 @@ def test_a_metric_that_raises_is_that_metrics_error_for_admins(
         ],
     )
     record(integration_api, challenge, ROWS)
-    public = anon_api.get(f"/api/challenges/{challenge.pk}/metrics/").json()
+    public = anon_api.get(metrics_url(challenge.pk)).json()
     assert public[0] == {
         "name": "Broken",
         "type": "python",
@@ -156,15 +156,14 @@ def test_a_metric_that_raises_is_that_metrics_error_for_admins(
         "scorer_name": "tests",
     }
     assert public[1]["value"] == pytest.approx(3 / 5)
-    admin_view = admin_api.get(f"/api/challenges/{challenge.pk}/metrics/").json()
+    admin_view = admin_api.get(metrics_url(challenge.pk)).json()
     assert "ZeroDivisionError: no tasks to average" in admin_view[0]["error"]
 
-    page = client.get(f"/challenges/{challenge.slug}/")
+    page = client.get(page_url(challenge.slug))
     assert page.status_code == 200
     text = page.content.decode()
     assert "Pass rate" in text and "ZeroDivisionError" not in text
-    client.force_login(admin)
-    admin_page = client.get(f"/admin/challenges/challenge/{challenge.pk}/change/").content.decode()
+    admin_page = admin_client.get(change_url(challenge)).content.decode()
     assert "data-metric-error" in admin_page and "ZeroDivisionError" in admin_page
 
 
@@ -188,7 +187,7 @@ def test_bad_metric_code_is_400_naming_the_metric(admin_api, code, message):
             }
         ],
     }
-    response = admin_api.post("/api/challenges/", body, format="json")
+    response = admin_api.post(challenges_url(), body, format="json")
     assert response.status_code == 400
     error = str(response.json()["scorers[0].metrics"])
     assert "metric 1: compute_metric_snippet" in error and message in error

@@ -10,6 +10,7 @@ import pytest
 
 from challenges.leaderboards.rules import TIE_RULE
 from tests.factories import make_challenge
+from tests.urls import page_url, schema_url
 
 pytestmark = pytest.mark.django_db
 ROOT = Path(__file__).resolve().parents[3]
@@ -27,11 +28,11 @@ def test_readme_states_the_rule_and_not_the_old_one():
 
 def test_challenge_page_legend_states_the_rule(client):
     challenge = make_challenge(name="Speed", scoring_strategy="fastest")
-    html = client.get(f"/challenges/{challenge.slug}/").content.decode()
+    html = client.get(page_url(challenge.slug)).content.decode()
     assert TIE_RULE in html
 
 
 def test_api_schema_states_the_rule(client):
-    schema = client.get("/api/schema/?format=json").json()
+    schema = client.get(schema_url()).json()
     operation = schema["paths"]["/api/challenges/{id}/leaderboard/"]["get"]
     assert TIE_RULE in operation["description"]

@@ -10,6 +10,7 @@ import pytest
 
 from challenges.public.views import csv_cell
 from tests.factories import attempt_input, make_challenge, record
+from tests.urls import page_url
 
 HIDDEN = [
     "\ufeff=1+1",  # byte order mark
@@ -48,7 +49,7 @@ def test_export_quotes_hidden_formulas(client):
         challenge,
         *[attempt_input(f"p{i}", player_name=n, elapsed_ms=i) for i, n in enumerate(names)],
     )
-    response = client.get("/challenges/hidden/leaderboard.csv")
+    response = client.get(page_url("hidden", "export-csv"))
     text = b"".join(response.streaming_content).decode()
     cells = [row[2] for row in csv.reader(io.StringIO(text))][1:]
     assert cells == ["'" + n for n in names]

@@ -12,6 +12,7 @@ from django.http import StreamingHttpResponse
 from challenges.leaderboards import selectors
 from challenges.public.views import csv_cell
 from tests.factories import attempt_input, make_challenge, record
+from tests.urls import page_url
 
 pytestmark = pytest.mark.django_db
 
@@ -37,7 +38,7 @@ def board():
 
 
 def test_csv_export(client, board):
-    response = client.get("/challenges/race/leaderboard.csv")
+    response = client.get(page_url("race", "export-csv"))
     assert response.status_code == 200
     assert response["Content-Type"] == "text/csv; charset=utf-8"
     assert 'filename="race-leaderboard.csv"' in response["Content-Disposition"]
@@ -61,7 +62,7 @@ def test_csv_cell_escapes_formula_starts_only():
 
 
 def test_json_export(client, board):
-    response = client.get("/challenges/race/leaderboard.json")
+    response = client.get(page_url("race", "export-json"))
     assert response.status_code == 200
     assert response["Content-Type"] == "application/json"
     data = json.loads(body(response))
@@ -85,8 +86,8 @@ def test_json_export(client, board):
 
 def test_empty_exports(client):
     make_challenge(slug="quiet")
-    assert json.loads(body(client.get("/challenges/quiet/leaderboard.json")))["results"] == []
-    assert body(client.get("/challenges/quiet/leaderboard.csv")).strip() == (
+    assert json.loads(body(client.get(page_url("quiet", "export-json"))))["results"] == []
+    assert body(client.get(page_url("quiet", "export-csv"))).strip() == (
         "rank,player,display_name,score,attempt_id,created_at"
     )
 
@@ -96,7 +97,7 @@ def test_export_reads_in_keyset_batches_across_ties(client, monkeypatch):
     monkeypatch.setattr(selectors, "EXPORT_BATCH", 3)
     challenge = make_challenge(slug="ties", scoring_strategy="fastest")
     record(challenge, *[attempt_input(f"p{i:02d}", elapsed_ms=i // 4) for i in range(14)])
-    data = json.loads(body(client.get("/challenges/ties/leaderboard.json")))
+    data = json.loads(body(client.get(page_url("ties", "export-json"))))
     assert [r["player"] for r in data["results"]] == [f"p{i:02d}" for i in range(14)]
     assert [r["rank"] for r in data["results"]] == [1] * 4 + [5] * 4 + [9] * 4 + [13] * 2
     api = selectors.leaderboard_page(challenge=challenge, limit=50, offset=0)
@@ -105,9 +106,9 @@ def test_export_reads_in_keyset_batches_across_ties(client, monkeypatch):
 
 def test_exports_of_hidden_challenges_are_404(client):
     make_challenge(slug="secret", is_active=False)
-    assert client.get("/challenges/secret/leaderboard.csv").status_code == 404
-    assert client.get("/challenges/secret/leaderboard.json").status_code == 404
+    assert client.get(page_url("secret", "export-csv")).status_code == 404
+    assert client.get(page_url("secret", "export-json")).status_code == 404
 
 
 def test_exports_refuse_writes(client, board):
-    assert client.post("/challenges/race/leaderboard.csv").status_code == 405
+    assert client.post(page_url("race", "export-csv")).status_code == 405

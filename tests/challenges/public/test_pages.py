@@ -6,16 +6,18 @@ import re
 
 import pytest
 from django.template.loader import render_to_string
+from django.urls import reverse
 
 from challenges.ingestion import services
 from challenges.models import Attempt, RescoreJob
 from tests.factories import WEIGHTED_SEED, attempt_input, make_challenge, record
+from tests.urls import page_url
 
 pytestmark = pytest.mark.django_db
 
 
 def page(client, challenge, **params) -> str:
-    response = client.get(f"/challenges/{challenge.slug}/", params)
+    response = client.get(page_url(challenge.slug), params)
     assert response.status_code == 200
     return response.content.decode()
 
@@ -57,7 +59,7 @@ def test_list_cards_show_strategy_players_leader_and_activity(client):
         attempt_input("a", player_name="Ada", elapsed_ms=1500),
         attempt_input("b", player_name="Bob", elapsed_ms=2500),
     )
-    for url in ("/", "/challenges/"):
+    for url in (reverse("challenges:home"), reverse("challenges:list")):
         html = client.get(url).content.decode()
         assert "Visible One" in html and "Hidden One" not in html
         assert "Fastest success" in html
@@ -69,25 +71,26 @@ def test_list_cards_show_strategy_players_leader_and_activity(client):
 
 def test_list_plain_words_for_plugins_and_empty_boards(client):
     make_challenge(**WEIGHTED_SEED)
-    html = client.get("/").content.decode()
+    html = client.get(reverse("challenges:home")).content.decode()
     assert "Highest weighted score" in html
     assert "nobody yet" in html and "no attempts yet" in html
 
 
 def test_list_empty_state(client):
-    response = client.get("/")
+    response = client.get(reverse("challenges:home"))
     assert response.status_code == 200
     assert "No challenges yet" in response.content.decode()
 
 
 def test_list_query_count_does_not_grow_with_challenges(client, django_assert_num_queries):
     # Two queries: the challenges (with leader and last activity), their player counts.
+    home = reverse("challenges:home")
     for n in (2, 6):
-        while len(client.get("/").content.decode().split('class="card"')) - 1 < n:
+        while len(client.get(home).content.decode().split('class="card"')) - 1 < n:
             challenge = make_challenge(scoring_strategy="fastest")
             record(challenge, attempt_input(f"x{challenge.pk}", elapsed_ms=5))
         with django_assert_num_queries(2):
-            client.get("/")
+            client.get(home)
 
 
 # --- the challenge page ------------------------------------------------------------------
@@ -162,13 +165,13 @@ def test_relative_time_with_exact_time_on_hover(client, speed):
 def test_inactive_or_unknown_challenge_is_a_friendly_404(client):
     hidden = make_challenge(is_active=False)
     for slug in (hidden.slug, "no-such-thing"):
-        for suffix in ("", "board/", "leaderboard.csv", "leaderboard.json"):
-            response = client.get(f"/challenges/{slug}/{suffix}")
+        for view in ("detail", "board", "export-csv", "export-json"):
+            response = client.get(page_url(slug, view))
             assert response.status_code == 404
-        html = client.get(f"/challenges/{slug}/").content.decode()
+        html = client.get(page_url(slug)).content.decode()
         assert "Nothing here" in html and "See all challenges" in html
         assert "<title>Not found · Podium</title>" in html
-    assert client.get(f"/challenges/{hidden.slug}/charts.json").status_code == 404
+    assert client.get(page_url(hidden.slug, "charts")).status_code == 404
 
 
 def test_description_markdown_is_sanitised(client):
@@ -196,7 +199,7 @@ def test_pages_of_fifty(client, speed):
     assert names_in_table(second) == [f"Runner {i:03d}" for i in range(50, 60)]
     assert ranks_in_table(second)[0] == "51"
     assert "page 1 of 2" in first and "page 2 of 2" in second
-    assert 'aria-current="page" href="/challenges/speed/?page=2"' in second
+    assert f'aria-current="page" href="{page_url("speed")}?page=2"' in second
     assert 'rel="next"' in first and 'rel="prev"' not in first
     assert 'rel="prev"' in second and 'rel="next"' not in second
 
@@ -276,16 +279,16 @@ def test_empty_leaderboard(client):
 
 # --- live refresh ---------------------------------------------------------------------------
 def test_board_fragment_keeps_page_and_search(client, speed):
-    html = client.get(f"/challenges/{speed.slug}/board/", {"page": 2}).content.decode()
+    html = client.get(page_url(speed.slug, "board"), {"page": 2}).content.decode()
     assert html.startswith('<div id="board"') and "<html" not in html
-    assert 'hx-get="/challenges/speed/board/?page=2"' in html
+    assert f'hx-get="{page_url("speed", "board")}?page=2"' in html
     assert 'hx-trigger="every 5s"' in html
     html = page(client, speed, q="Runner 01")
-    assert 'hx-get="/challenges/speed/board/?q=Runner+01"' in html
+    assert f'hx-get="{page_url("speed", "board")}?q=Runner+01"' in html
 
 
 def test_new_attempt_shows_on_next_refresh(client, speed):
-    url = f"/challenges/{speed.slug}/board/"
+    url = page_url(speed.slug, "board")
     before = client.get(url).content.decode()
     assert "Newcomer" not in before
     record(speed, attempt_input("new", player_name="Newcomer", elapsed_ms=0))
@@ -325,7 +328,7 @@ def test_challenge_page_shows_the_snippet_metrics(client):
     from tests.challenges.admin.test_admin_try_python import field_completeness_challenge
 
     challenge = field_completeness_challenge()
-    html = client.get(f"/challenges/{challenge.slug}/").content.decode()
+    html = client.get(page_url(challenge.slug)).content.decode()
     panel = html.split('id="metrics-title"')[1].split("</section>")[0]
     assert "Field Completeness" in panel and "(mean)" in panel and "0.3333" in panel
 
@@ -337,15 +340,15 @@ def test_challenge_page_shows_the_snippet_metrics(client):
 def test_page_query_count_is_constant(client, speed, params, django_assert_max_num_queries):
     # The challenge, the ranking's state, the rows (+ the player's place for ?player=).
     most = 5 if "player" in params else 4
-    client.get(f"/challenges/{speed.slug}/", params)  # ranking computed once
+    client.get(page_url(speed.slug), params)  # ranking computed once
     with django_assert_max_num_queries(most):
-        assert client.get(f"/challenges/{speed.slug}/", params).status_code == 200
+        assert client.get(page_url(speed.slug), params).status_code == 200
     with django_assert_max_num_queries(most):
-        assert client.get(f"/challenges/{speed.slug}/board/", params).status_code == 200
+        assert client.get(page_url(speed.slug, "board"), params).status_code == 200
 
 
 def test_charts_data(client, speed):
-    data = client.get(f"/challenges/{speed.slug}/charts.json").json()
+    data = client.get(page_url(speed.slug, "charts")).json()
     assert data["axis"] == "Time taken (s)"
     assert sum(data["distribution"]["counts"]) == 60
     assert len(data["top"]) == 10

@@ -9,12 +9,9 @@ import pytest
 
 from challenges.leaderboards.player import HISTORY_PAGE
 from tests.factories import WEIGHTED_SEED, attempt_input, make_challenge, record
+from tests.urls import page_url, player_url
 
 pytestmark = pytest.mark.django_db
-
-
-def player_url(challenge, external_id: str) -> str:
-    return f"/challenges/{challenge.slug}/players/{external_id}/"
 
 
 @pytest.fixture
@@ -31,7 +28,7 @@ def speed():
 
 
 def test_player_page_shows_rank_best_and_history(client, speed):
-    response = client.get(player_url(speed, "ada"))
+    response = client.get(player_url(speed.slug, "ada"))
     assert response.status_code == 200
     html = response.content.decode()
     assert '<h1 class="player-name">Ada</h1>' in html
@@ -47,32 +44,32 @@ def test_player_page_shows_rank_best_and_history(client, speed):
 
 
 def test_leaderboard_rows_link_to_player_pages(client, speed):
-    html = client.get(f"/challenges/{speed.slug}/").content.decode()
-    assert f'href="{player_url(speed, "ada")}"' in html
-    assert f'href="{player_url(speed, "bob")}"' in html
+    html = client.get(page_url(speed.slug)).content.decode()
+    assert f'href="{player_url(speed.slug, "ada")}"' in html
+    assert f'href="{player_url(speed.slug, "bob")}"' in html
 
 
 def test_external_ids_with_odd_characters_are_linked_and_found(client):
     challenge = make_challenge(name="Odd", scoring_strategy="fastest")
     record(challenge, attempt_input("team/a b?#1", player_name="Odd one", elapsed_ms=5))
-    html = client.get(f"/challenges/{challenge.slug}/").content.decode()
+    html = client.get(page_url(challenge.slug)).content.decode()
     link = re.search(r'<a href="(/challenges/odd/players/[^"]+)">Odd one</a>', html).group(1)
     assert "?" not in link and "#" not in link
     assert client.get(link).status_code == 200
 
 
 def test_unknown_player_and_player_of_another_challenge_are_404(client, speed):
-    assert client.get(player_url(speed, "nobody")).status_code == 404
+    assert client.get(player_url(speed.slug, "nobody")).status_code == 404
     other = make_challenge(name="Other", scoring_strategy="fastest")
     record(other, attempt_input("carol", elapsed_ms=5))
-    response = client.get(player_url(speed, "carol"))
+    response = client.get(player_url(speed.slug, "carol"))
     assert response.status_code == 404
     assert "No player with the id" in response.content.decode()
 
 
 def test_unranked_player_has_a_page_saying_so(client, speed):
     record(speed, attempt_input("dan", player_name="Dan", succeeded=False))
-    html = client.get(player_url(speed, "dan")).content.decode()
+    html = client.get(player_url(speed.slug, "dan")).content.decode()
     assert "Not ranked" in html
 
 
@@ -85,24 +82,24 @@ def test_history_is_paginated_with_breakdowns(client):
             for i in range(HISTORY_PAGE + 5)
         ],
     )
-    first = client.get(player_url(challenge, "eve")).content.decode()
+    first = client.get(player_url(challenge.slug, "eve")).content.decode()
     assert len(re.findall(r'<tr id="attempt-', first)) == HISTORY_PAGE
     assert "page 1 of 2" in first and 'rel="next"' in first
     assert "Rating bonus" in first  # the scorer's details, as on the leaderboard
-    second = client.get(player_url(challenge, "eve"), {"page": 2}).content.decode()
+    second = client.get(player_url(challenge.slug, "eve"), {"page": 2}).content.decode()
     assert len(re.findall(r'<tr id="attempt-', second)) == 5
-    assert client.get(player_url(challenge, "eve"), {"page": "x"}).status_code == 200
+    assert client.get(player_url(challenge.slug, "eve"), {"page": "x"}).status_code == 200
 
 
 def test_player_query_parameter_keeps_working(client, speed):
-    html = client.get(f"/challenges/{speed.slug}/", {"player": "bob"}).content.decode()
+    html = client.get(page_url(speed.slug), {"player": "bob"}).content.decode()
     assert 'class="highlight" aria-current="true"' in html
 
 
 def test_inactive_challenge_player_page_is_404(client, speed):
     speed.is_active = False
     speed.save()
-    assert client.get(player_url(speed, "ada")).status_code == 404
+    assert client.get(player_url(speed.slug, "ada")).status_code == 404
 
 
 def test_a_hidden_player_has_no_public_page(client, speed):
@@ -111,9 +108,9 @@ def test_a_hidden_player_has_no_public_page(client, speed):
 
     ada = Player.objects.get(external_id="ada")
     player_hide(player=ada, challenge=speed, reason="cheating")
-    assert client.get(player_url(speed, "ada")).status_code == 404
+    assert client.get(player_url(speed.slug, "ada")).status_code == 404
     player_unhide(player=ada, challenge=speed, reason="appeal upheld")
-    assert client.get(player_url(speed, "ada")).status_code == 200
+    assert client.get(player_url(speed.slug, "ada")).status_code == 200
 
 
 def test_a_frozen_board_hides_later_attempts_and_ranks_as_frozen(client, admin_client, speed):
@@ -128,11 +125,11 @@ def test_a_frozen_board_hides_later_attempts_and_ranks_as_frozen(client, admin_c
     time.sleep(0.01)  # the next attempt is recorded after the freeze
     record(speed, attempt_input("bob", player_name="Bob", elapsed_ms=10, created_at=40))
     late = Attempt.objects.filter(player__external_id="bob").latest("recorded_at")
-    public = client.get(player_url(speed, "bob")).content.decode()
+    public = client.get(player_url(speed.slug, "bob")).content.decode()
     assert f'id="attempt-{late.pk}"' not in public  # recorded after the freeze
     rank = re.search(r'<dd class="player-rank">(.*?)</dd>', public, re.S).group(1)
     assert re.sub(r"<[^>]+>", "", rank).split()[0] == "2"  # the frozen standings
-    live = admin_client.get(player_url(speed, "bob")).content.decode()
+    live = admin_client.get(player_url(speed.slug, "bob")).content.decode()
     assert f'id="attempt-{late.pk}"' in live  # staff see the live board
     rank = re.search(r'<dd class="player-rank">(.*?)</dd>', live, re.S).group(1)
     assert re.sub(r"<[^>]+>", "", rank).split()[0] == "1"

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from django.urls import reverse
 from django.utils import timezone
 
 from challenges.leaderboards import selectors
@@ -36,12 +37,12 @@ def test_home_page_words_the_last_activity_from_created_at(client):
     now = timezone.now()
     record(challenge, attempt_input("fresh", elapsed_ms=5, created_at=now - timedelta(hours=1)))
     record(challenge, attempt_input("old", elapsed_ms=9, created_at=now - timedelta(days=12)))
-    html = client.get("/").content.decode()
+    html = client.get(reverse("challenges:home")).content.decode()
     assert "1 hour ago" in html
     assert "12 days ago" not in html
 
 
-def test_players_are_labelled_for_what_they_count(client, admin):
+def test_players_are_labelled_for_what_they_count(client, admin_client):
     """A player whose only attempt does not count is not ranked: the public card counts
     ranked players, the admin dashboard players with attempts, and each says so."""
     challenge = make_challenge(name="Speed", scoring_strategy="fastest")
@@ -50,10 +51,9 @@ def test_players_are_labelled_for_what_they_count(client, admin):
         attempt_input("ranked", elapsed_ms=5),
         attempt_input("failed", succeeded=False, elapsed_ms=3),
     )
-    card = client.get("/").content.decode()
+    card = client.get(reverse("challenges:home")).content.decode()
     assert "<dt>Ranked players</dt><dd>1</dd>" in card
-    client.force_login(admin)
-    dashboard = client.get("/admin/").content.decode()
+    dashboard = admin_client.get(reverse("admin:index")).content.decode()
     assert ">Players with attempts</th>" in dashboard
     row = dashboard[dashboard.index('data-challenge="speed"') :]
     assert '<td class="num" data-label="Players with attempts">2</td>' in row[: row.index("</tr>")]

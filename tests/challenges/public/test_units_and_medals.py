@@ -10,6 +10,7 @@ import pytest
 from challenges.public import display
 from scoring import sandbox
 from tests.factories import attempt_input, make_challenge, record
+from tests.urls import page_url
 
 pytestmark = pytest.mark.django_db
 
@@ -35,7 +36,7 @@ def test_no_medal_for_a_zero_score_on_a_higher_is_better_board(client):
         attempt_input("a", player_name="Yes", sample={"x": 1}),
         attempt_input("b", player_name="No", sample={"x": 2}),
     )
-    html = client.get(f"/challenges/{challenge.slug}/").content.decode()
+    html = client.get(page_url(challenge.slug)).content.decode()
     assert " pts<" not in html and ".00 pts" not in html
     medals = re.findall(r'aria-label="(\w+) medal"', html)
     assert medals == ["gold"]  # "No" scored 0, the lowest possible value: no silver
@@ -56,7 +57,7 @@ def test_snippet_chart_axis_names_the_score_not_points(client):
         score_key="is_ok",
     )
     record(challenge, attempt_input("a", sample={"x": 1}))
-    data = client.get(f"/challenges/{challenge.slug}/charts.json").json()
+    data = client.get(page_url(challenge.slug, "charts")).json()
     assert data["axis"] == "Is ok"
 
 

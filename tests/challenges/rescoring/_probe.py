@@ -31,7 +31,8 @@ def measure() -> dict[str, Any]:
     from challenges.models import Attempt
     from challenges.rescoring import jobs as rescoring
     from challenges.setup import services as setup_services
-    from tests.factories import attempt_input, attempts_url, make_challenge, record
+    from tests.factories import attempt_input, make_challenge, record
+    from tests.urls import attempts_url
 
     slow = make_challenge(
         scoring_strategy="custom",

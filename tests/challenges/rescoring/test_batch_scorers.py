@@ -7,7 +7,7 @@ import pytest
 
 from challenges.models import AttemptScore, BatchState, Challenge, LeaderboardEntry
 from challenges.rescoring import batch as batch_scoring
-from tests.factories import attempts_url, leaderboard_url
+from tests.urls import attempts_url, challenges_url, detail_url, leaderboard_url, page_url
 
 pytestmark = [pytest.mark.django_db, pytest.mark.slow]
 
@@ -50,7 +50,7 @@ def _needs_the_sandbox():
 
 @pytest.fixture
 def challenge(admin_api) -> Challenge:
-    response = admin_api.post("/api/challenges/", BODY, format="json")
+    response = admin_api.post(challenges_url(), BODY, format="json")
     assert response.status_code == 201, response.content
     return Challenge.objects.get(pk=response.json()["id"])
 
@@ -91,7 +91,7 @@ def test_burst_of_200_attempts_is_one_run(
     assert first["score"] is None and first["details"]["pending"] is True
     assert first["details"]["scorers"]["basic"]["scores"] == {"has_answer": 1.0}
     assert board(anon_api, challenge)["count"] == 0
-    page = client.get(f"/challenges/{challenge.slug}/").content.decode()
+    page = client.get(page_url(challenge.slug)).content.decode()
     assert 'data-covered="0" data-total="200"' in page
 
     run = batch_scoring.batch_run(challenge_id=challenge.pk)
@@ -108,7 +108,7 @@ def test_burst_of_200_attempts_is_one_run(
     row = AttemptScore.objects.get(attempt_id=first["id"], version=challenge.active_version)
     assert row.details["scorers"]["basic"]["scores"] == {"has_answer": 1.0}
     assert "pending" not in row.details
-    page = client.get(f"/challenges/{challenge.slug}/").content.decode()
+    page = client.get(page_url(challenge.slug)).content.decode()
     assert 'data-covered="200" data-total="200"' in page
     # Nothing new: a second request schedules one more run, no more.
     with django_capture_on_commit_callbacks(execute=True):
@@ -182,7 +182,7 @@ def test_a_failing_batch_call_fails_every_attempt_with_its_error(
         **BODY,
         "scorers": [BODY["scorers"][0], {**BODY["scorers"][1], "compute_scores_snippet": broken}],
     }
-    response = admin_api.post("/api/challenges/", body, format="json")
+    response = admin_api.post(challenges_url(), body, format="json")
     challenge = Challenge.objects.get(pk=response.json()["id"])
     with django_capture_on_commit_callbacks(execute=True):
         for i in range(3):
@@ -219,9 +219,7 @@ def test_a_rescore_runs_the_batch_before_it_switches(
         "bisect_left(ordered, n) / top", "1 - bisect_left(ordered, n) / top"
     )
     with django_capture_on_commit_callbacks(execute=True):
-        response = admin_api.patch(
-            f"/api/challenges/{challenge.pk}/", {"scorers": scorers}, format="json"
-        )
+        response = admin_api.patch(detail_url(challenge.pk), {"scorers": scorers}, format="json")
     assert response.status_code == 200
     challenge.refresh_from_db()
     assert challenge.active_version.number == 2
@@ -250,7 +248,7 @@ def test_readers_never_see_a_half_switched_run(admin_api, monkeypatch):
     from challenges.leaderboards import scores
 
     monkeypatch.setattr(tasks.batch_score, "apply_async", lambda args, countdown: None)
-    response = admin_api.post("/api/challenges/", BODY, format="json")
+    response = admin_api.post(challenges_url(), BODY, format="json")
     challenge = Challenge.objects.get(pk=response.json()["id"])
     for i in range(6):
         post(admin_api, challenge, f"p{i}", "a" * i, 1000 + i)

@@ -10,6 +10,7 @@ from challenges.rescoring import jobs as rescoring
 from challenges.setup import services as setup_services
 from scoring import services as scoring
 from tests.factories import attempt_input, make_challenge, record
+from tests.urls import job_cancel_url
 
 pytestmark = pytest.mark.django_db
 Status = RescoreJob.Status
@@ -25,7 +26,7 @@ def test_after_a_cancel_the_setup_is_the_active_versions_again(monkeypatch, staf
         challenge=challenge, data={"scoring_config": {"success_bonus": 1.0}}
     )
     assert update.challenge.setup_dict() != live
-    response = staff_api.post(f"/api/rescore-jobs/{update.job.pk}/cancel/")
+    response = staff_api.post(job_cancel_url(update.job.pk))
     assert response.status_code == 200, response.content
     challenge = Challenge.objects.get(pk=challenge.pk)
     assert challenge.setup_dict() == live == challenge.active_version.setup_dict()

@@ -9,15 +9,10 @@ from challenges.rescoring import jobs as rescoring
 from challenges.setup import services as setup_services
 from challenges.setup import versions
 from tests.factories import WEIGHTED_SEED, attempt_input, make_challenge, record
+from tests.urls import admin_url, change_url
 
 pytestmark = pytest.mark.django_db
 WEIGHTED = {k: v for k, v in WEIGHTED_SEED.items() if k != "name"}
-
-
-@pytest.fixture
-def admin_client(client, admin):
-    client.force_login(admin)
-    return client
 
 
 @pytest.fixture
@@ -36,7 +31,7 @@ def history(admin):
 
 
 def change_page(client, challenge) -> str:
-    response = client.get(f"/admin/challenges/challenge/{challenge.pk}/change/")
+    response = client.get(change_url(challenge))
     assert response.status_code == 200
     return response.content.decode()
 
@@ -59,7 +54,7 @@ def test_make_active_again_on_a_never_scored_version_says_it_will_rescore(
         challenge=history, data={"scoring_config": {**history.scoring_config, "time_penalty": 9}}
     )
     rescoring.job_cancel(job=update.job)
-    html = admin_client.get(f"/admin/challenges/challenge/{history.pk}/versions/").content.decode()
+    html = admin_client.get(admin_url("challenge", "versions", history.pk)).content.decode()
     v3 = html[html.index('id="version-3"') : html.index('id="version-2"')]
     assert "Rescore and make active" in v3
     assert "rescores every attempt" in v3

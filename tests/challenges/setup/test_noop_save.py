@@ -9,8 +9,9 @@ from challenges.models import RescoreJob, ScoringVersion
 from challenges.setup import services as setup_services
 from challenges.setup import versions
 from scoring import sandbox
-from tests.challenges.admin.admin_pages import change_url, page_data
+from tests.challenges.admin.admin_pages import page_data
 from tests.factories import make_challenge
+from tests.urls import change_url
 
 pytestmark = pytest.mark.django_db
 
@@ -49,12 +50,11 @@ def test_a_real_change_still_makes_a_version(snippet):
     assert update.new_version is not None
 
 
-def test_admin_textarea_crlf_save_makes_no_version(client, admin, snippet):
-    client.force_login(admin)
+def test_admin_textarea_crlf_save_makes_no_version(admin_client, snippet):
     url = change_url(snippet)
-    data = page_data(client, url)
+    data = page_data(admin_client, url)
     data["scoring_code"] = data["scoring_code"].replace("\n", "\r\n")
-    response = client.post(url, data)
+    response = admin_client.post(url, data)
     assert response.status_code == 302, response.content.decode()[:2000]
     assert ScoringVersion.objects.filter(challenge=snippet).count() == 1
 

@@ -11,8 +11,9 @@ from challenges.public import display
 from challenges.setup import services as setup_services
 from scoring import sandbox
 from scoring.engine.snippet import prepare
-from tests.challenges.admin.admin_pages import ADD_URL, field_errors, page_data
+from tests.challenges.admin.admin_pages import field_errors, page_data
 from tests.factories import attempt_input, make_challenge, record
+from tests.urls import admin_url, challenges_url, change_url, detail_url
 
 pytestmark = pytest.mark.django_db
 
@@ -53,7 +54,7 @@ def test_score_names_read_from_the_code():
 
 def test_api_refuses_several_scores_without_score_key(admin_api):
     response = admin_api.post(
-        "/api/challenges/",
+        challenges_url(),
         {"name": "Several", "scoring_strategy": "python", "scoring_code": SEVERAL},
         format="json",
     )
@@ -64,7 +65,7 @@ def test_api_refuses_several_scores_without_score_key(admin_api):
 
 def test_api_refuses_a_score_key_the_code_never_returns(admin_api):
     response = admin_api.post(
-        "/api/challenges/",
+        challenges_url(),
         {
             "name": "Several",
             "scoring_strategy": "python",
@@ -77,33 +78,30 @@ def test_api_refuses_a_score_key_the_code_never_returns(admin_api):
     assert "returns no 'accuracy' score" in response.json()["score_key"][0]
 
 
-def test_admin_refuses_several_scores_without_score_key(client, admin):
-    client.force_login(admin)
+def test_admin_refuses_several_scores_without_score_key(admin_client):
     data = page_data(
-        client,
-        ADD_URL,
+        admin_client,
+        admin_url("challenge", "add"),
         name="Several",
         slug="several",
         scoring_strategy="python",
         scoring_code=SEVERAL,
         score_key="",
     )
-    errors = field_errors(client.post(ADD_URL, data))
+    errors = field_errors(admin_client.post(admin_url("challenge", "add"), data))
     assert any("several scores" in e for e in errors.get("score_key", [])), errors
 
 
 def test_probe_on_own_attempts_decides_when_the_code_cannot_tell(admin_api):
     challenge = make_challenge(name="Probe", scoring_strategy="python", scoring_code=DYNAMIC_ONE)
     record(challenge, attempt_input("u1", sample={"x": 1}))
-    response = admin_api.patch(
-        f"/api/challenges/{challenge.pk}/", {"scoring_code": DYNAMIC}, format="json"
-    )
+    response = admin_api.patch(detail_url(challenge.pk), {"scoring_code": DYNAMIC}, format="json")
     assert response.status_code == 400, response.content
     message = response.json()["score_key"][0]
     assert "cannot tell from the code" in message and "several scores (a, b)" in message
     assert ScoringVersion.objects.filter(challenge=challenge).count() == 1
     ok = admin_api.patch(
-        f"/api/challenges/{challenge.pk}/",
+        detail_url(challenge.pk),
         {"scoring_code": DYNAMIC, "score_key": "b"},
         format="json",
     )
@@ -131,34 +129,30 @@ def test_public_text_names_the_metric_of_the_score():
     assert "ranked by their highest field completeness" in display.scoring_sentence(challenge)
 
 
-def test_admin_probe_decides_when_the_code_cannot_tell(client, admin):
-    from tests.challenges.admin.admin_pages import change_url
-
+def test_admin_probe_decides_when_the_code_cannot_tell(admin_client):
     challenge = make_challenge(name="Probe", scoring_strategy="python", scoring_code=DYNAMIC_ONE)
     record(challenge, attempt_input("u1", sample={"x": 1}))
-    client.force_login(admin)
     url = change_url(challenge)
-    data = page_data(client, url, scoring_code=DYNAMIC)
-    errors = field_errors(client.post(url, data))
+    data = page_data(admin_client, url, scoring_code=DYNAMIC)
+    errors = field_errors(admin_client.post(url, data))
     assert any("several scores (a, b)" in e for e in errors.get("score_key", [])), errors
     assert ScoringVersion.objects.filter(challenge=challenge).count() == 1
-    data = page_data(client, url, scoring_code=DYNAMIC, score_key="a")
-    assert client.post(url, data).status_code == 302
+    data = page_data(admin_client, url, scoring_code=DYNAMIC, score_key="a")
+    assert admin_client.post(url, data).status_code == 302
     assert ScoringVersion.objects.filter(challenge=challenge).count() == 2
 
 
-def test_admin_says_so_when_the_scores_cannot_be_read_from_the_code(client, admin):
-    client.force_login(admin)
+def test_admin_says_so_when_the_scores_cannot_be_read_from_the_code(admin_client):
     data = page_data(
-        client,
-        ADD_URL,
+        admin_client,
+        admin_url("challenge", "add"),
         name="Dynamic",
         slug="dynamic",
         scoring_strategy="python",
         scoring_code=DYNAMIC,
         score_key="",
     )
-    response = client.post(ADD_URL, data, follow=True)
+    response = admin_client.post(admin_url("challenge", "add"), data, follow=True)
     assert response.status_code == 200
     messages = [str(m) for m in response.context["messages"]]
     assert any("cannot tell from the code" in m for m in messages), messages

@@ -4,9 +4,19 @@ ranked by the second scorer's score; a failure in the first; QA kept for admins 
 from __future__ import annotations
 
 import pytest
+from django.urls import reverse
 
 from challenges.models import AttemptScore, Challenge, ScoringVersion
-from tests.factories import attempts_url, detail_url, leaderboard_url
+from tests.urls import (
+    admin_url,
+    attempts_url,
+    challenges_url,
+    detail_url,
+    leaderboard_url,
+    metrics_url,
+    page_url,
+    rescore_url,
+)
 
 pytestmark = [pytest.mark.django_db, pytest.mark.slow]
 
@@ -55,7 +65,7 @@ def _needs_the_sandbox():
 
 
 def create(api, **changes) -> Challenge:
-    response = api.post("/api/challenges/", {**BODY, **changes}, format="json")
+    response = api.post(challenges_url(), {**BODY, **changes}, format="json")
     assert response.status_code == 201, response.content
     return Challenge.objects.get(pk=response.json()["id"])
 
@@ -139,7 +149,7 @@ def test_changing_the_list_rescores_and_switches(
 def test_single_scorer_body_keeps_working_and_migrates_without_rescore(admin_api):
     from tests.challenges.api.test_api_metrics import SETUP
 
-    response = admin_api.post("/api/challenges/", {"name": "Old", **SETUP}, format="json")
+    response = admin_api.post(challenges_url(), {"name": "Old", **SETUP}, format="json")
     assert response.status_code == 201, response.content
     body = response.json()
     assert body["scorers"] == [] and body["rank_by"] == ""
@@ -188,7 +198,7 @@ def test_single_scorer_body_keeps_working_and_migrates_without_rescore(admin_api
     ],
 )
 def test_bad_lists_are_400_naming_the_field(admin_api, change, field):
-    response = admin_api.post("/api/challenges/", {**BODY, **change}, format="json")
+    response = admin_api.post(challenges_url(), {**BODY, **change}, format="json")
     assert response.status_code == 400, response.content
     if field is None:
         field = "scorers[0].compute_scores_snippet"
@@ -202,7 +212,7 @@ def body_of(response) -> str:
     return response.content.decode()
 
 
-def test_qa_is_for_admins_only(admin_api, integration_api, anon_api, client, admin):
+def test_qa_is_for_admins_only(admin_api, integration_api, anon_api, client, admin_client):
     challenge = create(admin_api, rank_by="second.length")
     out = record(integration_api, challenge, ["Paris", "sk-123 LEAK", ""])
     leak_id = out[1]["id"]
@@ -210,14 +220,14 @@ def test_qa_is_for_admins_only(admin_api, integration_api, anon_api, client, adm
     # Public outputs: the page, both exports, the anonymous API: no QA anywhere.
     slug = challenge.slug
     public = [
-        client.get(f"/challenges/{slug}/"),
-        client.get(f"/challenges/{slug}/board/"),
-        client.get(f"/challenges/{slug}/leaderboard.csv"),
-        client.get(f"/challenges/{slug}/leaderboard.json"),
+        client.get(page_url(slug)),
+        client.get(page_url(slug, "board")),
+        client.get(page_url(slug, "export-csv")),
+        client.get(page_url(slug, "export-json")),
         anon_api.get(leaderboard_url(challenge.pk)),
-        anon_api.get(f"/api/challenges/{challenge.pk}/metrics/"),
+        anon_api.get(metrics_url(challenge.pk)),
         anon_api.get(detail_url(challenge.pk)),
-        anon_api.get("/api/challenges/"),
+        anon_api.get(challenges_url()),
     ]
     for response in public:
         assert response.status_code == 200
@@ -225,40 +235,38 @@ def test_qa_is_for_admins_only(admin_api, integration_api, anon_api, client, adm
         for secret in ("no_secret", "not_empty", "leaks", "Leak check", "failing QA"):
             assert secret not in text, (response.request["PATH_INFO"], secret)
     # Other scorers' results are public on the breakdown (never their errors).
-    page = body_of(client.get(f"/challenges/{slug}/"))
+    page = body_of(client.get(page_url(slug)))
     assert "Correctness · is paris" in page
 
     # The admin: on the attempt, filterable, counted on the dashboard and the rescore list.
-    client.force_login(admin)
-    attempt_page = body_of(client.get(f"/admin/challenges/attempt/{leak_id}/change/"))
+    attempt_page = body_of(admin_client.get(admin_url("attempt", "change", leak_id)))
     assert "qa-check--fail" in attempt_page and "no_secret" in attempt_page
-    listing = body_of(client.get("/admin/challenges/attempt/?qa_failing=any"))
-    assert f"/admin/challenges/attempt/{leak_id}/change/" in listing
-    assert f"/admin/challenges/attempt/{out[0]['id']}/change/" not in listing
-    by_key = body_of(client.get("/admin/challenges/attempt/?qa_failing=leaks"))
-    assert f"/admin/challenges/attempt/{leak_id}/change/" in by_key
-    scores = body_of(client.get("/admin/challenges/attemptscore/?qa_failing=any"))
+    listing = body_of(admin_client.get(admin_url("attempt") + "?qa_failing=any"))
+    assert admin_url("attempt", "change", leak_id) in listing
+    assert admin_url("attempt", "change", out[0]["id"]) not in listing
+    by_key = body_of(admin_client.get(admin_url("attempt") + "?qa_failing=leaks"))
+    assert admin_url("attempt", "change", leak_id) in by_key
+    scores = body_of(admin_client.get(admin_url("attemptscore") + "?qa_failing=any"))
     assert scores.count("failing</span>") == 2
-    dashboard = body_of(client.get("/admin/"))
+    dashboard = body_of(admin_client.get(reverse("admin:index")))
     assert 'data-qa-failing="2"' in dashboard and "2 failing QA" in dashboard
 
 
 def test_rescore_summary_counts_failing_qa(
-    admin_api, integration_api, client, admin, django_capture_on_commit_callbacks
+    admin_api, integration_api, admin_client, django_capture_on_commit_callbacks
 ):
     from challenges.models import RescoreJob
 
     challenge = create(admin_api)
     record(integration_api, challenge, ["Paris", "sk-1", "sk-2"])
     with django_capture_on_commit_callbacks(execute=True):
-        response = admin_api.post(f"/api/challenges/{challenge.pk}/rescore/")
+        response = admin_api.post(rescore_url(challenge.pk))
     assert response.status_code == 202
     job = RescoreJob.objects.get()
     assert job.status == "succeeded"
-    client.force_login(admin)
-    listing = body_of(client.get("/admin/challenges/rescorejob/"))
+    listing = body_of(admin_client.get(admin_url("rescorejob")))
     assert "2 failing QA" in listing
-    detail = body_of(client.get(f"/admin/challenges/rescorejob/{job.pk}/change/"))
+    detail = body_of(admin_client.get(admin_url("rescorejob", "change", job.pk)))
     assert "2 failing QA" in detail
 
 

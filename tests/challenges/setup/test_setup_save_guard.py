@@ -10,7 +10,8 @@ import pytest
 from challenges.models import AttemptScore, Challenge, ScoringSetupUnversioned
 from challenges.setup import services as setup_services
 from scoring.registry import registry
-from tests.factories import attempts_url, counts, make_challenge
+from tests.factories import counts, make_challenge
+from tests.urls import attempts_url
 
 
 def test_setting_scoring_fields_and_saving_raises_naming_the_service(db):

@@ -9,6 +9,7 @@ from django.core.management import call_command
 
 from challenges.leaderboards import selectors
 from challenges.models import Attempt, Challenge, Player
+from tests.urls import attempts_url, detail_url
 
 pytestmark = pytest.mark.django_db
 
@@ -54,16 +55,13 @@ def test_integration_token_records_attempts_and_nothing_else():
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Token {key}")
     response = client.post(
-        f"/api/challenges/{challenge.pk}/attempts/",
+        attempts_url(challenge.pk),
         {"player": "u1", "succeeded": True, "elapsed_ms": 10},
         format="json",
     )
     assert response.status_code == 201, response.content
     assert response.json()["score"] == 10.0
-    assert (
-        client.patch(f"/api/challenges/{challenge.pk}/", {"name": "x"}, format="json").status_code
-        == 403
-    )
+    assert client.patch(detail_url(challenge.pk), {"name": "x"}, format="json").status_code == 403
     # Running it again reuses the same token.
     again = StringIO()
     call_command("create_integration_token", "grader", stdout=again)

@@ -14,7 +14,7 @@ from django.core.management import call_command
 
 from challenges.models import Challenge
 from tests.challenges.transfer.test_definitions import COMPLETENESS, YAML, write
-from tests.factories import attempts_url, leaderboard_url
+from tests.urls import attempts_url, leaderboard_url, metrics_url, page_url
 
 pytestmark = [pytest.mark.django_db, pytest.mark.slow]
 
@@ -51,7 +51,7 @@ def test_field_completeness_through_the_command_api_pages_and_exports(
     assert triples == [(1.0, 1.0, 0.0), (0.0, 1.0, 1.0), (0.0, 0.0, 0.0)]
 
     # The API: the metric, and every score of the ranking scorer on each row.
-    metrics = anon_api.get(f"/api/challenges/{challenge.pk}/metrics/").json()
+    metrics = anon_api.get(metrics_url(challenge.pk)).json()
     assert metrics == [
         {
             "name": "Field Completeness",
@@ -69,7 +69,7 @@ def test_field_completeness_through_the_command_api_pages_and_exports(
     assert next(iter(rows["paris"]["scores"])) == "is_complete"  # the ranking one first
 
     # The page: the metric and the score columns, the ranking one marked.
-    page = client.get(f"/challenges/{challenge.slug}/").content.decode()
+    page = client.get(page_url(challenge.slug)).content.decode()
     assert "Field Completeness" in page and "0.3333" in page
     assert "Completeness:" in page  # metrics grouped by scorer
     header = page[page.index("<thead>") : page.index("</thead>")]
@@ -77,13 +77,11 @@ def test_field_completeness_through_the_command_api_pages_and_exports(
     assert 'aria-label="ranks the leaderboard"' in header
 
     # The exports.
-    data = json.loads(body(client.get(f"/challenges/{challenge.slug}/leaderboard.json")))
+    data = json.loads(body(client.get(page_url(challenge.slug, "export-json"))))
     exported = {r["player"]: r["scores"] for r in data["results"]}
     assert exported == {p: rows[p]["scores"] for p in rows}
     table = list(
-        csv.DictReader(
-            io.StringIO(body(client.get(f"/challenges/{challenge.slug}/leaderboard.csv")))
-        )
+        csv.DictReader(io.StringIO(body(client.get(page_url(challenge.slug, "export-csv")))))
     )
     assert [
         (r["player"], r["scores.is_complete"], r["scores.has_field"], r["scores.empty_field"])
