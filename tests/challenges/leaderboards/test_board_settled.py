@@ -6,11 +6,11 @@ in one way and checks that the next read shows it."""
 from __future__ import annotations
 
 import pytest
-from django.urls import reverse
 
 from challenges.ingestion import moderation, services
 from challenges.models import Attempt, Challenge, Player
 from tests.factories import attempt_input, make_challenge, record
+from tests.urls import leaderboard_url, page_url
 
 pytestmark = pytest.mark.django_db
 
@@ -27,8 +27,7 @@ def board():
 
 
 def _api(client, challenge, **query):
-    url = reverse("challenge-leaderboard", args=[challenge.pk])
-    response = client.get(url, query)
+    response = client.get(leaderboard_url(challenge.pk), query)
     assert response.status_code == 200
     return response
 
@@ -38,7 +37,7 @@ def _names(client, challenge) -> list[tuple[int, str]]:
 
 
 def _page(client, challenge, name="detail") -> str:
-    response = client.get(reverse(f"challenges:{name}", args=[challenge.slug]))
+    response = client.get(page_url(challenge.slug, name))
     assert response.status_code == 200
     return response.content.decode()
 
@@ -134,13 +133,11 @@ def test_a_hidden_player_leaves_the_board_at_once(client, board, admin):
 
 def test_the_browsable_api_is_not_served_from_the_json(client, board):
     _settle(client, board)
-    url = reverse("challenge-leaderboard", args=[board.pk])
-    html = client.get(url, HTTP_ACCEPT="text/html")
+    html = client.get(leaderboard_url(board.pk), HTTP_ACCEPT="text/html")
     assert html.status_code == 200 and html["Content-Type"].startswith("text/html")
 
 
-def test_staff_and_the_public_see_the_same_settled_board(client, board, admin):
+def test_staff_and_the_public_see_the_same_settled_board(client, board, admin_client):
     _settle(client, board)
     public = _api(client, board).content
-    client.force_login(admin)
-    assert _api(client, board).content == public
+    assert _api(admin_client, board).content == public
