@@ -147,6 +147,20 @@ def ranking_current(*, version_id: int, state: State | None = None) -> Ranking:
     return _remember(LeaderboardRanking.objects.get(version_id=version_id))
 
 
+def ranking_fresh(*, version_id: int, token: str) -> bool:
+    """Whether this process holds the ranking ``token`` of the version, computed less
+    than ``PODIUM_RANKING_MAX_AGE_MS`` ago: the one ``ranking_current`` reuses, entries
+    changed or not (no query)."""
+    cached = _loaded.get(version_id)
+    max_age = timedelta(milliseconds=settings.PODIUM_RANKING_MAX_AGE_MS)
+    return (
+        cached is not None
+        and cached.token == token
+        and bool(max_age)
+        and timezone.now() - cached.computed_at < max_age
+    )
+
+
 def _remember(row: LeaderboardRanking) -> Ranking:
     keys = [(c[0], c[1], c[2]) for c in row.checkpoints]
     ranking = Ranking(

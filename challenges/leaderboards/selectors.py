@@ -168,19 +168,23 @@ def board_settled(challenge: Challenge, board_id: int | None) -> tuple[Any, ...]
     the rows changes one of them: an entry written marks it changed until a new ranking
     (a new token), a deletion, a hidden player or a rename marks the ranking stale, a
     rescore or a batch run saves the challenge. A reader may keep what it built from the
-    rows under this key and skip reading them. None: the rows must be read (entries
-    changed since the ranking, or the board is a frozen one)."""
+    rows under this key and skip reading them.
+
+    Under steady ingestion entries change between any two reads, and a ranking is
+    reused for ``PODIUM_RANKING_MAX_AGE_MS`` (ranks lag new attempts that long): while
+    this process reuses it, the key holds for as long, its last item True ("lagging":
+    the rows may lag new attempts by as long as the ranks do, never more; deletions,
+    hides and renames still end it at once). None: the rows must be read (the board is
+    a frozen one, or the ranking is stale or too old to reuse)."""
     state = getattr(challenge, "ranking_state", None)
-    if state is None or not state.token or state.stale or state.changed:
+    if state is None or not state.token or state.stale:
         return None
-    if board_id is not None and board_id != challenge.active_version_id:
+    version_id = challenge.active_version_id
+    if version_id is None or (board_id is not None and board_id != version_id):
         return None
-    return (
-        challenge.pk,
-        challenge.updated_at.isoformat(),
-        challenge.active_version_id,
-        state.token,
-    )
+    if state.changed and not R.ranking_fresh(version_id=version_id, token=state.token):
+        return None
+    return (challenge.pk, challenge.updated_at.isoformat(), version_id, state.token, state.changed)
 
 
 def _ranking(challenge: Challenge, version_id: int) -> R.Ranking:

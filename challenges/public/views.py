@@ -241,16 +241,19 @@ def _settled_key(
     """While the board's ranking is current (``selectors.board_settled``), a key naming
     everything the page (or fragment) shows without reading its rows: the settled board,
     the request's query, the rescore flag, the newest activity, the minute (relative
-    times) and the freeze. None: the rows must be read."""
+    times) and the freeze. A lagging board (under steady ingestion, see
+    ``board_settled``) shows the newest activity as of its rows, which lag as long as
+    its ranks. None: the rows must be read."""
     settled = selectors.board_settled(challenge, board_id)
     if settled is None:
         return None
+    lagging = settled[-1]
     parts = (
         kind,
         settled,
         challenge.slug,
         challenge.rescoring,
-        challenge.last_activity,
+        None if lagging else challenge.last_activity,
         freeze.is_frozen(challenge),
         request.GET.urlencode(),
         timezone.now().replace(second=0, microsecond=0),

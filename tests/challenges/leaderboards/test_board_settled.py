@@ -5,7 +5,10 @@ in one way and checks that the next read shows it."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
+from django.utils import timezone
 
 from challenges.ingestion import moderation, services
 from challenges.models import Attempt, Challenge, Player
@@ -141,3 +144,49 @@ def test_staff_and_the_public_see_the_same_settled_board(client, board, admin_cl
     _settle(client, board)
     public = _api(client, board).content
     assert _api(admin_client, board).content == public
+
+
+# --- under steady ingestion ----------------------------------------------------------------
+# A ranking is reused for PODIUM_RANKING_MAX_AGE_MS while entries change (ranks and page
+# boundaries lag new attempts that long); what was read under it may be served as long,
+# and not a moment longer. Deletions, hides and renames end it at once.
+def _later(monkeypatch, seconds: int) -> None:
+    moment = timezone.now() + timedelta(seconds=seconds)
+    monkeypatch.setattr(timezone, "now", lambda: moment)
+
+
+def test_under_steady_ingestion_the_board_lags_no_longer_than_its_ranks(
+    client, board, settings, monkeypatch
+):
+    settings.PODIUM_RANKING_MAX_AGE_MS = 60_000
+    _settle(client, board)
+    record(board, attempt_input("bob", tokens_total=5))
+    _later(monkeypatch, 61)
+    assert _names(client, board) == [(1, "Bob"), (2, "Ann")]
+    record(board, attempt_input("cy", tokens_total=1, player_name="Cy"))
+    lagging, page = _names(client, board), _page(client, board)
+    record(board, attempt_input("dee", tokens_total=2, player_name="Dee"))
+    assert _names(client, board) == lagging  # within the ranks' lag: what was read
+    assert _page(client, board) == page
+    _later(monkeypatch, 61)
+    assert _names(client, board) == [(1, "Cy"), (2, "Dee"), (3, "Bob"), (4, "Ann")]
+    assert "Dee" in _page(client, board)
+
+
+def test_under_steady_ingestion_deletions_and_renames_still_show_at_once(
+    client, board, settings, django_capture_on_commit_callbacks
+):
+    settings.PODIUM_RANKING_MAX_AGE_MS = 60_000
+    _settle(client, board)
+    record(board, attempt_input("cy", tokens_total=1, player_name="Cy"))
+    _names(client, board), _page(client, board)  # read under the reused ranking
+    with django_capture_on_commit_callbacks(execute=True):
+        record(board, attempt_input("ann", tokens_total=50, player_name="Annie"))
+    assert _names(client, board) == [(1, "Cy"), (2, "Annie"), (3, "Bob")]
+    assert "Annie" in _page(client, board)
+    record(board, attempt_input("dee", tokens_total=2, player_name="Dee"))
+    _names(client, board), _page(client, board)
+    with django_capture_on_commit_callbacks(execute=True):
+        services.attempts_delete(attempts=Attempt.objects.filter(player__external_id="cy"))
+    assert _names(client, board) == [(1, "Dee"), (2, "Annie"), (3, "Bob")]
+    assert "Cy" not in _page(client, board, "board")
