@@ -120,6 +120,17 @@ def test_hidden_stays_hidden_through_ingestion_and_a_rescore(
     assert "p1" not in [p for _, p in _ranks(snapshot(client, board))]
 
 
+def test_a_hidden_player_in_a_long_list_stays_hidden(board, client, staff_api, integration_api):
+    """A list of many players asks first whether anyone is hidden (exclusions.py): one
+    hidden player among fifty is still left out, and the others are ranked."""
+    staff_api.post(_hide_url(board, "p1"), {"reason": "bot"}, format="json")
+    body = [{**SEED_ATTEMPT, "player": f"n{i}", "elapsed_ms": 50 + i} for i in range(49)]
+    body.append({**SEED_ATTEMPT, "player": "p1", "elapsed_ms": 1})
+    assert integration_api.post(attempts_url(board.pk), body, format="json").status_code == 201
+    ranked = [p for _, p in _ranks(snapshot(client, board))]
+    assert "p1" not in ranked and ranked[:2] == ["n0", "n1"]
+
+
 def test_hide_from_all_challenges(db, integration_api, staff_api, admin_api, client):
     one, two = (
         make_challenge(scoring_strategy="fastest"),
