@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from django.db import transaction
-from django.db.models import QuerySet
+from django.db.models import Exists, F, OuterRef, Q, QuerySet, Subquery
 from django.utils import timezone
 
 from challenges.ingestion import rules
@@ -139,12 +139,19 @@ def challenge_active_id(challenge_id: int) -> int | None:
 def _versions_to_score(challenge_id: int) -> tuple[int | None, list[ScoringVersion]]:
     """The active version first, then any version whose rescore job is under way (so
     attempts recorded during a rescore are scored under the new version too)."""
-    active_id = challenge_active_id(challenge_id)
-    pending = ScoringVersion.objects.filter(
-        challenge_id=challenge_id, jobs__status__in=RescoreJob.ACTIVE_STATUSES
-    ).exclude(pk=active_id)
-    versions = list(ScoringVersion.objects.filter(pk=active_id)) if active_id else []
-    return active_id, versions + list(pending.distinct())
+    # One query (it runs twice per request): the active one and those being rescored.
+    active = Challenge.objects.filter(pk=challenge_id).order_by().values("active_version_id")[:1]
+    pending = RescoreJob.objects.filter(
+        version=OuterRef("pk"), status__in=RescoreJob.ACTIVE_STATUSES
+    )
+    found = list(
+        ScoringVersion.objects.filter(challenge_id=challenge_id)
+        .annotate(active_id=Subquery(active))
+        .filter(Q(pk=F("active_id")) | Exists(pending))
+        .order_by("pk")
+    )
+    active_id = found[0].active_id if found else challenge_active_id(challenge_id)
+    return active_id, sorted(found, key=lambda v: v.pk != active_id)
 
 
 ATTEMPTS_DELETE_BATCH = 500
