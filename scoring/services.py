@@ -18,7 +18,7 @@ from scoring import sandbox
 from scoring.engine import strategies as S
 from scoring.engine.config import validate_config
 from scoring.engine.metrics import MetricsInvalid, validate_metrics
-from scoring.engine.outcome import Outcome
+from scoring.engine.outcome import Outcome, ranked
 from scoring.engine.protocol import (
     MAX_TIMEOUT_MS,
     AttemptMetrics,
@@ -411,18 +411,20 @@ def rows_scorer(
     if snippet is not None and attempts is not None:
         prefetched = _row_payloads(challenge, attempts, payload_arity(snippet))
 
+    key = _sort_key(version)
+
     def score(rows: Sequence[Any]) -> list[Outcome]:
         items = [
             (AttemptMetrics(*r[3:8]), contexts[r[2]] if r[2] in contexts else context(r[2]))
             for r in rows
         ]
         if snippet is None:
-            return scorer.score_many(items)
+            return ranked(scorer.score_many(items), key)
         arity = payload_arity(snippet)
         found = prefetched if prefetched is not None else _row_payloads(challenge, rows, arity)
         missing = (None, None, None)
         payloads = [_payload(*found.get(r[0], missing), arity) for r in rows]
-        return snippet.score_many(items, payloads)
+        return ranked(snippet.score_many(items, payloads), key)
 
     if isinstance(scorer, ScorerList) and attempts:
         # Several scorers take turns on the pool's few workers: each batch would start
@@ -451,8 +453,15 @@ def scores_compute(*, version: Any, items: Sequence[Item]) -> list[Outcome]:
         payloads = None
         if isinstance(items, Items):
             payloads = items.payloads(arity=arity)
-        return scorer.score_many(items, payloads)
-    return scorer.score_many(items)
+        return ranked(scorer.score_many(items, payloads), _sort_key(version))
+    return ranked(scorer.score_many(items), _sort_key(version))
+
+
+def _sort_key(version: Any) -> Callable[[float], float]:
+    """Which way the version's setup ranks (the engine says: ``S.sort_key_for``)."""
+    return S.sort_key_for(
+        version.scoring_strategy, lower_is_better=getattr(version, "lower_is_better", False)
+    )
 
 
 def payload_arity(scorer: Any) -> int:
@@ -465,8 +474,6 @@ def payload_arity(scorer: Any) -> int:
 
 
 def sort_key_of(version: Any, score: float | None) -> float | None:
-    if score is None:
-        return None
-    if version.scoring_strategy == S.PYTHON:  # the setup says which way it ranks
-        return score if getattr(version, "lower_is_better", False) else -score
-    return S.get_strategy(version.scoring_strategy).sort_key(score)
+    """The ranking key of one score under a version (outcomes carry theirs:
+    ``Outcome.sort_key``)."""
+    return None if score is None else _sort_key(version)(score)

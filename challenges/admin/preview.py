@@ -366,7 +366,7 @@ def leaderboard_preview(
                 failures += 1
             if outcome.score is None:
                 continue
-            key = (scoring.sort_key_of(version, outcome.score), row[7], row[0], outcome.score)
+            key = (outcome.sort_key, row[7], row[0], outcome.score)  # ranked by the engine
             held = new_best.get(row[1])
             if held is None or key < held:
                 new_best[row[1]] = key

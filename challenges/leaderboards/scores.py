@@ -27,6 +27,7 @@ from challenges.models import (
 )
 from challenges.text import BAD_CHAR, outcome_storable
 from scoring import services as scoring
+from scoring.engine import strategies as S
 from scoring.engine.outcome import Outcome
 from scoring.engine.scorers_list import split_qa
 from scoring.failures import failures_log, failures_tick
@@ -145,16 +146,13 @@ def _copy_lines(
     version: ScoringVersion, attempts: Sequence[AttemptRow], outcomes: Sequence[Outcome]
 ) -> str:
     """Score rows in COPY text format."""
-    negate = scoring.sort_key_of(version, 1.0) == -1.0
     version_id = version.pk
     lines = []
     for a, o in zip(attempts, outcomes, strict=True):
-        score = o.score
-        if score is None:
+        if o.score is None:
             score_text = sort_text = "\\N"
         else:
-            score_text = repr(score)
-            sort_text = repr(-score if negate else score)
+            score_text, sort_text = repr(o.score), repr(_sort_key(o))
         plain, qa, qa_failed = split_qa(o.details)
         details = "\\N" if plain is None else _copy_text(_details_json(plain))
         qa_text = "\\N" if qa is None else _copy_text(json.dumps(qa))
@@ -198,12 +196,19 @@ def scores_replace_in_sql(
     ).delete()
     return sql.scores_insert_computed(
         strategy=version.scoring_strategy,
-        negate=scoring.sort_key_of(version, 1.0) == -1.0,
+        negate=S.get_strategy(version.scoring_strategy).descending,
         version_id=version.pk,
         challenge_id=challenge_id,
         first_id=first_id,
         last_id=last_id,
     )
+
+
+def _sort_key(outcome: Outcome) -> float:
+    """The ranking key the engine put on a counted outcome (``outcome.ranked``)."""
+    if outcome.sort_key is None:
+        raise ValueError("an outcome with a score but no sort key: rank it (outcome.ranked)")
+    return outcome.sort_key
 
 
 def score_rows(
@@ -226,7 +231,7 @@ def _score_row(
         player_id=player_id,
         created_at=created_at,
         score=o.score,
-        sort_key=scoring.sort_key_of(version, o.score),
+        sort_key=None if o.score is None else _sort_key(o),
         details=details,
         error=o.error,
         qa=qa,

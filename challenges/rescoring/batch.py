@@ -38,6 +38,7 @@ from django.utils import timezone
 from challenges.leaderboards import scores
 from challenges.models import Attempt, AttemptScore, BatchState, Challenge, ScoringVersion
 from scoring import sandbox
+from scoring import services as scoring
 from scoring.engine import strategies as S
 from scoring.engine.scorers_list import batch_specs, merge_batch, ranking_of
 from scoring.engine.shims import batch_results
@@ -163,7 +164,7 @@ def _write(version: ScoringVersion, ids: list[int], results: dict[str, list[Any]
                 result=results[spec["key"]][i],
             )
         row.score, row.details, row.error, row.qa, row.qa_failed = score, details, error, qa, failed
-        row.sort_key = None if score is None else S.get_strategy(S.PYTHON).sort_key(score)
+        row.sort_key = scoring.sort_key_of(version, score)  # the way the setup ranks
     AttemptScore.objects.bulk_update(
         rows, ["score", "sort_key", "details", "error", "qa", "qa_failed"], batch_size=2000
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 import numbers
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 MAX_DETAILS_BYTES = 16_384
@@ -23,10 +23,18 @@ class Outcome(NamedTuple):
     details: dict[str, Any] | None = None
     error: str = ""
     clamped_from: float | None = None  # the negative score a plugin returned (not stored)
+    # The score's ascending ranking key under its setup (``ranked``); None: not counted.
+    sort_key: float | None = None
 
     @classmethod
     def failed(cls, error: str) -> Outcome:
         return cls(None, {"error": error}, error)
+
+
+def ranked(outcomes: Sequence[Outcome], key: Callable[[float], float]) -> list[Outcome]:
+    """The outcomes with their ``sort_key``: ``key`` of each score (``strategies.
+    sort_key_for`` of the setup that scored them), None where the score is None."""
+    return [o if o.score is None else o._replace(sort_key=key(o.score)) for o in outcomes]
 
 
 def _type_name(value: Any) -> str:

@@ -34,9 +34,6 @@ class Strategy:
         """The one name of the strategy in forms, version summaries and diffs."""
         return self.choice or self.label
 
-    def sort_key(self, value: float) -> float:
-        return -value if self.descending else value
-
 
 def _first(m: AttemptMetrics) -> float | None:
     return float(m.created_at) if m.succeeded and m.created_at is not None else None
@@ -74,3 +71,20 @@ def get_strategy(name: str) -> Strategy:
     except KeyError:
         known = ", ".join(STRATEGIES)
         raise ValueError(f"Unknown strategy {name!r}; choose one of: {known}.") from None
+
+
+def _same(value: float) -> float:
+    return value
+
+
+def _negated(value: float) -> float:
+    return -value
+
+
+def sort_key_for(strategy: str, *, lower_is_better: bool = False) -> Callable[[float], float]:
+    """Which way a setup ranks, as the ascending sort key of a score: the one place that
+    says it. A python setup says it itself (``lower_is_better``); any other strategy has
+    its own direction."""
+    if strategy == PYTHON:
+        return _same if lower_is_better else _negated
+    return _negated if get_strategy(strategy).descending else _same

@@ -299,3 +299,23 @@ def test_try_it_runs_the_batch_scorer_over_the_tried_attempts(
     assert {p: r.score for p, r in by_player.items()} == {"p0": 0.0, "p1": 0.5, "p2": 1.0}
     assert by_player["p2"].details["scorers"]["basic"]["scores"] == {"has_answer": 1.0}
     assert "pending" not in by_player["p2"].details
+
+
+def test_a_batch_ranking_scorer_ranks_the_way_the_setup_says(
+    admin_api, integration_api, anon_api, runs_queued, django_capture_on_commit_callbacks
+):
+    """lower_is_better holds for a batch ranking scorer as for any other: the shortest
+    answer first (the batch run used to rank every batch score highest first)."""
+    response = admin_api.post(
+        challenges_url(),
+        {**BODY, "name": "Shortest answer", "lower_is_better": True},
+        format="json",
+    )
+    assert response.status_code == 201, response.content
+    challenge = Challenge.objects.get(pk=response.json()["id"])
+    with django_capture_on_commit_callbacks(execute=True):
+        for i, answer in enumerate(["aaaa", "a", "aaa", "aa"]):
+            post(integration_api, challenge, f"p{len(answer)}", answer, 1000 + i)
+    batch_scoring.batch_run(challenge_id=challenge.pk)
+    ranked = [r["player"] for r in board(anon_api, challenge)["results"]]
+    assert ranked == ["p1", "p2", "p3", "p4"]
