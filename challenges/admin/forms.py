@@ -33,37 +33,22 @@ from challenges.models import Attempt, Challenge, LateAttempts, ScoringStrategy
 from challenges.setup import services as setup_services
 from challenges.text import SURROGATE, path_label, text_problem
 from scoring.catalogue import OK, plugins_catalogue
+from scoring.engine import metrics as M
 from scoring.engine import strategies as S
 from scoring.engine.config import validate_config
+from scoring.engine.placeholders import PLACEHOLDER
 from scoring.engine.protocol import MAX_TIMEOUT_MS, ConfigError
 from scoring.services import SetupInvalid, setup_same, setup_validate
 
 # A setup change on a challenge with more attempts than this asks for confirmation.
 CONFIRM_OVER = 1000
-PLACEHOLDER = re.compile(r"<<\s*config\.([A-Za-z_][A-Za-z0-9_]*)\s*>>")
 WEIGHT_PREFIX = "weights."
 TEMPLATE_PREFIX = "template."
 METRIC_PREFIX = "metric."
-METRIC_TYPES = [
-    ("mean", "Mean"),
-    ("max", "Maximum"),
-    ("min", "Minimum"),
-    ("std_dev", "Standard deviation"),
-    ("frequency", "Frequency"),
-    ("precision", "Precision"),
-    ("recall", "Recall"),
-    ("f1", "F1"),
-    ("binary_classification", "Binary classification"),
-    ("multiclass_classification", "Multiclass classification"),
-]
+# The metric types and their words, from the engine (scoring/engine/metrics.py).
+METRIC_TYPES = [(kind, M.LABELS[kind]) for kind in M.TYPES]
 # Metrics that compare a prediction field with a label field.
-LABELLED_METRICS = {
-    "precision",
-    "recall",
-    "f1",
-    "binary_classification",
-    "multiclass_classification",
-}
+LABELLED_METRICS = {*M.BINARY, *M.MULTICLASS}
 METRIC_PARTS = ("type", "field", "label", "name")
 
 

@@ -11,6 +11,7 @@ from challenges.leaderboards import precision
 from scoring.engine.registry import RegistryError
 from scoring.engine.strategies import get_strategy
 from scoring.registry import registry
+from scoring.scorers.weighted import DEFAULTS as WEIGHTED_DEFAULTS
 
 WEIGHTED = "builtin.weighted_scorer"
 MEDALS = {1: ("gold", "gold medal"), 2: ("silver", "silver medal"), 3: ("bronze", "bronze medal")}
@@ -165,12 +166,12 @@ def scoring_sentence(setup: Any) -> str:
             f"Successful attempts are ranked by their judge rating (0–10), highest first; {best}."
         )
     if strategy == "custom" and setup.scoring_plugin_id == WEIGHTED:
-        c = setup.scoring_config or {}
+        c = {**WEIGHTED_DEFAULTS, **(setup.scoring_config or {})}  # the scorer's own defaults
         return (
-            f"Each attempt scores {_number(c.get('success_bonus', 100))} points for success, "
-            f"plus {_number(c.get('rating_weight', 10))} per rating point, minus "
-            f"{_number(c.get('time_penalty', 1))} per second and "
-            f"{_number(c.get('token_penalty', 0.01))} per token (never below 0); "
+            f"Each attempt scores {_number(c['success_bonus'])} points for success, "
+            f"plus {_number(c['rating_weight'])} per rating point, minus "
+            f"{_number(c['time_penalty'])} per second and "
+            f"{_number(c['token_penalty'])} per token (never below 0); "
             f"the highest score counts, earlier breaks ties."
         )
     if strategy == "custom":

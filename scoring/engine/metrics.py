@@ -42,7 +42,7 @@ TYPES = SINGLE + BINARY + MULTICLASS  # computed from counts, below
 ALL_TYPES = (*TYPES, PYTHON_METRIC)
 MAX_METRICS = 20
 MAX_NAME_CHARS = 100
-_LABELS = {
+LABELS = {  # each type in words: the admin form's choices and default metric names
     "mean": "Mean",
     "max": "Max",
     "min": "Min",
@@ -120,7 +120,7 @@ def validate_metrics(metrics: Any) -> list[dict[str, str]]:
         if (name is None or name == "") and kind == PYTHON_METRIC:
             name = entry["name"]
         elif name is None or name == "":
-            name = f"{_LABELS[kind]} of " + " vs ".join(entry[key] for key in fields)
+            name = f"{LABELS[kind]} of " + " vs ".join(entry[key] for key in fields)
         if not isinstance(name, str) or len(name) > MAX_NAME_CHARS or not name.isprintable():
             raise MetricsInvalid(
                 f"{where}: name must be at most {MAX_NAME_CHARS} printable characters"

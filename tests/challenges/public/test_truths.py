@@ -57,3 +57,22 @@ def test_players_are_labelled_for_what_they_count(client, admin_client):
     assert ">Players with attempts</th>" in dashboard
     row = dashboard[dashboard.index('data-challenge="speed"') :]
     assert '<td class="num" data-label="Players with attempts">2</td>' in row[: row.index("</tr>")]
+
+
+def test_the_weighted_sentence_states_the_scorers_own_defaults(monkeypatch):
+    """The page words the weights the scorer uses: its own defaults where the config is
+    silent (issue 11: one source for plugin defaults), never a copy of them."""
+    from types import SimpleNamespace
+
+    from challenges.public import display
+    from scoring.scorers.weighted import DEFAULTS
+
+    setup = SimpleNamespace(
+        scoring_strategy="custom",
+        scoring_plugin_id="builtin.weighted_scorer",
+        scoring_config={"rating_weight": 3},
+    )
+    sentence = display.scoring_sentence(setup)
+    assert "scores 100 points for success, plus 3 per rating point, minus 1 per second" in sentence
+    monkeypatch.setitem(DEFAULTS, "success_bonus", 42.0)
+    assert "scores 42 points for success" in display.scoring_sentence(setup)
