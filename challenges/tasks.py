@@ -20,6 +20,7 @@ from django.conf import settings
 from django.dispatch import receiver
 
 from challenges.ingestion import budget, idempotency
+from challenges.leaderboards import ranking
 from challenges.rescoring import batch
 from challenges.rescoring import jobs as rescoring
 from config.transient import TRANSIENT, forget_connection, is_transient
@@ -178,6 +179,18 @@ def _schedule_batch(
     sender: object = None, *, challenge_id: int, countdown: float, **kwargs: object
 ) -> None:
     batch_score.apply_async((challenge_id,), countdown=countdown)
+
+
+@shared_task(name="challenges.tasks.ranking_refresh", ignore_result=True, **RETRIES)
+def ranking_refresh(version_id: int) -> None:
+    """Recompute a public ranking whose entries changed (asked by a reader past
+    PODIUM_RANKING_MAX_AGE_MS), so that no reader waits for it."""
+    ranking.ranking_refresh(version_id=version_id)
+
+
+@receiver(ranking.refresh_requested)
+def _refresh_ranking(sender: object = None, *, version_id: int, **kwargs: object) -> None:
+    ranking_refresh.delay(version_id)
 
 
 @worker_ready.connect

@@ -20,12 +20,14 @@ request pays one small query to learn that they are still current.
 from __future__ import annotations
 
 import bisect
+import logging
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, NamedTuple
 
 from django.conf import settings
+from django.core.cache import cache
 from django.db import transaction
 from django.db.models import Exists, F, Q, QuerySet
 from django.db.models.fields.tuple_lookups import (
@@ -34,11 +36,13 @@ from django.db.models.fields.tuple_lookups import (
     TupleGreaterThanOrEqual,
 )
 from django.db.models.signals import post_delete, post_save
-from django.dispatch import receiver
+from django.dispatch import Signal, receiver
 from django.utils import timezone
 
 from challenges.leaderboards import sql
 from challenges.models import Attempt, LeaderboardEntry, LeaderboardRanking, Player
+
+logger = logging.getLogger(__name__)
 
 PAGE = 50  # rows between checkpoints: the public page size
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -137,10 +141,17 @@ def ranking_current(*, version_id: int, state: State | None = None) -> Ranking:
     if state.changed:
         # Under steady ingestion every write changes an entry: recompute at most once per
         # PODIUM_RANKING_MAX_AGE_MS, not on every read (ranks and page boundaries may lag
-        # the newest attempts by that long; deletions are never served stale).
+        # the newest attempts by that long; deletions are never served stale). Past that
+        # age a worker recomputes (``refresh_requested``) while readers keep the ranking
+        # they have, up to REFRESH_WAIT times the age; only then does a reader recompute.
         max_age = timedelta(milliseconds=settings.PODIUM_RANKING_MAX_AGE_MS)
-        if current and max_age and timezone.now() - cached.computed_at < max_age:
-            return cached
+        if current and max_age:
+            age = timezone.now() - cached.computed_at
+            if age < max_age:
+                return cached
+            if age < max_age * REFRESH_WAIT:
+                _refresh_request(version_id, cached.token, max_age)
+                return cached
         return _recompute(version_id, max_age=max_age)
     if current:
         return cached
@@ -148,17 +159,44 @@ def ranking_current(*, version_id: int, state: State | None = None) -> Ranking:
 
 
 def ranking_fresh(*, version_id: int, token: str) -> bool:
-    """Whether this process holds the ranking ``token`` of the version, computed less
-    than ``PODIUM_RANKING_MAX_AGE_MS`` ago: the one ``ranking_current`` reuses, entries
-    changed or not (no query)."""
+    """Whether this process holds the ranking ``token`` of the version and would reuse
+    it with entries changed (``ranking_current``): computed less than
+    ``PODIUM_RANKING_MAX_AGE_MS`` × REFRESH_WAIT ago (no query). Past the age itself, a
+    worker is asked to recompute it, as ``ranking_current`` would."""
     cached = _loaded.get(version_id)
     max_age = timedelta(milliseconds=settings.PODIUM_RANKING_MAX_AGE_MS)
-    return (
-        cached is not None
-        and cached.token == token
-        and bool(max_age)
-        and timezone.now() - cached.computed_at < max_age
-    )
+    if cached is None or cached.token != token or not max_age:
+        return False
+    age = timezone.now() - cached.computed_at
+    if age >= max_age:
+        _refresh_request(version_id, token, max_age)
+    return age < max_age * REFRESH_WAIT
+
+
+# Past PODIUM_RANKING_MAX_AGE_MS a changed ranking is recomputed by a worker: readers
+# keep the one they have meanwhile, for at most this many times that age (a busy or
+# absent worker), after which a reader recomputes it itself.
+REFRESH_WAIT = 5
+# Sent (with ``version_id``) when a reader wants a changed ranking recomputed; the tasks
+# connect a Celery task to it (this module never imports them). Once per ranking.
+refresh_requested = Signal()
+
+
+def _refresh_request(version_id: int, token: str, max_age: timedelta) -> None:
+    seconds = max(1, round((max_age * REFRESH_WAIT).total_seconds()))
+    if not cache.add(f"podium:ranking-refresh:{version_id}:{token}", 1, timeout=seconds):
+        return  # asked already
+    try:
+        refresh_requested.send(sender=None, version_id=version_id)
+    except Exception:  # a broker away must not fail a read: a reader recomputes later
+        logger.warning("ranking refresh not queued", extra={"version_id": version_id})
+
+
+def ranking_refresh(*, version_id: int) -> None:
+    """Recompute a changed ranking (a worker, after ``refresh_requested``); nothing when
+    it was recomputed less than PODIUM_RANKING_MAX_AGE_MS ago."""
+    max_age = timedelta(milliseconds=settings.PODIUM_RANKING_MAX_AGE_MS)
+    _recompute(version_id, max_age=max_age)
 
 
 def _remember(row: LeaderboardRanking) -> Ranking:

@@ -161,7 +161,8 @@ def test_under_steady_ingestion_the_board_lags_no_longer_than_its_ranks(
     settings.PODIUM_RANKING_MAX_AGE_MS = 60_000
     _settle(client, board)
     record(board, attempt_input("bob", tokens_total=5))
-    _later(monkeypatch, 61)
+    _later(monkeypatch, 61)  # past the age: a worker recomputes (here at once, eagerly)
+    _names(client, board)  # this read keeps what it had
     assert _names(client, board) == [(1, "Bob"), (2, "Ann")]
     record(board, attempt_input("cy", tokens_total=1, player_name="Cy"))
     lagging, page = _names(client, board), _page(client, board)
@@ -169,8 +170,31 @@ def test_under_steady_ingestion_the_board_lags_no_longer_than_its_ranks(
     assert _names(client, board) == lagging  # within the ranks' lag: what was read
     assert _page(client, board) == page
     _later(monkeypatch, 61)
+    _names(client, board)
     assert _names(client, board) == [(1, "Cy"), (2, "Dee"), (3, "Bob"), (4, "Ann")]
     assert "Dee" in _page(client, board)
+
+
+def test_without_a_worker_a_reader_recomputes_past_the_longest_wait(
+    client, board, settings, monkeypatch
+):
+    """The refresh is asked of a worker; none comes (no worker, or the broker is away):
+    readers keep the ranking they have for REFRESH_WAIT times the age, no longer."""
+    from challenges import tasks
+    from challenges.leaderboards import ranking
+
+    def broker_away(*args, **kwargs):
+        raise ConnectionError("the broker is away")
+
+    monkeypatch.setattr(tasks.ranking_refresh, "delay", broker_away)
+    settings.PODIUM_RANKING_MAX_AGE_MS = 60_000
+    _settle(client, board)
+    before = _names(client, board)
+    record(board, attempt_input("cy", tokens_total=1, player_name="Cy"))
+    _later(monkeypatch, 61)
+    assert _names(client, board) == before  # asked (and failed): still served, no error
+    _later(monkeypatch, 60 * ranking.REFRESH_WAIT)
+    assert _names(client, board) == [(1, "Cy"), (2, "Ann"), (3, "Bob")]
 
 
 def test_under_steady_ingestion_deletions_and_renames_still_show_at_once(
