@@ -3,11 +3,9 @@ selector, and render."""
 
 from __future__ import annotations
 
-import hashlib
 from datetime import datetime, tzinfo
 from typing import Any
 
-from django.core.cache import cache
 from django.db import IntegrityError
 from django.http import HttpResponse
 from django.utils import timezone
@@ -42,6 +40,7 @@ from challenges.api.serializers import (
 from challenges.api.throttles import AttemptsThrottle
 from challenges.ingestion import idempotency, rules, services
 from challenges.leaderboards import freeze, precision, selectors
+from challenges.leaderboards.kept import kept
 from challenges.leaderboards.metrics import challenge_metrics, public_metrics
 from challenges.leaderboards.rules import TIE_RULE
 from challenges.leaderboards.score_columns import public_details, row_scores
@@ -273,36 +272,14 @@ class ChallengeViewSet(BodyCheckedMixin, viewsets.ModelViewSet):
         # row (selectors.board_settled): a poll then reads no row. Plain JSON only (not
         # the browsable API, nor an indented rendering).
         settled = selectors.board_settled(challenge, board_id)
-        memo = None
         if settled is not None and request.accepted_media_type == "application/json":
-            memo = (
-                "podium:api-board:"
-                + hashlib.sha256(repr((settled, sorted(params.items()))).encode()).hexdigest()
+            content = kept(  # the bytes DRF's Response would send
+                "api-board",
+                (settled, sorted(params.items())),
+                lambda: JSONRenderer().render(_leaderboard_read(challenge, params, board_id)),
             )
-            content = cache.get(memo)
-            if content is not None:
-                return HttpResponse(content, content_type="application/json")
-        if "player" in params:
-            page = selectors.leaderboard_player(
-                challenge=challenge, external_id=params["player"], board_id=board_id
-            )
-        else:
-            page = selectors.leaderboard_page(
-                challenge=challenge,
-                limit=params["limit"],
-                offset=params["offset"],
-                board_id=board_id,
-            )
-        body = _leaderboard_body(page)
-        if page.version is not None and page.version.scoring_strategy == "python":
-            found = row_scores(version=page.version, attempt_ids=[r.attempt_id for r in page.rows])
-            for row in body["results"]:  # every score of the ranking scorer, ranking first
-                row["scores"] = precision.served_json(found.get(row["attempt_id"], {}))
-        if memo is not None:
-            content = JSONRenderer().render(body)  # the bytes DRF's Response would send
-            cache.set(memo, content, BOARD_MEMO_TTL)
             return HttpResponse(content, content_type="application/json")
-        return Response(body)
+        return Response(_leaderboard_read(challenge, params, board_id))
 
     @extend_schema(
         responses={
@@ -384,8 +361,6 @@ class RescoreJobViewSet(BodyCheckedMixin, viewsets.GenericViewSet):
         return Response(RescoreJobSerializer(job).data)
 
 
-BOARD_MEMO_TTL = 300  # seconds: the key changes with the rows; this only bounds memory
-
 # Stateless once built (run_validation keeps nothing on it): shared by every request.
 _LEADERBOARD_QUERY = LeaderboardQuerySerializer()
 
@@ -415,6 +390,30 @@ def _leaderboard_body(page: selectors.LeaderboardPage) -> dict[str, Any]:
             for row in page.rows
         ],
     }
+
+
+def _leaderboard_read(
+    challenge: Any, params: dict[str, Any], board_id: int | None
+) -> dict[str, Any]:
+    """The API leaderboard's body: a page of rows or a player's row, with every score of
+    the ranking scorer for python setups."""
+    if "player" in params:
+        page = selectors.leaderboard_player(
+            challenge=challenge, external_id=params["player"], board_id=board_id
+        )
+    else:
+        page = selectors.leaderboard_page(
+            challenge=challenge,
+            limit=params["limit"],
+            offset=params["offset"],
+            board_id=board_id,
+        )
+    body = _leaderboard_body(page)
+    if page.version is not None and page.version.scoring_strategy == "python":
+        found = row_scores(version=page.version, attempt_ids=[r.attempt_id for r in page.rows])
+        for row in body["results"]:  # every score of the ranking scorer, ranking first
+            row["scores"] = precision.served_json(found.get(row["attempt_id"], {}))
+    return body
 
 
 def _attempt_out(recorded: services.RecordedAttempt, show_errors: bool) -> dict[str, Any]:

@@ -21,6 +21,9 @@ def _hides_of(challenge_id: int) -> QuerySet[PlayerHide]:
     return PlayerHide.objects.filter(Q(challenge_id=challenge_id) | Q(challenge__isnull=True))
 
 
+HIDES_PROBE_FROM = 20  # players: from this many on, ask first whether anyone is hidden
+
+
 def hidden_player_ids(*, challenge_id: int, player_ids: Iterable[int]) -> set[int]:
     """Which of these players are hidden from the challenge (one small query)."""
     ids = set(player_ids)
@@ -29,9 +32,6 @@ def hidden_player_ids(*, challenge_id: int, player_ids: Iterable[int]) -> set[in
     if not ids or (len(ids) > HIDES_PROBE_FROM and not hides.exists()):
         return set()
     return set(hides.filter(player_id__in=ids).values_list("player_id", flat=True))
-
-
-HIDES_PROBE_FROM = 20  # players: from this many on, ask first whether anyone is hidden
 
 
 def player_is_hidden(*, challenge_id: int, player_id: int) -> bool:

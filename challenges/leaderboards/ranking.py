@@ -136,41 +136,37 @@ def ranking_current(*, version_id: int, state: State | None = None) -> Ranking:
         state = ranking_state(version_id=version_id)
     if state.token is None or state.stale:
         return _recompute(version_id)
-    cached = _loaded.get(version_id)
-    current = cached is not None and cached.token == state.token
     if state.changed:
         # Under steady ingestion every write changes an entry: recompute at most once per
         # PODIUM_RANKING_MAX_AGE_MS, not on every read (ranks and page boundaries may lag
         # the newest attempts by that long; deletions are never served stale). Past that
         # age a worker recomputes (``refresh_requested``) while readers keep the ranking
         # they have, up to REFRESH_WAIT times the age; only then does a reader recompute.
-        max_age = timedelta(milliseconds=settings.PODIUM_RANKING_MAX_AGE_MS)
-        if current and max_age:
-            age = timezone.now() - cached.computed_at
-            if age < max_age:
-                return cached
-            if age < max_age * REFRESH_WAIT:
-                _refresh_request(version_id, cached.token, max_age)
-                return cached
-        return _recompute(version_id, max_age=max_age)
-    if current:
+        kept = ranking_reusable(version_id=version_id, token=state.token)
+        return kept if kept is not None else _recompute(version_id, max_age=_max_age())
+    cached = _loaded.get(version_id)
+    if cached is not None and cached.token == state.token:
         return cached
     return _remember(LeaderboardRanking.objects.get(version_id=version_id))
 
 
-def ranking_fresh(*, version_id: int, token: str) -> bool:
-    """Whether this process holds the ranking ``token`` of the version and would reuse
-    it with entries changed (``ranking_current``): computed less than
-    ``PODIUM_RANKING_MAX_AGE_MS`` × REFRESH_WAIT ago (no query). Past the age itself, a
-    worker is asked to recompute it, as ``ranking_current`` would."""
+def _max_age() -> timedelta:
+    return timedelta(milliseconds=settings.PODIUM_RANKING_MAX_AGE_MS)
+
+
+def ranking_reusable(*, version_id: int, token: str) -> Ranking | None:
+    """The ranking ``token`` of the version if this process holds it and may serve it
+    although entries changed since: computed less than ``PODIUM_RANKING_MAX_AGE_MS`` ×
+    REFRESH_WAIT ago (no query); else None. Past the age itself it also asks a worker to
+    recompute it (once per ranking)."""
     cached = _loaded.get(version_id)
-    max_age = timedelta(milliseconds=settings.PODIUM_RANKING_MAX_AGE_MS)
+    max_age = _max_age()
     if cached is None or cached.token != token or not max_age:
-        return False
+        return None
     age = timezone.now() - cached.computed_at
     if age >= max_age:
         _refresh_request(version_id, token, max_age)
-    return age < max_age * REFRESH_WAIT
+    return cached if age < max_age * REFRESH_WAIT else None
 
 
 # Past PODIUM_RANKING_MAX_AGE_MS a changed ranking is recomputed by a worker: readers
@@ -195,8 +191,7 @@ def _refresh_request(version_id: int, token: str, max_age: timedelta) -> None:
 def ranking_refresh(*, version_id: int) -> None:
     """Recompute a changed ranking (a worker, after ``refresh_requested``); nothing when
     it was recomputed less than PODIUM_RANKING_MAX_AGE_MS ago."""
-    max_age = timedelta(milliseconds=settings.PODIUM_RANKING_MAX_AGE_MS)
-    _recompute(version_id, max_age=max_age)
+    _recompute(version_id, max_age=_max_age())
 
 
 def _remember(row: LeaderboardRanking) -> Ranking:

@@ -182,7 +182,7 @@ def board_settled(challenge: Challenge, board_id: int | None) -> tuple[Any, ...]
     version_id = challenge.active_version_id
     if version_id is None or (board_id is not None and board_id != version_id):
         return None
-    if state.changed and not R.ranking_fresh(version_id=version_id, token=state.token):
+    if state.changed and R.ranking_reusable(version_id=version_id, token=state.token) is None:
         return None
     return (challenge.pk, challenge.updated_at.isoformat(), version_id, state.token, state.changed)
 

@@ -298,6 +298,9 @@ def entries_insert_best(
     execute(statement + _KEEP_BETTER, [version_id, *(player_ids or ()), version_id])
 
 
+UPSERT_BATCH = 1000  # rows per statement: 6,000 parameters
+
+
 def entries_upsert(rows: Sequence[tuple[Any, ...]]) -> None:
     """Upsert entries (``ENTRY_COLUMNS`` tuples, one per player), keeping the better one,
     in one statement per batch of rows (not one per row)."""
@@ -309,8 +312,6 @@ def entries_upsert(rows: Sequence[tuple[Any, ...]]) -> None:
             statement = f"INSERT INTO {ENTRY} ({ENTRY_COLUMNS}) VALUES {values}" + _KEEP_BETTER  # noqa: S608
             cursor.execute(statement, [v for row in batch for v in row])
 
-
-UPSERT_BATCH = 1000  # rows per statement: 6,000 parameters
 
 # A frozen board: the best attempt per player under a version, of the attempts recorded
 # before the freeze (challenges/leaderboards/freeze.py).

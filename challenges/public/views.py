@@ -16,7 +16,6 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import quote
 
-from django.core.cache import cache
 from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.shortcuts import render
 from django.template.loader import render_to_string
@@ -24,6 +23,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_safe
 
 from challenges.leaderboards import charts, freeze, precision, score_columns, selectors
+from challenges.leaderboards.kept import kept
 from challenges.leaderboards.metrics import challenge_metrics, public_metrics
 from challenges.leaderboards.rules import TIE_RULE
 from challenges.models import Challenge
@@ -32,7 +32,6 @@ from challenges.public.markdown import render_markdown, summary
 from challenges.rescoring.batch import batch_coverage
 
 SEARCH_MAX = 100  # characters of a name search: display names are at most 200
-FRAGMENT_TTL = 300  # seconds; the key holds the content, so this only bounds memory
 
 
 def _not_found(request: HttpRequest, slug: str) -> HttpResponse:
@@ -217,39 +216,35 @@ class BoardView:
     def html(self, page: Callable[[], dict[str, Any]] | None = None) -> str:
         """The board alone, or (with ``page``, the rest of the page's context) the
         whole challenge page around it."""
-        key = f"podium:{'page' if page else 'board'}:{self.key}"
-        html = cache.get(key)
-        if html is None:
+
+        def render() -> str:
             context = self.context()
             html = render_to_string("challenges/_board.html", context, request=self.request)
             if page is not None:
                 context.update(page(), board_html=html)
                 html = render_to_string("challenges/detail.html", context, request=self.request)
-            cache.set(key, html, FRAGMENT_TTL)
-        return html
+            return html
+
+        return kept("page" if page else "board", (self.key,), render)
 
 
-def _board_id(request: HttpRequest, challenge: Challenge) -> int | None:
+def _board_html(
+    request: HttpRequest, challenge: Challenge, kind: str, build: Callable[[int | None], str]
+) -> str:
+    """The HTML of a board request, ``build(board_id)``. While the board's ranking is
+    current (``selectors.board_settled``) it is kept under a key naming everything the
+    page (or fragment) shows without reading its rows: the settled board, the request's
+    query, the rescore flag, the newest activity, the minute (relative times) and the
+    freeze. A lagging board (under steady ingestion, see ``board_settled``) shows the
+    newest activity as of its rows, which lag as long as its ranks."""
     # During a freeze the public reads the frozen board (leaderboards/freeze.py) and
     # learns of no activity after it; staff read the live one.
-    return freeze.board_id(challenge=challenge, user=request.user)
-
-
-def _settled_key(
-    request: HttpRequest, challenge: Challenge, board_id: int | None, kind: str
-) -> str | None:
-    """While the board's ranking is current (``selectors.board_settled``), a key naming
-    everything the page (or fragment) shows without reading its rows: the settled board,
-    the request's query, the rescore flag, the newest activity, the minute (relative
-    times) and the freeze. A lagging board (under steady ingestion, see
-    ``board_settled``) shows the newest activity as of its rows, which lag as long as
-    its ranks. None: the rows must be read."""
+    board_id = freeze.board_id(challenge=challenge, user=request.user)
     settled = selectors.board_settled(challenge, board_id)
     if settled is None:
-        return None
+        return build(board_id)  # BoardView keeps it by its rows
     lagging = settled[-1]
     parts = (
-        kind,
         settled,
         challenge.slug,
         challenge.rescoring,
@@ -258,22 +253,7 @@ def _settled_key(
         request.GET.urlencode(),
         timezone.now().replace(second=0, microsecond=0),
     )
-    return f"podium:{kind}-settled:" + hashlib.sha256(repr(parts).encode()).hexdigest()
-
-
-def _board_html(
-    request: HttpRequest, challenge: Challenge, kind: str, build: Callable[[int | None], str]
-) -> str:
-    """The HTML of a board request: kept by ``_settled_key`` while the ranking is
-    current, built by ``build(board_id)`` otherwise (which caches by content itself)."""
-    board_id = _board_id(request, challenge)
-    key = _settled_key(request, challenge, board_id, kind)
-    html = cache.get(key) if key else None
-    if html is None:
-        html = build(board_id)
-        if key:
-            cache.set(key, html, FRAGMENT_TTL)
-    return html
+    return kept(f"{kind}-settled", parts, lambda: build(board_id))
 
 
 @require_safe
