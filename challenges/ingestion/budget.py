@@ -53,7 +53,8 @@ class ScoringBudget:
     """Time left for scoring in one request, on the monotonic clock."""
 
     seconds: float
-    started: float = field(default_factory=time.monotonic)
+    # looked up at each call, like left(): one clock for both ends of the measure
+    started: float = field(default_factory=lambda: time.monotonic())
 
     @classmethod
     def from_settings(cls) -> ScoringBudget:

@@ -64,7 +64,7 @@ def test_a_summary_is_logged_when_the_window_ends(db, caplog, monkeypatch):
     with registry().temporarily("t.tokens", "tests.plugins:TokensScorer"):
         challenge = make_challenge(scoring_strategy="custom", scoring_plugin_id="t.tokens")
         clock = [1000.0]
-        monkeypatch.setattr(failures.time, "monotonic", lambda: clock[0])
+        monkeypatch.setattr(failures, "_clock", lambda: clock[0])
         with caplog.at_level(logging.WARNING, logger="podium.scoring"):
             inputs = [attempt_input(f"p{i}", tokens_total=13) for i in range(10)]
             services.attempts_record(challenge=challenge, inputs=inputs)
