@@ -15,11 +15,9 @@ from django.db import models
 from django.db.models import F, Q
 
 from scoring.engine import strategies as S
-from scoring.engine.protocol import MAX_TIMEOUT_MS
+from scoring.engine.protocol import MAX_METRIC, MAX_TIMEOUT_MS
 
 from .text import TextSafeJSONDecoder
-
-MAX_METRIC = 2**53 - 1  # exact in JSON and in a float: no client sees a rounded value
 
 
 class ScoringStrategy(models.TextChoices):

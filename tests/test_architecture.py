@@ -137,6 +137,17 @@ def test_no_import_cycle():
     assert cycle is None, "import cycle: " + " → ".join(cycle or [])
 
 
+def test_scoring_imports_nothing_of_the_app():
+    # scoring/ sits below the models: its commands, registry and sandbox read the
+    # engine's own constants, never the app's (a management command is no exception).
+    upward = {
+        f"{_module_name(path)} → {target}"
+        for path in (PROJECT / "scoring").rglob("*.py")
+        for target in _imports(path)
+    }
+    assert not upward, "scoring/ imports the app:\n" + "\n".join(sorted(upward))
+
+
 def test_the_checks_can_fail():
     # The old cycle (services → rescoring → services, lazily) and an upward arrow are seen.
     old = {

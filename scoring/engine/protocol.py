@@ -37,6 +37,7 @@ from collections.abc import ItemsView, KeysView, Mapping, ValuesView
 from typing import Any, Protocol, Required, TypedDict, runtime_checkable
 
 DEFAULT_TIMEOUT_MS = 5000
+MAX_METRIC = 2**53 - 1  # tokens, ms: exact in JSON and in a float, no client sees it rounded
 MAX_TIMEOUT_MS = 60_000  # the longest a scorer may take per attempt (models, forms, API)
 METRIC_KEYS = ("succeeded", "tokens_total", "elapsed_ms", "rating", "created_at")
 CONTEXT_KEYS = ("challenge_id", "end_user_id", "tenant_id", "app_id", "workflow_id", "timeout_ms")

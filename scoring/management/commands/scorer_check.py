@@ -19,8 +19,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from challenges.models import MAX_METRIC
 from scoring.engine.protocol import (
+    MAX_METRIC,
     METRIC_KEYS,
     AttemptMetrics,
     ConfigError,
