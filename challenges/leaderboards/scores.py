@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -81,36 +82,61 @@ def _copy_text(value: object) -> str:
 Compute = Callable[[Sequence[AttemptRow]], list[Outcome]]
 
 
-def scores_put(
+@dataclass(frozen=True)
+class ScoreBatch:
+    """A computed batch of scores (consecutive attempts in id order), made ready to write
+    without the database: the COPY text on PostgreSQL, model rows elsewhere. Built where
+    the scorer ran, written by whoever holds the transaction (``scores_put``)."""
+
+    version: ScoringVersion
+    attempt_ids: list[int]
+    outcomes: Sequence[Outcome]
+    copy_text: str | None = None
+    rows: list[AttemptScore] | None = None
+
+
+def scores_prepare(
     *, version: ScoringVersion, attempts: Sequence[AttemptRow], outcomes: Sequence[Outcome]
-) -> None:
-    """Make the version's scores of a batch of attempts (consecutive in id order) exactly
-    ``outcomes``: the rows in the batch's id range are deleted, then written. Call in a
-    short transaction, after computing the outcomes: a retried or duplicated batch
-    writes each score once. On PostgreSQL the rows go through COPY."""
-    if not attempts:
-        return
-    AttemptScore.objects.filter(
-        version=version, attempt_id__gte=attempts[0][0], attempt_id__lte=attempts[-1][0]
-    ).delete()
-    if not sql.postgres():
-        rows = [
-            _score_row(version, a[0], a[1], a[8], o)
-            for a, o in zip(attempts, outcomes, strict=True)
-        ]
-        AttemptScore.objects.bulk_create(rows, batch_size=2000)
-        _failures_note(version, attempts, outcomes)
-        return
-    sql.scores_copy(_copy_lines(version, attempts, outcomes))
-    _failures_note(version, attempts, outcomes)
+) -> ScoreBatch:
+    """The batch's rows, ready for ``scores_put``."""
+    ids = [a[0] for a in attempts]
+    if sql.postgres():
+        return ScoreBatch(
+            version, ids, outcomes, copy_text=_copy_lines(version, attempts, outcomes)
+        )
+    rows = [
+        _score_row(version, a[0], a[1], a[8], o) for a, o in zip(attempts, outcomes, strict=True)
+    ]
+    return ScoreBatch(version, ids, outcomes, rows=rows)
+
+
+def scores_put(*, batches: Sequence[ScoreBatch]) -> None:
+    """Make the versions' scores of each batch's attempts exactly its outcomes: the rows
+    in each batch's id range are deleted, then written (one COPY for them all on
+    PostgreSQL). Call in a short transaction, after computing the outcomes: a retried or
+    duplicated batch writes each score once."""
+    batches = [b for b in batches if b.attempt_ids]
+    for b in batches:
+        AttemptScore.objects.filter(
+            version=b.version, attempt_id__gte=b.attempt_ids[0], attempt_id__lte=b.attempt_ids[-1]
+        ).delete()
+    if sql.postgres():
+        if batches:
+            sql.scores_copy("".join(b.copy_text or "" for b in batches))
+    else:
+        AttemptScore.objects.bulk_create(
+            [r for b in batches for r in b.rows or ()], batch_size=2000
+        )
+    for b in batches:
+        _failures_note(b.version, b.attempt_ids, b.outcomes)
 
 
 def _failures_note(
-    version: ScoringVersion, attempts: Sequence[AttemptRow], outcomes: Sequence[Outcome]
+    version: ScoringVersion, attempt_ids: list[int], outcomes: Sequence[Outcome]
 ) -> None:
     """Log the batch's scorer failures (a burst of one error is summarised)."""
     if any(o.error for o in outcomes):
-        failures_log(version=version, attempt_ids=[a[0] for a in attempts], outcomes=outcomes)
+        failures_log(version=version, attempt_ids=attempt_ids, outcomes=outcomes)
     else:
         failures_tick()
 
