@@ -5,6 +5,7 @@ Views, the API, the admin, commands and tasks call these; the logic lives here o
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -99,14 +100,7 @@ def _players_upsert(inputs: Sequence[AttemptInput]) -> dict[str, Player]:
         if item.player_name or item.player not in names:
             names[item.player] = item.player_name or names.get(item.player)
     ordered = sorted(names)
-    Player.objects.bulk_create(
-        [
-            Player(external_id=ext, display_name=(names[ext] or ext)[:DISPLAY_NAME_MAX])
-            for ext in ordered
-        ],
-        ignore_conflicts=True,
-    )
-    players = {p.external_id: p for p in Player.objects.filter(external_id__in=ordered)}
+    players = _players_ensure(ordered, [(names[ext] or ext)[:DISPLAY_NAME_MAX] for ext in ordered])
     renames = [ext for ext in ordered if names[ext] and players[ext].display_name != names[ext]]
     if renames:
         locked = Player.objects.select_for_update(no_key=True).filter(external_id__in=renames)
@@ -121,6 +115,27 @@ def _players_upsert(inputs: Sequence[AttemptInput]) -> dict[str, Player]:
             Player.objects.bulk_update(renamed, ["display_name"])
             ranking.rankings_renamed(player_ids=[p.pk for p in renamed])
     return players
+
+
+def _players_ensure(ordered: list[str], names: list[str]) -> dict[str, Player]:
+    """The players of these external ids (sorted), created with these names where new.
+    On PostgreSQL two statements whose parameters are arrays (a list of a thousand
+    players binds as three values); elsewhere the ORM."""
+    if not sql.postgres():
+        Player.objects.bulk_create(
+            [
+                Player(external_id=ext, display_name=name)
+                for ext, name in zip(ordered, names, strict=True)
+            ],
+            ignore_conflicts=True,
+        )
+        return {p.external_id: p for p in Player.objects.filter(external_id__in=ordered)}
+    sql.players_insert_missing(ordered, names, timezone.now())
+    db = Player.objects.db
+    return {row[1]: Player.from_db(db, PLAYER_FIELDS, row) for row in sql.players_named(ordered)}
+
+
+PLAYER_FIELDS = ["id", "external_id", "display_name", "created_at"]
 
 
 def _lock_challenge_shared(challenge_id: int) -> None:
@@ -200,6 +215,54 @@ def attempt_build(*, challenge: Challenge, item: AttemptInput, player: Player | 
     )
 
 
+def attempts_insert(attempts: Sequence[Attempt]) -> None:
+    """Write new attempts and set their ids. On PostgreSQL the ids are drawn from the
+    table's sequence and the rows go through COPY: a bulk request's thousand rows
+    without compiling and binding a thousand-row INSERT (bench/ingest.py). Elsewhere
+    ``bulk_create``. Constraints are checked as for an INSERT."""
+    if not sql.postgres():
+        Attempt.objects.bulk_create(attempts)
+        return
+    ids = sql.ids_next(sql.ATTEMPT, len(attempts))
+    now = timezone.now()
+    db = Attempt.objects.db
+    lines = []
+    for attempt, pk in zip(attempts, ids, strict=True):
+        attempt.pk, attempt.recorded_at = pk, now
+        attempt._state.adding, attempt._state.db = False, db
+        lines.append(
+            "\t".join(
+                (
+                    str(pk),
+                    str(attempt.challenge_id),
+                    str(attempt.player_id),
+                    "t" if attempt.succeeded else "f",
+                    _copy_value(attempt.tokens_total),
+                    _copy_value(attempt.elapsed_ms),
+                    _copy_value(attempt.rating),
+                    str(attempt.created_at),
+                    _copy_json(attempt.sample),
+                    scores.copy_text(attempt.output),
+                    _copy_json(attempt.messages),
+                    str(now),
+                    "t" if attempt.practice else "f",
+                    "t" if attempt.hidden else "f",
+                )
+            )
+            + "\n"
+        )
+    sql.attempts_copy("".join(lines))
+
+
+def _copy_value(value: int | None) -> str:
+    return "\\N" if value is None else str(int(value))
+
+
+def _copy_json(value: Any) -> str:
+    """A JSONField's value as JSONField stores it (json.dumps; None is SQL NULL)."""
+    return "\\N" if value is None else scores.copy_text(json.dumps(value))
+
+
 def attempts_record(
     *,
     challenge: Challenge,
@@ -238,7 +301,7 @@ def attempts_record(
         )
         for attempt, item in zip(attempts, inputs, strict=True):
             attempt.player = players[item.player]
-        Attempt.objects.bulk_create(attempts)
+        attempts_insert(attempts)
         active_id, versions = _versions_to_score(challenge.pk)
         active_rows: list[AttemptScore | None] = [None] * len(attempts)
         active_number = None

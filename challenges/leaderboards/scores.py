@@ -71,7 +71,7 @@ def attempt_rows(*, challenge_id: int, first_id: int, last_id: int) -> list[Atte
     return [(*r[:7], scoring.epoch_ms(r[8]), r[8]) for r in rows]  # type: ignore[misc]
 
 
-def _copy_text(value: object) -> str:
+def copy_text(value: object) -> str:
     """A value in PostgreSQL's COPY text format."""
     if value is None:
         return "\\N"
@@ -91,7 +91,7 @@ class ScoreBatch:
     version: ScoringVersion
     attempt_ids: list[int]
     outcomes: Sequence[Outcome]
-    copy_text: str | None = None
+    text: str | None = None  # COPY text (PostgreSQL)
     rows: list[AttemptScore] | None = None
 
 
@@ -101,9 +101,8 @@ def scores_prepare(
     """The batch's rows, ready for ``scores_put``."""
     ids = [a[0] for a in attempts]
     if sql.postgres():
-        return ScoreBatch(
-            version, ids, outcomes, copy_text=_copy_lines(version, attempts, outcomes)
-        )
+        keys = [(a[0], a[1], a[8]) for a in attempts]
+        return ScoreBatch(version, ids, outcomes, text=_copy_lines(version, keys, outcomes))
     rows = [
         _score_row(version, a[0], a[1], a[8], o) for a, o in zip(attempts, outcomes, strict=True)
     ]
@@ -122,7 +121,7 @@ def scores_put(*, batches: Sequence[ScoreBatch]) -> None:
         ).delete()
     if sql.postgres():
         if batches:
-            sql.scores_copy("".join(b.copy_text or "" for b in batches))
+            sql.scores_copy("".join(b.text or "" for b in batches))
     else:
         AttemptScore.objects.bulk_create(
             [r for b in batches for r in b.rows or ()], batch_size=2000
@@ -169,27 +168,28 @@ def _details_json(details: dict[str, Any]) -> str:
 
 
 def _copy_lines(
-    version: ScoringVersion, attempts: Sequence[AttemptRow], outcomes: Sequence[Outcome]
+    version: ScoringVersion, keys: Sequence[tuple[int, int, Any]], outcomes: Sequence[Outcome]
 ) -> str:
-    """Score rows in COPY text format."""
+    """Score rows in COPY text format; ``keys``: each attempt's (id, player id, created_at),
+    created_at as a datetime or as the database's own text."""
     version_id = version.pk
     lines = []
-    for a, o in zip(attempts, outcomes, strict=True):
+    for (attempt_id, player_id, created_at), o in zip(keys, outcomes, strict=True):
         if o.score is None:
             score_text = sort_text = "\\N"
         else:
             score_text, sort_text = repr(o.score), repr(_sort_key(o))
         plain, qa, qa_failed = split_qa(o.details)
-        details = "\\N" if plain is None else _copy_text(_details_json(plain))
-        qa_text = "\\N" if qa is None else _copy_text(json.dumps(qa))
+        details = "\\N" if plain is None else copy_text(_details_json(plain))
+        qa_text = "\\N" if qa is None else copy_text(json.dumps(qa))
         if "\\u" in details or "\\u" in qa_text or (o.error and BAD_CHAR.search(o.error)):
             o = outcome_storable(o)  # rare: check
             plain, qa, qa_failed = split_qa(o.details)
-            details = "\\N" if plain is None else _copy_text(_details_json(plain))
-            qa_text = "\\N" if qa is None else _copy_text(json.dumps(qa))
-        error = _copy_text(o.error) if o.error else ""
+            details = "\\N" if plain is None else copy_text(_details_json(plain))
+            qa_text = "\\N" if qa is None else copy_text(json.dumps(qa))
+        error = copy_text(o.error) if o.error else ""
         lines.append(
-            f"{version_id}\t{a[0]}\t{a[1]}\t{a[8]}\t{score_text}\t{sort_text}\t{details}"
+            f"{version_id}\t{attempt_id}\t{player_id}\t{created_at}\t{score_text}\t{sort_text}\t{details}"
             f"\t{error}\t{qa_text}\t{qa_failed}\n"
         )
     return "".join(lines)
@@ -271,7 +271,11 @@ def scores_write(
     """Write the scores of attempts that have none under the version yet (new ones, or
     the ones a rescore catches up while it holds the challenge lock)."""
     rows = score_rows(version=version, attempts=attempts, outcomes=outcomes)
-    AttemptScore.objects.bulk_create(rows)
+    if sql.postgres():  # COPY: no thousand-row INSERT to compile for a bulk request
+        keys = [(a.pk, a.player_id, a.created_at) for a in attempts]
+        sql.scores_copy(_copy_lines(version, keys, outcomes), immediate=False)
+    else:
+        AttemptScore.objects.bulk_create(rows)
     if any(o.error for o in outcomes):
         failures_log(version=version, attempt_ids=[a.pk for a in attempts], outcomes=outcomes)
     else:

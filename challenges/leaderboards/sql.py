@@ -146,15 +146,38 @@ def challenge_lock_shared(challenge_id: int) -> None:
         execute(f"SELECT 1 FROM {CHALLENGE} WHERE id = %s FOR SHARE", [challenge_id])  # noqa: S608
 
 
-def copy_in(table: str, columns: str, text: str) -> None:
-    """COPY rows in PostgreSQL's text format into ``table`` (constraints checked during
-    the COPY, not at commit). The raw psycopg cursor's errors are made Django's: a lost
-    connection is then an OperationalError like any other, and the connection is marked
-    unusable."""
+def copy_in(table: str, columns: str, text: str, *, immediate: bool = True) -> None:
+    """COPY rows in PostgreSQL's text format into ``table``; ``immediate``: deferred
+    constraints checked during the COPY, not at commit (a rescore's batch fails where it
+    is written). The raw psycopg cursor's errors are made Django's: a lost connection is
+    then an OperationalError like any other, and the connection is marked unusable."""
     with connection.cursor() as cursor, connection.wrap_database_errors:
-        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+        if immediate:
+            cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
         with cursor.cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
             copy.write(text)
+
+
+_IDS_NEXT = "SELECT nextval(pg_get_serial_sequence(%s, 'id')) FROM generate_series(1, %s)"
+
+
+def ids_next(table: str, count: int) -> list[int]:
+    """``count`` new ids of ``table``'s identity column, in increasing order, for rows
+    COPY will write with them (PostgreSQL)."""
+    return sorted(i for (i,) in fetch(_IDS_NEXT, [table, count]))
+
+
+ATTEMPT_COLUMNS = (
+    "id, challenge_id, player_id, succeeded, tokens_total, elapsed_ms, rating, created_at, "
+    "sample, output, messages, recorded_at, practice, hidden"
+)
+
+
+def attempts_copy(text: str) -> None:
+    """Attempt rows (``ATTEMPT_COLUMNS``, COPY text format, ids from ``ids_next``). Their
+    foreign keys are checked at commit, as for the ORM's INSERT: the request's
+    transaction then rolls back whole."""
+    copy_in(ATTEMPT, ATTEMPT_COLUMNS, text, immediate=False)
 
 
 # --- attempts and scores (challenges/leaderboards/scores.py) --------------------------------
@@ -189,9 +212,9 @@ SCORE_COLUMNS = (
 )
 
 
-def scores_copy(text: str) -> None:
+def scores_copy(text: str, *, immediate: bool = True) -> None:
     """Score rows (``SCORE_COLUMNS``, COPY text format) into the scores table."""
-    copy_in(SCORE, SCORE_COLUMNS, text)
+    copy_in(SCORE, SCORE_COLUMNS, text, immediate=immediate)
 
 
 # Built-in strategies as SQL (PostgreSQL): the value the engine's strategy computes, so a
@@ -301,9 +324,22 @@ def entries_insert_best(
 UPSERT_BATCH = 1000  # rows per statement: 6,000 parameters
 
 
+_ENTRIES_UNNEST = (
+    f"INSERT INTO {ENTRY} ({ENTRY_COLUMNS}) SELECT * FROM unnest("  # noqa: S608 - our table
+    "%s::bigint[], %s::bigint[], %s::bigint[], %s::float8[], %s::float8[], %s::timestamptz[])"
+    + _KEEP_BETTER
+)
+
+
 def entries_upsert(rows: Sequence[tuple[Any, ...]]) -> None:
-    """Upsert entries (``ENTRY_COLUMNS`` tuples, one per player), keeping the better one,
-    in one statement per batch of rows (not one per row)."""
+    """Upsert entries (``ENTRY_COLUMNS`` tuples, one per player), keeping the better one:
+    on PostgreSQL one statement whose six parameters are arrays (a thousand rows bind
+    as six values, not six thousand); elsewhere one statement per batch of rows."""
+    if not rows:
+        return
+    if postgres():
+        execute(_ENTRIES_UNNEST, [list(column) for column in zip(*rows, strict=True)])
+        return
     size = min(UPSERT_BATCH, connection.ops.bulk_batch_size(["v", "p", "a", "s", "k", "c"], rows))
     with connection.cursor() as cursor:
         for start in range(0, len(rows), size):
@@ -311,6 +347,27 @@ def entries_upsert(rows: Sequence[tuple[Any, ...]]) -> None:
             values = ", ".join(["(%s, %s, %s, %s, %s, %s)"] * len(batch))
             statement = f"INSERT INTO {ENTRY} ({ENTRY_COLUMNS}) VALUES {values}" + _KEEP_BETTER  # noqa: S608
             cursor.execute(statement, [v for row in batch for v in row])
+
+
+# --- players ---------------------------------------------------------------------------
+_PLAYERS_NEW = (
+    f"INSERT INTO {PLAYER} (external_id, display_name, created_at) "  # noqa: S608 - our table
+    "SELECT e, n, %s FROM unnest(%s::text[], %s::text[]) AS t(e, n) "
+    "ON CONFLICT (external_id) DO NOTHING"
+)
+_PLAYERS_NAMED = (
+    f"SELECT id, external_id, display_name, created_at FROM {PLAYER} WHERE external_id = ANY(%s)"  # noqa: S608
+)
+
+
+def players_insert_missing(external_ids: list[str], names: list[str], now: datetime) -> None:
+    """Create the players not seen yet, in the order given (PostgreSQL: two arrays)."""
+    execute(_PLAYERS_NEW, [now, external_ids, names])
+
+
+def players_named(external_ids: list[str]) -> list[tuple[Any, ...]]:
+    """(id, external_id, display_name, created_at) of these players (PostgreSQL)."""
+    return fetch(_PLAYERS_NAMED, [external_ids])
 
 
 # A frozen board: the best attempt per player under a version, of the attempts recorded

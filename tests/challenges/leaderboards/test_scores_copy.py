@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from challenges.leaderboards.scores import _copy_text, _details_json
+from challenges.leaderboards.scores import _details_json, copy_text
 
 
 def test_flat_float_details_round_trip_exactly():
@@ -41,5 +41,5 @@ def test_other_details_go_through_json(details):
 
 
 def test_copy_text_escapes_what_copy_would_misread():
-    assert _copy_text("a\tb\nc\rd\\e") == "a\\tb\\nc\\rd\\\\e"
-    assert _copy_text(None) == "\\N"
+    assert copy_text("a\tb\nc\rd\\e") == "a\\tb\\nc\\rd\\\\e"
+    assert copy_text(None) == "\\N"
