@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import copy
+import functools
+import json
 import math
 from typing import Any
 
@@ -57,8 +59,7 @@ def validate_config(schema: dict[str, Any] | None, config: Any) -> dict[str, Any
     if not schema:
         return copy.deepcopy(config)
     try:
-        Draft202012Validator.check_schema(schema)
-        found = list(Draft202012Validator(schema).iter_errors(config))
+        found = list(_validator(json.dumps(schema, sort_keys=True)).iter_errors(config))
     except SchemaError as exc:  # the plugin's fault, reported as such
         raise ConfigError({"": f"the plugin's config_schema is invalid: {exc.message}"}) from exc
     except Exception as exc:
@@ -73,6 +74,17 @@ def validate_config(schema: dict[str, Any] | None, config: Any) -> dict[str, Any
         if key not in filled and isinstance(prop, dict) and "default" in prop:
             filled[key] = copy.deepcopy(prop["default"])
     return filled
+
+
+@functools.lru_cache(maxsize=128)
+def _validator(schema_text: str) -> Draft202012Validator:
+    """A checked validator per schema (as JSON text). Checking a schema costs
+    milliseconds and a scorer is built for every slice of a request's attempts: each
+    plugin's schema is checked once per process. A schema that fails its check raises,
+    and is checked again next time (exceptions are not cached)."""
+    schema = json.loads(schema_text)
+    Draft202012Validator.check_schema(schema)
+    return Draft202012Validator(schema)
 
 
 def schema_defaults(schema: dict[str, Any] | None) -> dict[str, Any]:
