@@ -338,7 +338,7 @@ def entries_upsert(rows: Sequence[tuple[Any, ...]]) -> None:
     if not rows:
         return
     if postgres():
-        execute(_ENTRIES_UNNEST, [list(column) for column in zip(*rows, strict=True)])
+        execute(_ENTRIES_UNNEST, [array_text(column) for column in zip(*rows, strict=True)])
         return
     size = min(UPSERT_BATCH, connection.ops.bulk_batch_size(["v", "p", "a", "s", "k", "c"], rows))
     with connection.cursor() as cursor:
@@ -347,6 +347,13 @@ def entries_upsert(rows: Sequence[tuple[Any, ...]]) -> None:
             values = ", ".join(["(%s, %s, %s, %s, %s, %s)"] * len(batch))
             statement = f"INSERT INTO {ENTRY} ({ENTRY_COLUMNS}) VALUES {values}" + _KEEP_BETTER  # noqa: S608
             cursor.execute(statement, [v for row in batch for v in row])
+
+
+def array_text(values: Sequence[Any]) -> str:
+    """A PostgreSQL array literal of numbers or datetimes (never input text), None as
+    NULL: bound as one string and cast in the statement. psycopg adapts a list element
+    by element in Python, a third of an entries upsert's time for a thousand rows."""
+    return "{" + ",".join("NULL" if v is None else f'"{v}"' for v in values) + "}"
 
 
 # --- players ---------------------------------------------------------------------------

@@ -85,3 +85,16 @@ def test_a_refused_row_writes_nothing(db):
     with pytest.raises(IntegrityError), transaction.atomic():
         services.attempts_insert([bad])
     assert Attempt.objects.count() == before
+
+
+def test_array_text_reads_back_exactly(db):
+    if connection.vendor != "postgresql":
+        pytest.skip("array literals are PostgreSQL's: this run uses sqlite")
+    stamps = [datetime(2026, 1, 2, 3, 4, 5, 678000, tzinfo=UTC), None]
+    floats = [0.1 + 0.2, -1e-300, 1e16, None]
+    ints = [2**53 - 1, None, 0]
+    back = sql.fetch(
+        "SELECT %s::timestamptz[], %s::float8[], %s::bigint[]",
+        [sql.array_text(stamps), sql.array_text(floats), sql.array_text(ints)],
+    )[0]
+    assert back == (stamps, floats, ints)
