@@ -246,23 +246,31 @@ def score_rows(
     ]
 
 
+_SCORE_ATTNAMES = [f.attname for f in AttemptScore._meta.concrete_fields]
+_SCORE_VERSION = AttemptScore._meta.get_field("version")
+
+
 def _score_row(
     version: ScoringVersion, attempt_id: int, player_id: int, created_at: Any, o: Outcome
 ) -> AttemptScore:
     o = outcome_storable(o)  # a scorer's text may hold what no column can store
     details, qa, qa_failed = split_qa(o.details)
-    return AttemptScore(
-        version=version,
-        attempt_id=attempt_id,
-        player_id=player_id,
-        created_at=created_at,
-        score=o.score,
-        sort_key=None if o.score is None else _sort_key(o),
-        details=details,
-        error=o.error,
-        qa=qa,
-        qa_failed=qa_failed,
-    )
+    values = {
+        "version_id": version.pk,
+        "attempt_id": attempt_id,
+        "player_id": player_id,
+        "created_at": created_at,
+        "score": o.score,
+        "sort_key": None if o.score is None else _sort_key(o),
+        "details": details,
+        "error": o.error,
+        "qa": qa,
+        "qa_failed": qa_failed,
+    }
+    # Positional, in the model's field order: a bulk request builds a thousand.
+    row = AttemptScore(*[values.get(name) for name in _SCORE_ATTNAMES])
+    _SCORE_VERSION.set_cached_value(row, version)
+    return row
 
 
 def scores_write(
