@@ -169,8 +169,7 @@ def profile(challenge_id: int, token: str) -> str:
         ("attempts_parse", None): "parse + validate (attempts_parse)",
         ("_players_upsert", None): "players upsert",
         ("scores_compute", None): "scoring (scores_compute)",
-        # Attempt.objects.bulk_create: Django's manager proxy, called from attempts_record
-        ("manager_method", "attempts_record"): "attempts insert (bulk_create)",
+        ("attempts_insert", None): "attempts insert (attempts_insert: COPY)",
         ("scores_write", None): "score rows (scores_write)",
         ("entries_upsert", None): "leaderboard entries (entries_upsert)",
         ("_attempt_out", None): "response (_attempt_out)",
