@@ -132,10 +132,8 @@ def _players_ensure(ordered: list[str], names: list[str]) -> dict[str, Player]:
         return {p.external_id: p for p in Player.objects.filter(external_id__in=ordered)}
     sql.players_insert_missing(ordered, names, timezone.now())
     db = Player.objects.db
-    return {row[1]: Player.from_db(db, PLAYER_FIELDS, row) for row in sql.players_named(ordered)}
-
-
-PLAYER_FIELDS = ["id", "external_id", "display_name", "created_at"]
+    players = (Player.from_db(db, sql.PLAYER_COLUMNS, row) for row in sql.players_named(ordered))
+    return {p.external_id: p for p in players}
 
 
 def _lock_challenge_shared(challenge_id: int) -> None:

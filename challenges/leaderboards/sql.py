@@ -362,9 +362,9 @@ _PLAYERS_NEW = (
     "SELECT e, n, %s FROM unnest(%s::text[], %s::text[]) AS t(e, n) "
     "ON CONFLICT (external_id) DO NOTHING"
 )
-_PLAYERS_NAMED = (
-    f"SELECT id, external_id, display_name, created_at FROM {PLAYER} WHERE external_id = ANY(%s)"  # noqa: S608
-)
+# A player's columns in the model's field order, as Player.from_db takes them.
+PLAYER_COLUMNS = [f.attname for f in Player._meta.concrete_fields]
+_PLAYERS_NAMED = f"SELECT {', '.join(PLAYER_COLUMNS)} FROM {PLAYER} WHERE external_id = ANY(%s)"  # noqa: S608
 
 
 def players_insert_missing(external_ids: list[str], names: list[str], now: datetime) -> None:
@@ -373,7 +373,7 @@ def players_insert_missing(external_ids: list[str], names: list[str], now: datet
 
 
 def players_named(external_ids: list[str]) -> list[tuple[Any, ...]]:
-    """(id, external_id, display_name, created_at) of these players (PostgreSQL)."""
+    """These players' rows (``PLAYER_COLUMNS``; PostgreSQL)."""
     return fetch(_PLAYERS_NAMED, [external_ids])
 
 
