@@ -240,8 +240,12 @@ class AttemptInSerializer(StrictSerializer):
         )
 
 
-_ATTEMPT_KEYS = frozenset(AttemptInSerializer._declared_fields)
-_METRIC_LIMITS = {"tokens_total": MAX_METRIC, "elapsed_ms": MAX_METRIC, "rating": 10}
+# The plain path's limits are the serializer fields' own: one place says them.
+_ATTEMPT_FIELDS = AttemptInSerializer._declared_fields
+_ATTEMPT_KEYS = frozenset(_ATTEMPT_FIELDS)
+_METRIC_LIMITS = {k: _ATTEMPT_FIELDS[k].max_value for k in ("tokens_total", "elapsed_ms", "rating")}
+_PLAYER_MAX = _ATTEMPT_FIELDS["player"].max_length
+_NAME_MAX = _ATTEMPT_FIELDS["player_name"].max_length
 
 
 def _plain_input(item: Any) -> AttemptInput | None:
@@ -253,10 +257,12 @@ def _plain_input(item: Any) -> AttemptInput | None:
     if type(item) is not dict or not item.keys() <= _ATTEMPT_KEYS:
         return None
     player = item.get("player")
-    if type(player) is not str or not 0 < len(player := player.strip()) <= 255:
+    if type(player) is not str or not 0 < len(player := player.strip()) <= _PLAYER_MAX:
         return None
     name = item.get("player_name")
-    if name is not None and (type(name) is not str or not 0 < len(name := name.strip()) <= 200):
+    if name is not None and (
+        type(name) is not str or not 0 < len(name := name.strip()) <= _NAME_MAX
+    ):
         return None
     if type(item.get("succeeded")) is not bool:
         return None
