@@ -18,6 +18,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 from dataclasses import dataclass
@@ -166,9 +167,56 @@ def wrk(
     finally:
         if script is not None:
             os.unlink(script.name)
-    if done.stderr.strip():  # e.g. a script error: wrk would go on sending GETs
-        raise RuntimeError(f"wrk: {done.stderr.strip()}")
-    out = done.stdout
+    return _summary(done.stdout, done.stderr)
+
+
+class Reader:
+    """One sequential reader of ``url`` (GET) until ``stop()``: curl (C) on one kept-alive
+    connection, one request at a time, each request's own time (curl's monotonic
+    ``time_total``) and status kept with the moment it ended, so that the phases of a
+    benchmark are slices of one reader. Not wrk: with one kept-alive connection its
+    latency distribution disagrees with its own count (here a mean of 4.56 ms over 2,439
+    requests in 5 s, where one connection allows 2.05 ms)."""
+
+    def __init__(self, url: str, *, requests: int = 200_000):
+        curl = shutil.which("curl")
+        if curl is None:
+            raise SystemExit("curl is not installed: apt-get install curl (Debian's package)")
+        self._config = tempfile.NamedTemporaryFile("w", suffix=".curl", delete=False)
+        entry = f'url = {json.dumps(url)}\noutput = "/dev/null"\n'
+        self._config.write(entry * requests)
+        self._config.close()
+        command = [curl, "--silent", "--config", self._config.name]
+        command += ["--write-out", "%{time_total} %{http_code}\\n"]
+        # stdbuf: a line per request as it ends, not when curl's buffer fills
+        self.process = subprocess.Popen(
+            ["stdbuf", "-oL", *command], stdout=subprocess.PIPE, text=True
+        )
+        self.samples: list[tuple[float, float, str]] = []  # (ended, ms, status)
+        self._thread = threading.Thread(target=self._collect, daemon=True)
+        self._thread.start()
+
+    def _collect(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            seconds, _, status = line.strip().partition(" ")
+            self.samples.append((time.monotonic(), float(seconds) * 1000, status))
+
+    def between(self, start: float, end: float) -> list[tuple[float, str]]:
+        """(ms, status) of the requests that ended between two ``time.monotonic()``s."""
+        return [(ms, status) for ended, ms, status in self.samples if start <= ended < end]
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(timeout=30)
+        self._thread.join(timeout=30)
+        os.unlink(self._config.name)
+
+
+def _summary(out: str, err: str) -> Result:
+    """wrk's summary, parsed."""
+    if err.strip():  # e.g. a script error: wrk would go on sending GETs
+        raise RuntimeError(f"wrk: {err.strip()}")
     rate = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
     requests = int(re.search(r"(\d+) requests in", out).group(1))
     latency = _ms(re.search(r"Latency\s+(\S+)", out).group(1))

@@ -4,14 +4,18 @@ PostgreSQL + Redis. Then it checks that nothing was lost.
 
     .venv/bin/python bench/load.py [--attempts 200000] [--writers 4] [--batch 5]
 
-Three phases, one sequential reader of the page throughout: idle (200 reads), steady
-ingestion alone (the writers for --ingest-seconds), ingestion during the rescore.
+Three phases, one sequential reader of the page throughout: idle (--idle-seconds, once
+the worker answers and the loaded tables are vacuumed), steady ingestion alone (the
+writers for --ingest-seconds: each posts as soon as its last request ended, or with
+--rate at that many requests/s in all), ingestion during the rescore.
 Prints the ingest rate, the page's p50/p99 in each phase beside the idle p99 of the same
 run (target: ingesting within 3x idle), and the checks: every attempt sent is stored
 once (count and checksum) and scored under the new version (count, and the sum of
 scores against the weighted formula computed in SQL). Exits non-zero if any check or
-the target fails. Writers and the reader are Python clients (the checks need every
-accepted body); bench/leaderboard.py and bench/ingest.py measure throughput with wrk.
+the target fails. The writers are Python clients (the checks need every accepted body);
+the reader is curl, one request at a time on one connection (bench/_http.Reader: C, so
+that the latency it measures is the server's, not that of a Python client sharing its
+GIL with the writers).
 Needs PostgreSQL (BENCH_DATABASE_URL, default .../podium_bench_load, recreated) and Redis
 (BENCH_REDIS_URL, default redis://127.0.0.1:6379/14, flushed; the cache in
 BENCH_CACHE_URL, default db 13).
@@ -34,6 +38,7 @@ from pathlib import Path
 import requests
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _http
 from _pg import ROOT, load, setup_django
 
 DEFAULT_URL = "postgres://postgres@127.0.0.1:5432/podium_bench_load"
@@ -60,8 +65,11 @@ def percentile(values: list[float], p: float) -> float:
 class Writer(threading.Thread):
     """Posts batches of attempts with unique, checkable contents until told to stop."""
 
-    def __init__(self, n: int, base: str, token: str, challenge_id: int, batch: int):
+    def __init__(
+        self, n: int, base: str, token: str, challenge_id: int, batch: int, period: float = 0
+    ):
         super().__init__(daemon=True)
+        self.period = period  # seconds between requests; 0: each as soon as the last ends
         self.n, self.url, self.batch = n, f"{base}/api/challenges/{challenge_id}/attempts/", batch
         self.session = requests.Session()
         self.session.headers["Authorization"] = f"Token {token}"
@@ -84,7 +92,11 @@ class Writer(threading.Thread):
         }
 
     def run(self) -> None:
+        due = time.monotonic()
         while not self.stop.is_set():
+            if self.period:  # open loop: one request per period, late ones not made up
+                due = max(due + self.period, time.monotonic())
+                self.stop.wait(due - time.monotonic())
             body = [self.make() for _ in range(self.batch)]
             try:
                 resp = self.session.post(self.url, json=body, timeout=60)
@@ -97,32 +109,16 @@ class Writer(threading.Thread):
                 self.refused.append(f"{resp.status_code} {resp.text[:200]}")
 
 
-class Reader(threading.Thread):
-    def __init__(self, url: str):
-        super().__init__(daemon=True)
-        self.url, self.session = url, requests.Session()
-        self.stop = threading.Event()
-        self.times: list[float] = []
-        self.errors: list[str] = []
+def worker_wait(broker_url: str, name: str, seconds: float = 120) -> None:
+    """Until the Celery worker ``name`` answers a ping."""
+    from celery import Celery
 
-    def run(self) -> None:
-        while not self.stop.is_set():
-            started = time.perf_counter()
-            resp = self.session.get(self.url, timeout=60)
-            self.times.append((time.perf_counter() - started) * 1000)
-            if resp.status_code != 200:
-                self.errors.append(str(resp.status_code))
-
-
-def read_page(url: str, count: int) -> list[float]:
-    reader = Reader(url)
-    reader.stop.set()
-    times = []
-    for _ in range(count):
-        started = time.perf_counter()
-        reader.session.get(url, timeout=60).raise_for_status()
-        times.append((time.perf_counter() - started) * 1000)
-    return times
+    control = Celery(broker=broker_url).control
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if control.ping(destination=[name], timeout=0.5):
+            return
+    raise SystemExit("the Celery worker did not start")
 
 
 def checksum(attempts) -> tuple[int, str]:
@@ -141,9 +137,17 @@ def main() -> None:
     parser.add_argument("--web-workers", type=int, default=2)
     parser.add_argument("--worker-concurrency", type=int, default=2)
     parser.add_argument(
+        "--rate",
+        type=float,
+        default=0,
+        help="requests/s of all writers together (open loop); default: as fast as they can",
+    )
+    parser.add_argument("--idle-seconds", type=float, default=5.0, help="reads alone, first")
+    parser.add_argument(
         "--ingest-seconds", type=float, default=15.0, help="ingestion alone, before the rescore"
     )
     args = parser.parse_args()
+    _http.wrk_path()  # fail before loading the attempts
 
     url = os.environ.get("BENCH_DATABASE_URL", DEFAULT_URL)
     redis_url = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/14")
@@ -215,6 +219,8 @@ def main() -> None:
             str(args.worker_concurrency),
             "-Q",
             env["CELERY_TASK_DEFAULT_QUEUE"],
+            "--hostname",
+            f"{env['CELERY_TASK_DEFAULT_QUEUE']}@%h",
         ],
         cwd=ROOT,
         env=env,
@@ -230,19 +236,33 @@ def main() -> None:
             time.sleep(0.2)
         else:
             raise SystemExit("the web server did not start")
+        # The idle phase is idle: the worker has started (it imports Django and queues
+        # its start-up tasks while it does) and the tables loaded above are vacuumed.
+        worker_wait(redis_url, f"{env['CELERY_TASK_DEFAULT_QUEUE']}@{socket.gethostname()}")
+        with connection.cursor() as cursor:
+            for table in (
+                "challenges_attempt",
+                "challenges_attemptscore",
+                "challenges_leaderboardentry",
+            ):
+                cursor.execute(f"VACUUM ANALYZE {table}")
         page = f"{base}/challenges/{challenge.slug}/"
-        idle = read_page(page, 200)
+        requests.get(page, timeout=60).raise_for_status()  # the first read builds the page
+        reader = _http.Reader(page)
+        marks = [time.monotonic()]
+        time.sleep(args.idle_seconds)
 
         # Steady ingestion alone: the writers and the reader, no rescore yet.
+        period = args.writers / args.rate if args.rate else 0
         writers = [
-            Writer(n, base, grader_tokens[0], challenge.pk, args.batch) for n in range(args.writers)
+            Writer(n, base, grader_tokens[0], challenge.pk, args.batch, period)
+            for n in range(args.writers)
         ]
-        reader = Reader(page)
         started = time.perf_counter()
-        for thread in (*writers, reader):
+        marks.append(time.monotonic())
+        for thread in writers:
             thread.start()
         time.sleep(args.ingest_seconds)
-        ingesting = list(reader.times)
         sent_before_rescore = sum(len(w.sent) for w in writers)
         ingest_only_s = time.perf_counter() - started
 
@@ -256,17 +276,18 @@ def main() -> None:
         resp.raise_for_status()
         job = RescoreJob.objects.filter(challenge=challenge).latest("created_at")
         rescore_started = time.perf_counter()
-        during_from = len(reader.times)
+        marks.append(time.monotonic())
         while True:
             job.refresh_from_db()
             if not job.is_active:
                 break
             time.sleep(0.2)
+        marks.append(time.monotonic())
+        reader.stop()
         rescore_s = time.perf_counter() - rescore_started
-        rescoring = reader.times[during_from:]
-        for thread in (*writers, reader):
+        for thread in writers:
             thread.stop.set()
-        for thread in (*writers, reader):
+        for thread in writers:
             thread.join()
         ingest_s = time.perf_counter() - started
     finally:
@@ -294,17 +315,22 @@ def main() -> None:
         f"  ingest alone ({ingest_only_s:.0f}s before the rescore): "
         f"{sent_before_rescore / ingest_only_s:,.0f} attempts/s"
     )
-    phases = {"idle": idle, "ingesting": ingesting, "ingesting + rescore": rescoring}
-    idle_p99 = percentile(idle, 99)
-    print("  leaderboard page (one sequential reader), milliseconds:")
-    for name, times in phases.items():
-        p99 = percentile(times, 99) if times else float("nan")
+    names = ("idle", "ingesting", "ingesting + rescore")
+    phases = {name: reader.between(*marks[i : i + 2]) for i, name in enumerate(names)}
+    idle_p99 = percentile([ms for ms, _ in phases["idle"]], 99)
+    print("  leaderboard page (curl, one sequential reader), milliseconds:")
+    for name, samples in phases.items():
+        times = [ms for ms, _ in samples] or [float("nan")]
+        p99 = percentile(times, 99)
         print(
-            f"    {name:20s} p50 {statistics.median(times) if times else float('nan'):6.1f}"
-            f"  p99 {p99:6.1f}  ({p99 / idle_p99:4.1f}x idle p99)  over {len(times)} requests"
+            f"    {name:20s} p50 {statistics.median(times):6.1f}  p99 {p99:6.1f}"
+            f"  ({p99 / idle_p99:4.1f}x idle p99)  over {len(samples)} requests"
         )
-    print(f"    errors: {len(reader.errors)}")
-    ingest_ratio = percentile(ingesting, 99) / idle_p99 if ingesting else float("inf")
+    read_errors = [
+        status for samples in phases.values() for _, status in samples if status != "200"
+    ]
+    print(f"    errors: {len(read_errors)} {read_errors[:5]}")
+    ingest_ratio = percentile([ms for ms, _ in phases["ingesting"]], 99) / idle_p99
 
     stored = Attempt.objects.filter(challenge=challenge, player__external_id__startswith="load-")
     rows = stored.values_list(
@@ -352,6 +378,7 @@ def main() -> None:
         "every accepted attempt stored once (count, checksum)": checksum(sent_keys)
         == checksum(stored_keys),
         "no request refused": not refused,
+        "no read failed": not read_errors,
         "the new version is active": challenge.active_version_id == version.pk,
         f"every attempt scored under the new version ({scored:,} of {total:,})": scored == total,
         f"sum of scores matches the formula in SQL ({got:,.3f} vs {expected:,.3f})": abs(

@@ -417,6 +417,10 @@ class LeaderboardRanking(models.Model):
     # [[sort_key, created_at (epoch microseconds), attempt_id, rank], ...] every PAGE rows.
     checkpoints = models.JSONField(default=list)
     computed_at = models.DateTimeField()
+    # The token of the first ranking computed since the board last lost rows (created, or
+    # marked stale): rankings of one lineage differ only by entries added or improved, so
+    # what was built from an earlier one only lags (challenges/leaderboards/kept.py).
+    lineage = models.CharField(max_length=32, blank=True, default="")
 
     def __str__(self) -> str:
         return f"Ranking of {self.version_id} ({self.entries} entries)"

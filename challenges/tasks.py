@@ -21,6 +21,7 @@ from django.dispatch import receiver
 
 from challenges.ingestion import budget, idempotency
 from challenges.leaderboards import ranking
+from challenges.public import views as public_views
 from challenges.rescoring import batch
 from challenges.rescoring import jobs as rescoring
 from config.transient import TRANSIENT, forget_connection, is_transient
@@ -184,8 +185,10 @@ def _schedule_batch(
 @shared_task(name="challenges.tasks.ranking_refresh", ignore_result=True, **RETRIES)
 def ranking_refresh(version_id: int) -> None:
     """Recompute a public ranking whose entries changed (asked by a reader past
-    PODIUM_RANKING_MAX_AGE_MS), so that no reader waits for it."""
+    PODIUM_RANKING_MAX_AGE_MS), so that no reader waits for it; then build its public
+    page and fragment ahead, so that no reader waits for those either."""
     ranking.ranking_refresh(version_id=version_id)
+    public_views.boards_build_ahead(version_id=version_id)
 
 
 @receiver(ranking.refresh_requested)

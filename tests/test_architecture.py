@@ -38,6 +38,7 @@ SIDEWAYS = {
     ("api", "public"): "the API's public view explains the scoring in the page's own words",
     ("templatetags", "admin"): "the admin templates' tags render the admin's progress box",
     ("templatetags", "public"): "the public templates' filters wrap public.display",
+    ("tasks", "public"): "the ranking refresh builds the public's page of the new ranking ahead",
 }
 WIRING = {"apps", "__init__"}  # AppConfig.ready connects receivers: it may import anything
 

@@ -40,7 +40,7 @@ from challenges.api.serializers import (
 from challenges.api.throttles import AttemptsThrottle
 from challenges.ingestion import idempotency, rules, services
 from challenges.leaderboards import freeze, precision, selectors
-from challenges.leaderboards.kept import kept
+from challenges.leaderboards.kept import kept_board
 from challenges.leaderboards.metrics import challenge_metrics, public_metrics
 from challenges.leaderboards.rules import TIE_RULE
 from challenges.leaderboards.score_columns import public_details, row_scores
@@ -269,13 +269,15 @@ class ChallengeViewSet(BodyCheckedMixin, viewsets.ModelViewSet):
             raise serializers.ValidationError(serializers.as_serializer_error(exc)) from None
         board_id = freeze.board_id(challenge=challenge, user=user)  # frozen: as of then
         # While the board's ranking is current, its JSON is kept under a key naming every
-        # row (selectors.board_settled): a poll then reads no row. Plain JSON only (not
+        # row (selectors.board_settled): a poll then reads no row (a lagging board: as
+        # long as its ranks lag, kept.kept_board). Plain JSON only (not
         # the browsable API, nor an indented rendering).
         settled = selectors.board_settled(challenge, board_id)
         if settled is not None and request.accepted_media_type == "application/json":
-            content = kept(  # the bytes DRF's Response would send
+            content = kept_board(  # the bytes DRF's Response would send
                 "api-board",
-                (settled, sorted(params.items())),
+                settled,
+                (sorted(params.items()),),
                 lambda: JSONRenderer().render(_leaderboard_read(challenge, params, board_id)),
             )
             return HttpResponse(content, content_type="application/json")

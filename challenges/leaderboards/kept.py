@@ -1,25 +1,109 @@
 """What readers build from a board (HTML, JSON), kept in the cache under a key that names
 everything it shows: identical content is built once, changed content is a new key and
 never served stale. The keys come from ``selectors.board_settled`` (the board's rows by
-their ranking) or from the rows themselves (``public.views.BoardView``)."""
+their ranking) or from the rows themselves (``public.views.BoardView``).
+
+A lagging board (entries changed since its ranking, under steady ingestion) gets a new
+ranking about every ``PODIUM_RANKING_MAX_AGE_MS``. What was built from the previous one
+may still be served for as long as the ranking itself could be (``kept_board``), so the
+read that first meets a new ranking does not pay for a build: the worker that computed
+the ranking builds the common reads ahead (``public.views.boards_build_ahead``)."""
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
-from typing import Any, TypeVar
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from django.core.cache import cache
+from django.utils import timezone
+
+from challenges.leaderboards import ranking
+
+if TYPE_CHECKING:
+    from challenges.leaderboards.selectors import Settled
 
 KEPT_TTL = 300  # seconds: the key changes with the content, so this only bounds memory
 T = TypeVar("T")
 
 
+def _key(kind: str, parts: tuple[Any, ...]) -> str:
+    return f"podium:{kind}:" + hashlib.sha256(repr(parts).encode()).hexdigest()
+
+
 def kept(kind: str, parts: tuple[Any, ...], build: Callable[[], T]) -> T:
     """``build()``'s result for content named by ``parts``, built once and kept."""
-    key = f"podium:{kind}:" + hashlib.sha256(repr(parts).encode()).hexdigest()
+    key = _key(kind, parts)
     found = cache.get(key)
     if found is None:
         found = build()
         cache.set(key, found, KEPT_TTL)
     return found
+
+
+class _Built(NamedTuple):
+    """A board's build as kept by ``kept_board``, with what it was built from."""
+
+    token: str  # the ranking's
+    lineage: str
+    ranked_at: datetime
+    activity: Any  # the newest activity it shows (None: it shows none)
+    built_at: datetime
+    result: Any
+
+
+def kept_board(
+    kind: str,
+    settled: Settled,
+    parts: tuple[Any, ...],
+    build: Callable[[], T],
+    *,
+    activity: Any = None,
+    ahead: bool = False,
+) -> T:
+    """``build()``'s result for a settled board (``selectors.board_settled``), what else
+    it shows (``parts``) and the newest activity it shows (``activity``), kept.
+
+    Served again while it shows the board's rows as they are or as they were no longer
+    than ``ranking.reuse_bound()`` ago (PODIUM_RANKING_MAX_AGE_MS × REFRESH_WAIT):
+    - a current board: built from its ranking, showing the same newest activity or
+      built less than the bound ago (new attempts that changed no entry);
+    - a lagging board: built from a ranking of the same lineage (no row removed since:
+      a deletion, a hide or a rename starts a new one) computed less than the bound ago.
+    ``ahead``: the worker that just computed the ranking builds unless what is kept was
+    built from it already."""
+    key = _key(
+        f"{kind}-board", (settled.challenge_id, settled.updated_at, settled.version_id, *parts)
+    )
+    found = _built(cache.get(key))
+    if found is not None and _usable(found, settled, activity, ahead=ahead):
+        return found.result
+    result = build()
+    built = _Built(
+        settled.token, settled.lineage, settled.ranked_at, activity, timezone.now(), result
+    )
+    cache.set(key, tuple(built), KEPT_TTL)
+    return result
+
+
+def _built(found: Any) -> _Built | None:
+    """What the cache holds, if it is a build (an old process's value, say, is not)."""
+    if not (isinstance(found, tuple) and len(found) == len(_Built._fields)):
+        return None
+    built = _Built(*found)
+    if not (isinstance(built.ranked_at, datetime) and isinstance(built.built_at, datetime)):
+        return None
+    return built
+
+
+def _usable(found: _Built, settled: Settled, activity: Any, *, ahead: bool) -> bool:
+    if found.token == settled.token:  # built from this ranking (a lagging one is recent)
+        return ahead or found.activity == activity or _recent(found.built_at)
+    if ahead or not settled.lagging:
+        return False
+    return found.lineage == settled.lineage and _recent(found.ranked_at)
+
+
+def _recent(moment: datetime) -> bool:
+    return moment > timezone.now() - ranking.reuse_bound()

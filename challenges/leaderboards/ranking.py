@@ -71,6 +71,7 @@ class Ranking:
     keys: list[Key]  # keys[j] is the key of the row at place j * PAGE (0-based)
     ranks: list[int]  # its competition rank
     computed_at: datetime
+    lineage: str  # LeaderboardRanking.lineage (its own token for a row that has none)
 
     def checkpoint_before(self, key: Key) -> int:
         """Index of the last checkpoint at or before ``key`` (0 when there is none)."""
@@ -154,19 +155,33 @@ def _max_age() -> timedelta:
     return timedelta(milliseconds=settings.PODIUM_RANKING_MAX_AGE_MS)
 
 
+def reuse_bound() -> timedelta:
+    """How long after its computation a changed ranking may still be served (and what
+    was built from it): PODIUM_RANKING_MAX_AGE_MS × REFRESH_WAIT."""
+    return _max_age() * REFRESH_WAIT
+
+
 def ranking_reusable(*, version_id: int, token: str) -> Ranking | None:
-    """The ranking ``token`` of the version if this process holds it and may serve it
-    although entries changed since: computed less than ``PODIUM_RANKING_MAX_AGE_MS`` ×
-    REFRESH_WAIT ago (no query); else None. Past the age itself it also asks a worker to
-    recompute it (once per ranking)."""
-    cached = _loaded.get(version_id)
+    """The ranking ``token`` of the version if it may be served although entries changed
+    since: computed less than ``PODIUM_RANKING_MAX_AGE_MS`` × REFRESH_WAIT ago; else
+    None. No query when this process holds it; one plain read (no lock) the first time
+    it meets a ranking another process computed (a worker's refresh, say). Past the age
+    itself it also asks a worker to recompute it (once per ranking)."""
     max_age = _max_age()
-    if cached is None or cached.token != token or not max_age:
+    if not max_age:
         return None
+    cached = _loaded.get(version_id)
+    if cached is None or cached.token != token:
+        row = LeaderboardRanking.objects.filter(
+            version_id=version_id, token=token, stale=False
+        ).first()
+        if row is None:  # replaced or marked stale meanwhile
+            return None
+        cached = _remember(row)
     age = timezone.now() - cached.computed_at
     if age >= max_age:
         _refresh_request(version_id, token, max_age)
-    return cached if age < max_age * REFRESH_WAIT else None
+    return cached if age < reuse_bound() else None
 
 
 # Past PODIUM_RANKING_MAX_AGE_MS a changed ranking is recomputed by a worker: readers
@@ -203,6 +218,7 @@ def _remember(row: LeaderboardRanking) -> Ranking:
         keys=keys,
         ranks=[c[3] for c in row.checkpoints],
         computed_at=row.computed_at,
+        lineage=row.lineage or row.token,
     )
     _loaded[row.version_id] = ranking
     return ranking
@@ -241,7 +257,10 @@ def _recompute(version_id: int, *, max_age: timedelta | None = None) -> Ranking:
             checkpoints.append([sort_key, to_us(created_at), attempt_id, rank])
         row.checkpoints = checkpoints
         row.entries = found[-1][3] + 1 if found else 0
+        lost_rows = created or row.stale or not row.token or not row.lineage
         row.token = uuid.uuid4().hex
+        if lost_rows:
+            row.lineage = row.token
         row.stale = False
         row.computed_at = timezone.now()
         row.save()

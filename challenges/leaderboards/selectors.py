@@ -12,7 +12,7 @@ import copy
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.db.models import (
     Exists,
@@ -124,6 +124,12 @@ def challenge_public(*, slug: str) -> Challenge | None:
     return challenge
 
 
+def challenge_slug(*, version_id: int) -> str | None:
+    """The slug of the public challenge whose live board is ``version_id`` (None: none)."""
+    found = challenge_list().filter(active_version_id=version_id).values_list("slug", flat=True)
+    return found.first()
+
+
 def _challenge_copy(pk: int, updated_at: datetime, version_id: int | None) -> Challenge | None:
     """A per-request copy of the challenge (with its active version) as saved at
     ``updated_at``: the cached object is shared by every request of the process."""
@@ -161,7 +167,19 @@ def challenge_for_board(*, pk: Any, include_inactive: bool = False) -> Challenge
     return challenge
 
 
-def board_settled(challenge: Challenge, board_id: int | None) -> tuple[Any, ...] | None:
+class Settled(NamedTuple):
+    """``board_settled``'s key: what names every row of a settled board."""
+
+    challenge_id: int
+    updated_at: str  # the challenge as saved
+    version_id: int
+    token: str  # the ranking's
+    lagging: bool  # entries changed since the ranking: rows lag as long as ranks do
+    ranked_at: datetime  # when the ranking was computed
+    lineage: str  # the ranking's (LeaderboardRanking.lineage)
+
+
+def board_settled(challenge: Challenge, board_id: int | None) -> Settled | None:
     """A key that names every row of the challenge's live board while its ranking is
     current, from what the probe read (``challenge_public``/``challenge_for_board``):
     the challenge as saved, its active version and the ranking's token. Every change of
@@ -172,9 +190,10 @@ def board_settled(challenge: Challenge, board_id: int | None) -> tuple[Any, ...]
 
     Under steady ingestion entries change between any two reads, and a ranking is
     reused for ``PODIUM_RANKING_MAX_AGE_MS`` (ranks lag new attempts that long): while
-    this process reuses it, the key holds for as long, its last item True ("lagging":
-    the rows may lag new attempts by as long as the ranks do, never more; deletions,
-    hides and renames still end it at once). None: the rows must be read (the board is
+    this process reuses it, the key holds for as long, ``lagging`` True (the rows may
+    lag new attempts by as long as the ranks do, never more; deletions, hides and
+    renames still end it at once) with the ranking's age and lineage (what may be
+    served in its place: ``kept.kept_board``). None: the rows must be read (the board is
     a frozen one, or the ranking is stale or too old to reuse)."""
     state = getattr(challenge, "ranking_state", None)
     if state is None or not state.token or state.stale:
@@ -182,9 +201,21 @@ def board_settled(challenge: Challenge, board_id: int | None) -> tuple[Any, ...]
     version_id = challenge.active_version_id
     if version_id is None or (board_id is not None and board_id != version_id):
         return None
-    if state.changed and R.ranking_reusable(version_id=version_id, token=state.token) is None:
-        return None
-    return (challenge.pk, challenge.updated_at.isoformat(), version_id, state.token, state.changed)
+    if state.changed:
+        ranking = R.ranking_reusable(version_id=version_id, token=state.token)
+        if ranking is None:
+            return None
+    else:  # held by this process once it read the board (else one plain read)
+        ranking = R.ranking_current(version_id=version_id, state=state)
+    return Settled(
+        challenge.pk,
+        challenge.updated_at.isoformat(),
+        version_id,
+        ranking.token,
+        bool(state.changed),
+        ranking.computed_at,
+        ranking.lineage,
+    )
 
 
 def _ranking(challenge: Challenge, version_id: int) -> R.Ranking:

@@ -16,6 +16,7 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import quote
 
+from django.contrib.auth.models import AnonymousUser
 from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.shortcuts import render
 from django.template.loader import render_to_string
@@ -23,7 +24,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_safe
 
 from challenges.leaderboards import charts, freeze, precision, score_columns, selectors
-from challenges.leaderboards.kept import kept
+from challenges.leaderboards.kept import kept, kept_board
 from challenges.leaderboards.metrics import challenge_metrics, public_metrics
 from challenges.leaderboards.rules import TIE_RULE
 from challenges.models import Challenge
@@ -229,31 +230,61 @@ class BoardView:
 
 
 def _board_html(
-    request: HttpRequest, challenge: Challenge, kind: str, build: Callable[[int | None], str]
-) -> str:
+    request: HttpRequest,
+    challenge: Challenge,
+    kind: str,
+    build: Callable[[int | None], str],
+    *,
+    ahead: bool = False,
+) -> str | None:
     """The HTML of a board request, ``build(board_id)``. While the board's ranking is
-    current (``selectors.board_settled``) it is kept under a key naming everything the
-    page (or fragment) shows without reading its rows: the settled board, the request's
-    query, the rescore flag, the newest activity, the minute (relative times) and the
-    freeze. A lagging board (under steady ingestion, see ``board_settled``) shows the
-    newest activity as of its rows, which lag as long as its ranks."""
+    current or lagging (``selectors.board_settled``) it is kept under a key naming what
+    the page (or fragment) shows besides its rows: the settled board, the request's
+    query, the rescore flag, the minute (relative times) and the freeze; and served
+    while it shows the rows and the newest activity as they are, or as they were no
+    longer ago than the ranks may lag (``kept.kept_board``). ``ahead``: built by the
+    worker that computed a new ranking (``boards_build_ahead``); None when the public's
+    board is not a settled one (nothing to build ahead)."""
     # During a freeze the public reads the frozen board (leaderboards/freeze.py) and
     # learns of no activity after it; staff read the live one.
     board_id = freeze.board_id(challenge=challenge, user=request.user)
     settled = selectors.board_settled(challenge, board_id)
     if settled is None:
-        return build(board_id)  # BoardView keeps it by its rows
-    lagging = settled[-1]
+        return None if ahead else build(board_id)  # BoardView keeps it by its rows
     parts = (
-        settled,
         challenge.slug,
         challenge.rescoring,
-        None if lagging else challenge.last_activity,
         freeze.is_frozen(challenge),
         request.GET.urlencode(),
         timezone.now().replace(second=0, microsecond=0),
     )
-    return kept(f"{kind}-settled", parts, lambda: build(board_id))
+    return kept_board(
+        f"{kind}-settled",
+        settled,
+        parts,
+        lambda: build(board_id),
+        activity=challenge.last_activity,
+        ahead=ahead,
+    )
+
+
+def boards_build_ahead(*, version_id: int) -> None:
+    """Build the public's page and live fragment of the board whose ranking a worker has
+    just recomputed (the ``ranking_refresh`` task), so that under steady ingestion no
+    reader builds them: until they are kept, readers serve what was built from the
+    previous ranking (``kept.kept_board``). Nothing when the version is no public
+    challenge's live board."""
+    slug = selectors.challenge_slug(version_id=version_id)
+    if slug is None:
+        return
+    request = HttpRequest()  # what an anonymous GET of the page without a query shows
+    request.method = "GET"
+    request.user = AnonymousUser()
+    for kind, builder in _BUILDS.items():
+        challenge = selectors.challenge_public(slug=slug)  # read as a request reads it
+        if challenge is None or challenge.active_version_id != version_id:
+            return
+        _board_html(request, challenge, kind, builder(request, challenge), ahead=True)
 
 
 @require_safe
@@ -261,11 +292,18 @@ def challenge_detail(request: HttpRequest, slug: str) -> HttpResponse:
     challenge = selectors.challenge_public(slug=slug)
     if challenge is None:
         return _not_found(request, slug)
+    return HttpResponse(_board_html(request, challenge, "page", _page_build(request, challenge)))
 
-    def build(board_id: int | None) -> str:
-        return _page_html(request, challenge, board_id)
 
-    return HttpResponse(_board_html(request, challenge, "page", build))
+def _page_build(request: HttpRequest, challenge: Challenge) -> Callable[[int | None], str]:
+    return lambda board_id: _page_html(request, challenge, board_id)
+
+
+def _fragment_build(request: HttpRequest, challenge: Challenge) -> Callable[[int | None], str]:
+    return lambda board_id: BoardView(request, challenge, board_id).html()
+
+
+_BUILDS = {"page": _page_build, "board": _fragment_build}
 
 
 def _page_html(request: HttpRequest, challenge: Challenge, board_id: int | None) -> str:
@@ -303,12 +341,7 @@ def challenge_board(request: HttpRequest, slug: str) -> HttpResponse:
     if challenge is None:
         return _not_found(request, slug)
     response = HttpResponse(
-        _board_html(
-            request,
-            challenge,
-            "board",
-            lambda board_id: BoardView(request, challenge, board_id).html(),
-        )
+        _board_html(request, challenge, "board", _fragment_build(request, challenge))
     )
     response["Cache-Control"] = "no-cache"
     return response

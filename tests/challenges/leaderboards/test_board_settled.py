@@ -11,22 +11,11 @@ import pytest
 from django.utils import timezone
 
 from challenges.ingestion import moderation, services
-from challenges.models import Attempt, Challenge, Player
+from challenges.models import Attempt, Player
 from tests.factories import attempt_input, make_challenge, record
 from tests.urls import leaderboard_url, page_url
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def board():
-    challenge = make_challenge(scoring_strategy="fewest_tokens")
-    record(
-        challenge,
-        attempt_input("ann", tokens_total=10, player_name="Ann"),
-        attempt_input("bob", tokens_total=20, player_name="Bob"),
-    )
-    return Challenge.objects.get(pk=challenge.pk)
 
 
 def _api(client, challenge, **query):

@@ -145,9 +145,9 @@ def test_changes_recompute_at_most_once_per_max_age(
     assert R.ranking_current(version_id=version_id).entries == 1  # stale: recomputed now
 
 
-def test_a_ranking_another_process_just_computed_is_not_recomputed(settings, monkeypatch):
-    """Under steady ingestion, a reader in another process (or one that waited for the
-    row while another recomputed it) uses a ranking computed within the max age."""
+@pytest.fixture
+def changed(settings):
+    """(version id, its first ranking) of a board whose entries changed since."""
     settings.PODIUM_RANKING_MAX_AGE_MS = 1000
     challenge = make_challenge(scoring_strategy="fastest")
     record(challenge, attempt_input("a", elapsed_ms=5))
@@ -155,13 +155,30 @@ def test_a_ranking_another_process_just_computed_is_not_recomputed(settings, mon
     first = R.ranking_current(version_id=version_id)
     record(challenge, attempt_input("b", elapsed_ms=1))  # entries changed
     R._loaded.pop(version_id)  # as in a process that never read it
+    return version_id, first
 
+
+def test_a_ranking_another_process_just_computed_is_not_recomputed(changed, monkeypatch):
+    """Under steady ingestion, a reader in another process (or one that waited for the
+    row while another recomputed it) uses a ranking computed within the max age."""
+    version_id, first = changed
     assert R.ranking_current(version_id=version_id).token == first.token  # not recomputed
     assert LeaderboardEntry.objects.filter(version_id=version_id, unranked=True).exists()
 
     later = first.computed_at + timedelta(milliseconds=1001)
     monkeypatch.setattr(R.timezone, "now", lambda: later)
     R._loaded.pop(version_id)
+    # Past the age, as a process that holds it: keeps it and asks a worker (eager here).
+    assert R.ranking_current(version_id=version_id).token == first.token
+    R._loaded.pop(version_id)
+    fresh = R.ranking_current(version_id=version_id)  # the worker's
+    assert fresh.token != first.token and fresh.entries == 2
+
+
+def test_a_process_that_never_read_a_ranking_too_old_to_reuse_recomputes_it(changed, monkeypatch):
+    version_id, first = changed
+    later = first.computed_at + R.reuse_bound()
+    monkeypatch.setattr(R.timezone, "now", lambda: later)
     fresh = R.ranking_current(version_id=version_id)
     assert fresh.token != first.token and fresh.entries == 2
 
