@@ -112,3 +112,13 @@ def test_env_rate(monkeypatch):
         monkeypatch.setenv("X_RATE", bad)
         with pytest.raises(Exception, match="X_RATE"):
             env_rate("X_RATE", "1/min")
+
+
+def test_the_procfile_s_web_processes_are_threaded():
+    """A sync worker serves one request at a time: a page read would wait behind the
+    request recording attempts that its process is serving (issue 16, bench/load.py)."""
+    procfile = Path(__file__).resolve().parents[2] / "Procfile"
+    web = next(line for line in procfile.read_text().splitlines() if line.startswith("web:"))
+    words = web.split()
+    assert words[words.index("--worker-class") + 1] == "gthread"
+    assert words[words.index("--threads") + 1].startswith("${WEB_THREADS:-")
