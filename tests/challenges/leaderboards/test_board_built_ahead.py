@@ -10,6 +10,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from django.core.cache import cache
 from django.utils import timezone
 
 from challenges import tasks
@@ -199,3 +200,13 @@ def test_nothing_is_built_ahead_for_a_board_the_public_does_not_read(board, buil
 )
 def test_whatever_else_the_cache_holds_is_built_again(found):
     assert kept._built(found) is None
+
+
+def test_what_the_worker_builds_is_what_a_reader_would_build(client, board, worker):
+    """The worker builds without a request of the public's: the page and fragment must
+    not depend on one (a template reading the request, say, would differ here)."""
+    record(board, attempt_input("cy", tokens_total=1, player_name="Cy"))
+    worker(board)  # built ahead
+    ahead = _page(client, board), _page(client, board, "board")
+    cache.clear()
+    assert (_page(client, board), _page(client, board, "board")) == ahead  # a reader's
