@@ -5,7 +5,7 @@ The load generator is wrk (C, one thread, epoll): Debian's package, never a down
 measure, so their requests/s would say as much about the client as about Podium. Where
 the machine has more than one CPU, wrk is pinned to the last one and gunicorn to the
 others (taskset), so they do not trade places on a core; PostgreSQL is shared and not
-pinned.
+pinned. A sequential reader whose every request is timed (``Reader``) is curl, also C.
 """
 
 from __future__ import annotations
@@ -31,6 +31,13 @@ def wrk_path() -> str:
     found = shutil.which("wrk")
     if found is None:
         raise SystemExit("wrk is not installed: apt-get install wrk (Debian's package)")
+    return found
+
+
+def curl_path() -> str:
+    found = shutil.which("curl")
+    if found is None:
+        raise SystemExit("curl is not installed: apt-get install curl (Debian's package)")
     return found
 
 
@@ -179,9 +186,7 @@ class Reader:
     requests in 5 s, where one connection allows 2.05 ms)."""
 
     def __init__(self, url: str, *, requests: int = 200_000):
-        curl = shutil.which("curl")
-        if curl is None:
-            raise SystemExit("curl is not installed: apt-get install curl (Debian's package)")
+        curl = curl_path()
         self._config = tempfile.NamedTemporaryFile("w", suffix=".curl", delete=False)
         entry = f'url = {json.dumps(url)}\noutput = "/dev/null"\n'
         self._config.write(entry * requests)

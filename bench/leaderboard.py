@@ -12,10 +12,11 @@ weighted plugin through a real rescore (so rows carry score details), then
    a rank): the page's first page, page 1,000, name searches (a name, one letter, no
    match), ?player=, and the API leaderboard (limit 50, offset 50,000, player=).
    Target: p99 <= 15 ms each.
-2. gunicorn (2 sync workers) driven by wrk (bench/_http.py: Debian's `apt-get install
-   wrk`; client and server pinned to different CPUs), in rounds: /healthz, the API
-   leaderboard (limit 50, first page and offset 50,000), the page (first and page 1,000).
-   Target: each >= 0.6x the requests/s of /healthz.
+2. gunicorn (2 sync workers, as deployed: DEBUG off, the cache in Redis at
+   BENCH_CACHE_URL, default redis://127.0.0.1:6379/13) driven by wrk (bench/_http.py:
+   Debian's `apt-get install wrk`; client and server pinned to different CPUs), in
+   rounds: /healthz, the API leaderboard (limit 50, first page and offset 50,000), the
+   page (first and page 1,000). Target: each >= 0.6x the requests/s of /healthz.
 
 Exits non-zero when a target is missed.
 
@@ -30,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import secrets
 import statistics
 import sys
 import time
@@ -236,7 +238,13 @@ def throughput(challenge_id: int, seconds: float, rounds: int, connections: int)
         ("page, first", f"/challenges/{SLUG}/"),
         ("page 1,000", f"/challenges/{SLUG}/?page=1000"),
     ]
-    env = {"DATABASE_URL": URL}
+    env = {
+        "DATABASE_URL": URL,
+        "DEBUG": "false",
+        "SECRET_KEY": secrets.token_urlsafe(50),
+        "CACHE_URL": os.environ.get("BENCH_CACHE_URL", "redis://127.0.0.1:6379/13"),
+        "LOG_LEVEL": "WARNING",
+    }
     rates: dict[str, list[float]] = {}
     errors = 0
     with _http.Server(env, workers=2) as server:

@@ -147,7 +147,7 @@ def main() -> None:
         "--ingest-seconds", type=float, default=15.0, help="ingestion alone, before the rescore"
     )
     args = parser.parse_args()
-    _http.wrk_path()  # fail before loading the attempts
+    _http.curl_path()  # fail before loading the attempts
 
     url = os.environ.get("BENCH_DATABASE_URL", DEFAULT_URL)
     redis_url = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/14")
