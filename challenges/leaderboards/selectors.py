@@ -168,7 +168,9 @@ def challenge_for_board(*, pk: Any, include_inactive: bool = False) -> Challenge
 
 
 class Settled(NamedTuple):
-    """``board_settled``'s key: what names every row of a settled board."""
+    """A settled board (``board_settled``): what names its rows (the challenge as saved,
+    the version, the ranking's token, whether entries changed since) and the ranking's
+    age and lineage, by which ``kept.kept_board`` judges what was built from it."""
 
     challenge_id: int
     updated_at: str  # the challenge as saved

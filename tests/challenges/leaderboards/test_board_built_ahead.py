@@ -19,8 +19,10 @@ from challenges.leaderboards import kept
 from challenges.leaderboards import ranking as R
 from challenges.models import Attempt, Challenge, LeaderboardRanking, Player
 from challenges.public import views
+from tests.challenges.leaderboards.reads import later as _later
+from tests.challenges.leaderboards.reads import page as _page
+from tests.challenges.leaderboards.reads import settle as _settle
 from tests.factories import attempt_input, record
-from tests.urls import leaderboard_url, page_url
 
 pytestmark = pytest.mark.django_db
 
@@ -44,23 +46,6 @@ def builds(monkeypatch):
     return done
 
 
-def _page(client, challenge, name="detail") -> str:
-    response = client.get(page_url(challenge.slug, name))
-    assert response.status_code == 200
-    return response.content.decode()
-
-
-def _names(client, challenge) -> list[str]:
-    response = client.get(leaderboard_url(challenge.pk))
-    assert response.status_code == 200
-    return [r["display_name"] for r in response.json()["results"]]
-
-
-def _settle(client, challenge) -> None:
-    for _ in range(2):
-        _page(client, challenge), _page(client, challenge, "board"), _names(client, challenge)
-
-
 @pytest.fixture
 def worker(settings):
     """What the ranking_refresh task does past the ranking's age (``ahead``), or its
@@ -78,11 +63,6 @@ def worker(settings):
             settings.PODIUM_RANKING_MAX_AGE_MS = max_age
 
     return refresh
-
-
-def _later(monkeypatch, delta: timedelta) -> None:
-    moment = timezone.now() + delta
-    monkeypatch.setattr(timezone, "now", lambda: moment)
 
 
 def test_the_worker_builds_the_new_ranking_s_page_so_that_no_reader_does(

@@ -8,30 +8,21 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from django.utils import timezone
 
 from challenges.ingestion import moderation, services
 from challenges.models import Attempt, Player
+from tests.challenges.leaderboards.reads import api as _api
+from tests.challenges.leaderboards.reads import later as _later
+from tests.challenges.leaderboards.reads import page as _page
+from tests.challenges.leaderboards.reads import settle as _settle
 from tests.factories import attempt_input, make_challenge, record
-from tests.urls import leaderboard_url, page_url
+from tests.urls import leaderboard_url
 
 pytestmark = pytest.mark.django_db
 
 
-def _api(client, challenge, **query):
-    response = client.get(leaderboard_url(challenge.pk), query)
-    assert response.status_code == 200
-    return response
-
-
 def _names(client, challenge) -> list[tuple[int, str]]:
     return [(r["rank"], r["display_name"]) for r in _api(client, challenge).json()["results"]]
-
-
-def _page(client, challenge, name="detail") -> str:
-    response = client.get(page_url(challenge.slug, name))
-    assert response.status_code == 200
-    return response.content.decode()
 
 
 def test_a_poll_of_a_settled_board_reads_no_row_and_sends_the_same_bytes(
@@ -62,12 +53,6 @@ def test_a_better_attempt_shows_at_once(client, board):
     record(board, attempt_input("bob", tokens_total=5))
     assert _names(client, board) == [(1, "Bob"), (2, "Ann")]
     assert _page(client, board).index("Bob") < _page(client, board).index("Ann")
-
-
-def _settle(client, challenge) -> None:
-    """Read the board until its reads are kept (the first read ranks new entries)."""
-    for _ in range(2):
-        _api(client, challenge), _page(client, challenge), _page(client, challenge, "board")
 
 
 def test_a_rename_with_a_worse_attempt_shows_the_new_name(
@@ -139,18 +124,14 @@ def test_staff_and_the_public_see_the_same_settled_board(client, board, admin_cl
 # A ranking is reused for PODIUM_RANKING_MAX_AGE_MS while entries change (ranks and page
 # boundaries lag new attempts that long); what was read under it may be served as long,
 # and not a moment longer. Deletions, hides and renames end it at once.
-def _later(monkeypatch, seconds: int) -> None:
-    moment = timezone.now() + timedelta(seconds=seconds)
-    monkeypatch.setattr(timezone, "now", lambda: moment)
-
-
 def test_under_steady_ingestion_the_board_lags_no_longer_than_its_ranks(
     client, board, settings, monkeypatch
 ):
     settings.PODIUM_RANKING_MAX_AGE_MS = 60_000
     _settle(client, board)
     record(board, attempt_input("bob", tokens_total=5))
-    _later(monkeypatch, 61)  # past the age: a worker recomputes (here at once, eagerly)
+    # Past the age: a worker recomputes (here at once, eagerly).
+    _later(monkeypatch, timedelta(seconds=61))
     _names(client, board)  # this read keeps what it had
     assert _names(client, board) == [(1, "Bob"), (2, "Ann")]
     record(board, attempt_input("cy", tokens_total=1, player_name="Cy"))
@@ -158,7 +139,7 @@ def test_under_steady_ingestion_the_board_lags_no_longer_than_its_ranks(
     record(board, attempt_input("dee", tokens_total=2, player_name="Dee"))
     assert _names(client, board) == lagging  # within the ranks' lag: what was read
     assert _page(client, board) == page
-    _later(monkeypatch, 61)
+    _later(monkeypatch, timedelta(seconds=61))
     _names(client, board)
     assert _names(client, board) == [(1, "Cy"), (2, "Dee"), (3, "Bob"), (4, "Ann")]
     assert "Dee" in _page(client, board)
@@ -180,9 +161,9 @@ def test_without_a_worker_a_reader_recomputes_past_the_longest_wait(
     _settle(client, board)
     before = _names(client, board)
     record(board, attempt_input("cy", tokens_total=1, player_name="Cy"))
-    _later(monkeypatch, 61)
+    _later(monkeypatch, timedelta(seconds=61))
     assert _names(client, board) == before  # asked (and failed): still served, no error
-    _later(monkeypatch, 60 * ranking.REFRESH_WAIT)
+    _later(monkeypatch, timedelta(seconds=60 * ranking.REFRESH_WAIT))
     assert _names(client, board) == [(1, "Cy"), (2, "Ann"), (3, "Bob")]
 
 
