@@ -203,7 +203,7 @@ CONTENT_SECURITY_POLICY = {
 # --- Login guessing: django-axes locks a username + address after repeated failures --
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
-    "django.contrib.auth.backends.ModelBackend",
+    "config.auth.PermissionsBackend",  # ModelBackend in one statement
 ]
 AXES_FAILURE_LIMIT = env_int("AXES_FAILURE_LIMIT", 5, minimum=1)
 AXES_COOLOFF_TIME = env_int("AXES_COOLOFF_MINUTES", 15, minimum=1) / 60  # hours
@@ -299,7 +299,7 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = PODIUM_MAX_BODY_BYTES
 # --- API -----------------------------------------------------------------------
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        "config.auth.TokenAuthentication",  # DRF's, in one statement
         "rest_framework.authentication.SessionAuthentication",
     ],
     # Deny by default: every view states who may use it (challenges/api.py).

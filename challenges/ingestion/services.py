@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Exists, F, OuterRef, Q, QuerySet, Subquery
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from challenges.ingestion import rules
@@ -26,7 +26,6 @@ from challenges.models import (
     Challenge,
     LeaderboardEntry,
     Player,
-    RescoreJob,
     ScoringSetupFields,
     ScoringVersion,
 )
@@ -152,17 +151,7 @@ def challenge_active_id(challenge_id: int) -> int | None:
 def _versions_to_score(challenge_id: int) -> tuple[int | None, list[ScoringVersion]]:
     """The active version first, then any version whose rescore job is under way (so
     attempts recorded during a rescore are scored under the new version too)."""
-    # One query (it runs twice per request): the active one and those being rescored.
-    active = Challenge.objects.filter(pk=challenge_id).order_by().values("active_version_id")[:1]
-    pending = RescoreJob.objects.filter(
-        version=OuterRef("pk"), status__in=RescoreJob.ACTIVE_STATUSES
-    )
-    found = list(
-        ScoringVersion.objects.filter(challenge_id=challenge_id)
-        .annotate(active_id=Subquery(active))
-        .filter(Q(pk=F("active_id")) | Exists(pending))
-        .order_by("pk")
-    )
+    found = sql.versions_to_score(challenge_id)
     active_id = found[0].active_id if found else challenge_active_id(challenge_id)
     return active_id, sorted(found, key=lambda v: v.pk != active_id)
 
@@ -309,7 +298,8 @@ def attempts_record(
     # budget did not reach are stored without a score (pending) and scored by a task.
     budget = ScoringBudget.from_settings()
     computed: dict[int, list[Outcome | None]] = {}
-    for version in _versions_to_score(challenge.pk)[1]:
+    scored_active_id, scored = _versions_to_score(challenge.pk)
+    for version in scored:
         computed[version.pk] = budget.compute(
             version=version, challenge=challenge, attempts=attempts
         )
@@ -322,7 +312,12 @@ def attempts_record(
         for attempt, item in zip(attempts, inputs, strict=True):
             attempt_player_set(attempt, players[item.player])
         attempts_insert(attempts)
-        active_id, versions = _versions_to_score(challenge.pk)
+        # Again under the lock, by id: a version made active or rescored since is loaded.
+        scored_ids = sorted((v.pk, scored_active_id) for v in scored)
+        if sql.version_ids_to_score(challenge.pk) != scored_ids:
+            active_id, versions = _versions_to_score(challenge.pk)
+        else:
+            active_id, versions = scored_active_id, scored
         active_rows: list[AttemptScore | None] = [None] * len(attempts)
         active_number = None
         for version in versions:

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 
 from django.db.models import Exists, OuterRef, Q, QuerySet
 
+from challenges.leaderboards import sql
 from challenges.models import Attempt, AttemptScore, LeaderboardRanking, PlayerHide
 
 
@@ -27,11 +28,10 @@ HIDES_PROBE_FROM = 20  # players: from this many on, ask first whether anyone is
 def hidden_player_ids(*, challenge_id: int, player_ids: Iterable[int]) -> set[int]:
     """Which of these players are hidden from the challenge (one small query)."""
     ids = set(player_ids)
-    hides = _hides_of(challenge_id)
     # Most challenges hide nobody: a small query first spares a list of a thousand ids.
-    if not ids or (len(ids) > HIDES_PROBE_FROM and not hides.exists()):
+    if not ids or (len(ids) > HIDES_PROBE_FROM and not _hides_of(challenge_id).exists()):
         return set()
-    return set(hides.filter(player_id__in=ids).values_list("player_id", flat=True))
+    return sql.hidden_among(challenge_id, sorted(ids))
 
 
 def player_is_hidden(*, challenge_id: int, player_id: int) -> bool:

@@ -167,6 +167,18 @@ def challenge_for_board(*, pk: Any, include_inactive: bool = False) -> Challenge
     return challenge
 
 
+def challenge_by_id(pk: Any) -> Challenge | None:
+    """A challenge by id, active or not, read fresh (None: unknown or not an id), by one
+    constant statement: what recording attempts reads on every request."""
+    try:
+        pk = int(pk)
+    except (TypeError, ValueError):
+        return None
+    if not 0 < pk <= PK_MAX:
+        return None
+    return sql.challenge_by_id(pk)
+
+
 class Settled(NamedTuple):
     """A settled board (``board_settled``): what names its rows (the challenge as saved,
     the version, the ranking's token, whether entries changed since) and the ranking's

@@ -357,6 +357,63 @@ def array_text(values: Sequence[Any]) -> str:
 
 
 # --- players ---------------------------------------------------------------------------
+_CHALLENGE_BY_ID = f"SELECT * FROM {CHALLENGE} WHERE id = %s"  # noqa: S608 - our table
+
+
+def challenge_by_id(pk: int) -> Challenge | None:
+    """The challenge of this id (None: none), by a constant statement."""
+    return next(iter(Challenge.objects.raw(_CHALLENGE_BY_ID, [pk])), None)
+
+
+# The versions a new attempt is scored under: the active one and any being rescored
+# (challenges/ingestion/services.py). Constant SQL, run twice per request recording
+# attempts: compiling the same query with the ORM cost a third of such a request's CPU.
+_ACTIVE_JOB_STATUSES = ", ".join(f"'{s}'" for s in RescoreJob.ACTIVE_STATUSES)
+_VERSIONS_TO_SCORE = f"""
+SELECT v.*, c.active_version_id AS active_id
+FROM {VERSION} v JOIN {CHALLENGE} c ON c.id = v.challenge_id
+WHERE v.challenge_id = %s AND (
+    v.id = c.active_version_id
+    OR EXISTS (SELECT 1 FROM {JOB} j WHERE j.version_id = v.id
+               AND j.status IN ({_ACTIVE_JOB_STATUSES}))
+)
+ORDER BY v.id
+"""  # noqa: S608 - our tables, our constants
+_VERSION_IDS_TO_SCORE = _VERSIONS_TO_SCORE.replace("v.*,", "v.id,")
+
+
+def versions_to_score(challenge_id: int) -> list[ScoringVersion]:
+    """The challenge's active version and those being rescored, in id order, each with
+    ``active_id`` (the challenge's active version id)."""
+    return list(ScoringVersion.objects.raw(_VERSIONS_TO_SCORE, [challenge_id]))
+
+
+def version_ids_to_score(challenge_id: int) -> list[tuple[int, int | None]]:
+    """What ``versions_to_score`` finds, as (version id, active version id) rows, without
+    loading the versions."""
+    return [(pk, active_id) for pk, active_id in fetch(_VERSION_IDS_TO_SCORE, [challenge_id])]
+
+
+# Which of some players are hidden from a challenge (challenges/leaderboards/exclusions.py),
+# asked by every request recording attempts.
+_HIDDEN_AMONG = {
+    "postgresql": f"""SELECT player_id FROM {HIDE}
+WHERE (challenge_id = %s OR challenge_id IS NULL) AND player_id = ANY(%s)""",  # noqa: S608
+    "default": f"""SELECT player_id FROM {HIDE}
+WHERE (challenge_id = %s OR challenge_id IS NULL) AND player_id IN ({{marks}})""",  # noqa: S608
+}
+
+
+def hidden_among(challenge_id: int, player_ids: list[int]) -> set[int]:
+    """Which of ``player_ids`` are hidden from the challenge, or from every challenge."""
+    if postgres():
+        rows = fetch(_HIDDEN_AMONG["postgresql"], [challenge_id, player_ids])
+    else:  # no arrays: one placeholder per id
+        marks = ", ".join(["%s"] * len(player_ids))
+        rows = fetch(_HIDDEN_AMONG["default"].format(marks=marks), [challenge_id, *player_ids])
+    return {player_id for (player_id,) in rows}
+
+
 _PLAYERS_NEW = (
     f"INSERT INTO {PLAYER} (external_id, display_name, created_at) "  # noqa: S608 - our table
     "SELECT e, n, %s FROM unnest(%s::text[], %s::text[]) AS t(e, n) "

@@ -209,13 +209,15 @@ def test_recording_attempts_is_a_fixed_number_of_queries(
     body = _attempts(n, new_players=new_players)
     payload = body[0] if n == 1 else body
 
-    # The token and permissions, the challenge, the versions to score (one query before
-    # scoring, outside the transaction, and one again inside it), players, attempts,
+    # The token with its user, the permissions (one statement: config/auth.py), the
+    # challenge, the versions to score (one query before scoring, outside the
+    # transaction, and their ids again inside it), players, attempts,
     # scores, entries; the hidden players among them (moderation; for a long list, whether
     # anyone is hidden), entries; on PostgreSQL also the challenge row held in share mode
     # against a rescore's switch and the attempts' ids drawn from their sequence (+2),
     # while the attempts and their scores go by COPY, which Django's query log does not
-    # see (-2, counted apart below). (18 before the versions took one query each.)
+    # see (-2, counted apart below). (18 before the versions took one query each, 14
+    # before the permissions took one.)
     postgres = connection.vendor == "postgresql"
     copies: list[str] = []
     copy_in = sql.copy_in
@@ -224,7 +226,7 @@ def test_recording_attempts_is_a_fixed_number_of_queries(
         "copy_in",
         lambda table, *args, **kw: copies.append(table) or copy_in(table, *args, **kw),
     )
-    with django_assert_num_queries(14):
+    with django_assert_num_queries(13):
         resp = integration_api.post(attempts_url(board.pk), payload, format="json")
 
     assert resp.status_code == 201, resp.content
