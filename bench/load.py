@@ -4,18 +4,21 @@ PostgreSQL + Redis. Then it checks that nothing was lost.
 
     .venv/bin/python bench/load.py [--attempts 200000] [--writers 4] [--batch 5]
 
-Three phases, one sequential reader of the page throughout: idle (--idle-seconds, once
-the worker answers and the loaded tables are vacuumed), steady ingestion alone (the
-writers for --ingest-seconds: each posts as soon as its last request ended, or with
---rate at that many requests/s in all), ingestion during the rescore.
-Prints the ingest rate, the page's p50/p99 in each phase beside the idle p99 of the same
-run (target: ingesting within 3x idle), and the checks: every attempt sent is stored
-once (count and checksum) and scored under the new version (count, and the sum of
-scores against the weighted formula computed in SQL). Exits non-zero if any check or
-the target fails. The writers are Python clients (the checks need every accepted body);
-the reader is curl, one request at a time on one connection (bench/_http.Reader: C, so
-that the latency it measures is the server's, not that of a Python client sharing its
-GIL with the writers).
+One sequential reader of the page throughout, and four phases: idle (--idle-seconds,
+once the worker answers and the loaded tables are vacuumed); saturated (the writers as
+fast as they can, each posting as soon as its last request ended: the server's ingest
+capacity, measured in this run); steady ingestion (the writers at --load of that
+capacity, open loop: requests at a constant rate, a late one not made up; or at --rate
+requests/s); steady ingestion during the rescore.
+Prints the capacity, the steady rate, the page's p50/p99 in each phase beside the idle
+p99 of the same run (target: steady ingestion within 3x idle; the saturated phase is
+shown, not judged: with the writers taking every cycle of both cores, a read waits for
+one), and the checks: every attempt sent is stored once (count and checksum) and scored
+under the new version (count, and the sum of scores against the weighted formula
+computed in SQL). Exits non-zero if any check or the target fails. The writers are
+Python clients (the checks need every accepted body); the reader is curl, one request
+at a time on one connection (bench/_http.Reader: C, so that the latency it measures is
+the server's, not that of a Python client sharing its GIL with the writers).
 Needs PostgreSQL (BENCH_DATABASE_URL, default .../podium_bench_load, recreated) and Redis
 (BENCH_REDIS_URL, default redis://127.0.0.1:6379/14, flushed; the cache in
 BENCH_CACHE_URL, default db 13).
@@ -65,11 +68,10 @@ def percentile(values: list[float], p: float) -> float:
 class Writer(threading.Thread):
     """Posts batches of attempts with unique, checkable contents until told to stop."""
 
-    def __init__(
-        self, n: int, base: str, token: str, challenge_id: int, batch: int, period: float = 0
-    ):
+    def __init__(self, n: int, of: int, base: str, token: str, challenge_id: int, batch: int):
         super().__init__(daemon=True)
-        self.period = period  # seconds between requests; 0: each as soon as the last ends
+        self.of = of  # writers in all
+        self.period = 0.0  # seconds between requests; 0: each as soon as the last ends
         self.n, self.url, self.batch = n, f"{base}/api/challenges/{challenge_id}/attempts/", batch
         self.session = requests.Session()
         self.session.headers["Authorization"] = f"Token {token}"
@@ -92,9 +94,11 @@ class Writer(threading.Thread):
         }
 
     def run(self) -> None:
-        due = time.monotonic()
+        due = None
         while not self.stop.is_set():
             if self.period:  # open loop: one request per period, late ones not made up
+                if due is None:  # the writers spread over the period, not in step
+                    due = time.monotonic() + self.period * self.n / self.of
                 due = max(due + self.period, time.monotonic())
                 self.stop.wait(due - time.monotonic())
             body = [self.make() for _ in range(self.batch)]
@@ -137,14 +141,20 @@ def main() -> None:
     parser.add_argument("--web-workers", type=int, default=2)
     parser.add_argument("--worker-concurrency", type=int, default=2)
     parser.add_argument(
-        "--rate",
+        "--load",
         type=float,
-        default=0,
-        help="requests/s of all writers together (open loop); default: as fast as they can",
+        default=0.5,
+        help="steady ingestion's rate, as a fraction of the capacity measured saturated",
+    )
+    parser.add_argument(
+        "--rate", type=float, default=0, help="steady ingestion's requests/s (instead of --load)"
     )
     parser.add_argument("--idle-seconds", type=float, default=5.0, help="reads alone, first")
     parser.add_argument(
-        "--ingest-seconds", type=float, default=15.0, help="ingestion alone, before the rescore"
+        "--saturate-seconds", type=float, default=10.0, help="the writers as fast as they can"
+    )
+    parser.add_argument(
+        "--ingest-seconds", type=float, default=15.0, help="steady ingestion, before the rescore"
     )
     args = parser.parse_args()
     _http.curl_path()  # fail before loading the attempts
@@ -252,19 +262,29 @@ def main() -> None:
         marks = [time.monotonic()]
         time.sleep(args.idle_seconds)
 
-        # Steady ingestion alone: the writers and the reader, no rescore yet.
-        period = args.writers / args.rate if args.rate else 0
+        # Saturated: the writers as fast as they can (the capacity), then steady ingestion
+        # at --load of it (or --rate), alone, then during the rescore.
         writers = [
-            Writer(n, base, grader_tokens[0], challenge.pk, args.batch, period)
+            Writer(n, args.writers, base, grader_tokens[0], challenge.pk, args.batch)
             for n in range(args.writers)
         ]
-        started = time.perf_counter()
         marks.append(time.monotonic())
         for thread in writers:
             thread.start()
+        time.sleep(args.saturate_seconds)
+        capacity = sum(len(w.sent) for w in writers) / args.batch / args.saturate_seconds
+        rate = args.rate or args.load * capacity
+        marks.append(time.monotonic())
+        for thread in writers:
+            thread.period = args.writers / rate
+        time.sleep(2)  # the requests already under way end
+        sent_before_steady = sum(len(w.sent) for w in writers)
+        started = time.perf_counter()
+        marks.append(time.monotonic())
         time.sleep(args.ingest_seconds)
         sent_before_rescore = sum(len(w.sent) for w in writers)
         ingest_only_s = time.perf_counter() - started
+        steady_rate = (sent_before_rescore - sent_before_steady) / args.batch / ingest_only_s
 
         before = Attempt.objects.filter(challenge=challenge).count()
         resp = requests.patch(
@@ -290,6 +310,7 @@ def main() -> None:
         for thread in writers:
             thread.join()
         ingest_s = time.perf_counter() - started
+        sent_steady = sum(len(w.sent) for w in writers) - sent_before_steady
     finally:
         web.terminate()
         worker.terminate()
@@ -307,16 +328,18 @@ def main() -> None:
         f"  job: {job.status}, {rescore_s:.1f}s, processed {job.processed:,}, failed {job.failed}"
     )
     print(
-        f"  ingest: {len(sent):,} attempts in {ingest_s:.1f}s"
-        f" = {len(sent) / ingest_s:,.0f} attempts/s"
-        f" ({len(sent) // args.batch / ingest_s:,.0f} requests/s); refused: {len(refused)}"
+        f"  capacity (saturated, {args.saturate_seconds:.0f}s): {capacity:,.1f} requests/s"
+        f" = {capacity * args.batch:,.0f} attempts/s"
     )
     print(
-        f"  ingest alone ({ingest_only_s:.0f}s before the rescore): "
-        f"{sent_before_rescore / ingest_only_s:,.0f} attempts/s"
+        f"  steady ingestion: asked {rate:,.1f} requests/s"
+        f" ({rate / capacity:.2f}x capacity), got {steady_rate:,.1f} alone;"
+        f" {sent_steady:,} attempts in {ingest_s:.1f}s with the rescore"
+        f" = {sent_steady / ingest_s:,.0f} attempts/s; refused: {len(refused)}"
     )
-    names = ("idle", "ingesting", "ingesting + rescore")
-    phases = {name: reader.between(*marks[i : i + 2]) for i, name in enumerate(names)}
+    # marks: idle, saturated, (2 s to settle), ingesting, ingesting + rescore, end
+    spans = {"idle": 0, "saturated": 1, "ingesting": 3, "ingesting + rescore": 4}
+    phases = {name: reader.between(*marks[i : i + 2]) for name, i in spans.items()}
     idle_p99 = percentile([ms for ms, _ in phases["idle"]], 99)
     print("  leaderboard page (curl, one sequential reader), milliseconds:")
     for name, samples in phases.items():
@@ -375,6 +398,9 @@ def main() -> None:
         got = float(cursor.fetchone()[0])
     checks = {
         f"page p99 while ingesting within 3x idle ({ingest_ratio:.1f}x)": ingest_ratio <= 3,
+        f"steady ingestion kept its rate ({steady_rate:,.1f} of {rate:,.1f} requests/s)": (
+            steady_rate >= 0.95 * rate
+        ),
         "every accepted attempt stored once (count, checksum)": checksum(sent_keys)
         == checksum(stored_keys),
         "no request refused": not refused,
