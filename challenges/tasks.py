@@ -196,6 +196,21 @@ def _refresh_ranking(sender: object = None, *, version_id: int, **kwargs: object
     ranking_refresh.delay(version_id)
 
 
+@shared_task(name="challenges.tasks.board_rebuild", ignore_result=True)
+def board_rebuild(kind: str, slug: str, query: str) -> None:
+    """Build the public's page or fragment of a board for the new minute (its relative
+    times), asked by the reader served the previous minute's, so that none waits. Not
+    retried: if it fails, a reader a minute later builds it."""
+    public_views.board_rebuild(kind=kind, slug=slug, query=query)
+
+
+@receiver(public_views.board_rebuild_requested)
+def _rebuild_board(
+    sender: object = None, *, kind: str, slug: str, query: str, **kwargs: object
+) -> None:
+    board_rebuild.delay(kind, slug, query)
+
+
 @worker_ready.connect
 def _resume_on_worker_start(sender: object = None, **kwargs: object) -> None:
     # A job whose worker was killed resumes when a worker starts again (once it shows no

@@ -7,13 +7,19 @@ A lagging board (entries changed since its ranking, under steady ingestion) gets
 ranking about every ``PODIUM_RANKING_MAX_AGE_MS``. What was built from the previous one
 may still be served for as long as the ranking itself could be (``kept_board``), so the
 read that first meets a new ranking does not pay for a build: the worker that computed
-the ranking builds the common reads ahead (``public.views.boards_build_ahead``)."""
+the ranking builds the common reads ahead (``public.views.boards_build_ahead``).
+
+A page that words times relative to now ("3 minutes ago") is built for a minute
+(``minute``). The first read of a new minute is served the previous minute's build,
+otherwise usable, and asks for the new one (``refresh``: a worker builds it), so that no
+reader waits for a build when only the minute changed; a build older than that is not
+served."""
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from django.core.cache import cache
@@ -25,6 +31,7 @@ if TYPE_CHECKING:
     from challenges.leaderboards.selectors import Settled
 
 KEPT_TTL = 300  # seconds: the key changes with the content, so this only bounds memory
+MINUTE = timedelta(minutes=1)
 T = TypeVar("T")
 
 
@@ -50,6 +57,7 @@ class _Built(NamedTuple):
     ranked_at: datetime
     activity: Any  # the newest activity it shows (None: it shows none)
     built_at: datetime
+    minute: datetime | None  # the minute its relative times are worded for (None: none)
     result: Any
 
 
@@ -61,6 +69,8 @@ def kept_board(
     *,
     activity: Any = None,
     ahead: bool = False,
+    minute: datetime | None = None,
+    refresh: Callable[[], None] | None = None,
 ) -> T:
     """``build()``'s result for a settled board (``selectors.board_settled``), what else
     it shows (``parts``) and the newest activity it shows (``activity``), kept.
@@ -70,18 +80,36 @@ def kept_board(
     - a current board: built from its ranking, showing the same newest activity or
       built less than the bound ago (new attempts that changed no entry);
     - a lagging board: built from a ranking of the same lineage (no row removed since:
-      a deletion, a hide or a rename starts a new one) computed less than the bound ago.
-    ``ahead``: the worker that just computed the ranking builds unless what is kept was
-    built from it already."""
+      a deletion, a hide or a rename starts a new one) computed less than the bound ago;
+    and worded for this ``minute``, or for the one before while ``refresh()`` (called
+    once per key and minute) has a worker build it for this one.
+    ``ahead``: a worker building (the ranking it just computed, or a new minute) builds
+    unless what is kept was built from this ranking for this minute already."""
     key = _key(
         f"{kind}-board", (settled.challenge_id, settled.updated_at, settled.version_id, *parts)
     )
     found = _built(cache.get(key))
     if found is not None and _usable(found, settled, activity, ahead=ahead):
-        return found.result
+        if found.minute == minute:
+            return found.result
+        if (
+            not ahead
+            and refresh is not None
+            and minute is not None
+            and found.minute == minute - MINUTE
+        ):
+            if cache.add(f"{key}:refresh:{minute.isoformat()}", 1, timeout=60):
+                refresh()
+            return found.result
     result = build()
     built = _Built(
-        settled.token, settled.lineage, settled.ranked_at, activity, timezone.now(), result
+        settled.token,
+        settled.lineage,
+        settled.ranked_at,
+        activity,
+        timezone.now(),
+        minute,
+        result,
     )
     cache.set(key, tuple(built), KEPT_TTL)
     return result
@@ -93,6 +121,8 @@ def _built(found: Any) -> _Built | None:
         return None
     built = _Built(*found)
     if not (isinstance(built.ranked_at, datetime) and isinstance(built.built_at, datetime)):
+        return None
+    if not (built.minute is None or isinstance(built.minute, datetime)):
         return None
     return built
 

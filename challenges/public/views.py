@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
+import logging
 import unicodedata
 from collections.abc import Callable, Iterator
 from datetime import datetime
@@ -17,7 +18,8 @@ from typing import Any
 from urllib.parse import quote
 
 from django.contrib.auth.models import AnonymousUser
-from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
+from django.dispatch import Signal
+from django.http import HttpRequest, HttpResponse, JsonResponse, QueryDict, StreamingHttpResponse
 from django.shortcuts import render
 from django.template.loader import render_to_string
 from django.utils import timezone
@@ -31,6 +33,8 @@ from challenges.models import Challenge
 from challenges.public import display, schedule
 from challenges.public.markdown import render_markdown, summary
 from challenges.rescoring.batch import batch_coverage
+
+logger = logging.getLogger(__name__)
 
 SEARCH_MAX = 100  # characters of a name search: display names are at most 200
 
@@ -251,13 +255,22 @@ def _board_html(
     settled = selectors.board_settled(challenge, board_id)
     if settled is None:
         return None if ahead else build(board_id)  # BoardView keeps it by its rows
+    now = timezone.now()
+    query = request.GET.urlencode()
     parts = (
         challenge.slug,
         challenge.rescoring,
-        freeze.is_frozen(challenge),
-        request.GET.urlencode(),
-        timezone.now().replace(second=0, microsecond=0),
+        freeze.is_frozen(challenge, now),
+        schedule.phase(challenge=challenge, now=now),  # a window opening or closing: at once
+        query,
     )
+
+    def refresh() -> None:  # the public's build for the new minute, by a worker
+        try:
+            board_rebuild_requested.send(sender=None, kind=kind, slug=challenge.slug, query=query)
+        except Exception:  # a broker away must not fail a read: a reader builds later
+            logger.warning("board rebuild not queued", extra={"challenge_id": challenge.pk})
+
     return kept_board(
         f"{kind}-settled",
         settled,
@@ -265,7 +278,33 @@ def _board_html(
         lambda: build(board_id),
         activity=challenge.last_activity,
         ahead=ahead,
+        minute=now.replace(second=0, microsecond=0),  # relative times are worded for it
+        refresh=refresh if not request.user.is_authenticated else None,
     )
+
+
+# Sent (kind, slug, query) when the public's board was served as built for the previous
+# minute; the tasks connect a Celery task to it (``board_rebuild``).
+board_rebuild_requested = Signal()
+
+
+def board_rebuild(*, kind: str, slug: str, query: str) -> None:
+    """Build the public's page or fragment (``kind``) of a challenge, for this query
+    string and this minute (a worker, after ``board_rebuild_requested``)."""
+    challenge = selectors.challenge_public(slug=slug)
+    if challenge is None or kind not in _BUILDS:
+        return
+    request = _anonymous_get(query)
+    _board_html(request, challenge, kind, _BUILDS[kind](request, challenge), ahead=True)
+
+
+def _anonymous_get(query: str = "") -> HttpRequest:
+    """A request as an anonymous GET of a board with this query string shows it."""
+    request = HttpRequest()
+    request.method = "GET"
+    request.GET = QueryDict(query)
+    request.user = AnonymousUser()
+    return request
 
 
 def boards_build_ahead(*, version_id: int) -> None:
@@ -277,9 +316,7 @@ def boards_build_ahead(*, version_id: int) -> None:
     slug = selectors.challenge_slug(version_id=version_id)
     if slug is None:
         return
-    request = HttpRequest()  # what an anonymous GET of the page without a query shows
-    request.method = "GET"
-    request.user = AnonymousUser()
+    request = _anonymous_get()  # what an anonymous GET of the page without a query shows
     for kind, builder in _BUILDS.items():
         challenge = selectors.challenge_public(slug=slug)  # read as a request reads it
         if challenge is None or challenge.active_version_id != version_id:
@@ -320,15 +357,17 @@ def _page_html(request: HttpRequest, challenge: Challenge, board_id: int | None)
             "scoring_sentence": display.scoring_sentence(setup),
             "charts_url": f"{view.detail_url}charts.json",
             "tie_rule": TIE_RULE,
-            # Computed on a cache miss only: at most a minute old (the key has the minute).
+            # Computed on a build only, which is served while it shows the newest activity
+            # or for as long as the ranks may lag (kept.kept_board).
             "metrics": public_metrics(
                 challenge_metrics(
                     challenge=challenge, before=challenge.freeze_at if view.frozen else None
                 )
             ),
             "batch_coverage": batch_coverage(challenge=challenge),
-            # The key has the minute and the challenge's updated_at: never a stale banner.
-            "schedule": schedule.banner(challenge=challenge, now=view.now),
+            # The key has the phase and the challenge's updated_at: never a stale phase
+            # (the time left is worded for the minute, as the relative times are).
+            "schedule": schedule.banner(challenge=challenge, now=timezone.now()),
         }
 
     return view.html(page=extra)

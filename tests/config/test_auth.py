@@ -68,9 +68,10 @@ def test_one_statement_per_request_user(users):
 def test_the_backend_is_the_one_in_use(settings):
     assert "config.auth.PermissionsBackend" in settings.AUTHENTICATION_BACKENDS
     assert "django.contrib.auth.backends.ModelBackend" not in settings.AUTHENTICATION_BACKENDS
-    assert "config.auth.TokenAuthentication" in settings.REST_FRAMEWORK[
-        "DEFAULT_AUTHENTICATION_CLASSES"
-    ]
+    assert (
+        "config.auth.TokenAuthentication"
+        in settings.REST_FRAMEWORK["DEFAULT_AUTHENTICATION_CLASSES"]
+    )
 
 
 def test_token_authentication_answers_as_drf(users):
