@@ -42,6 +42,7 @@ import requests
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _http
+import _worker
 from _pg import ROOT, load, setup_django
 
 DEFAULT_URL = "postgres://postgres@127.0.0.1:5432/podium_bench_load"
@@ -111,18 +112,6 @@ class Writer(threading.Thread):
                 self.sent.extend(body)
             else:
                 self.refused.append(f"{resp.status_code} {resp.text[:200]}")
-
-
-def worker_wait(broker_url: str, name: str, seconds: float = 120) -> None:
-    """Until the Celery worker ``name`` answers a ping."""
-    from celery import Celery
-
-    control = Celery(broker=broker_url).control
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if control.ping(destination=[name], timeout=0.5):
-            return
-    raise SystemExit("the Celery worker did not start")
 
 
 def checksum(attempts) -> tuple[int, str]:
@@ -217,24 +206,7 @@ def main() -> None:
         cwd=ROOT,
         env=env,
     )
-    worker = subprocess.Popen(
-        [
-            str(venv / "celery"),
-            "-A",
-            "config",
-            "worker",
-            "--loglevel",
-            "WARNING",
-            "--concurrency",
-            str(args.worker_concurrency),
-            "-Q",
-            env["CELERY_TASK_DEFAULT_QUEUE"],
-            "--hostname",
-            f"{env['CELERY_TASK_DEFAULT_QUEUE']}@%h",
-        ],
-        cwd=ROOT,
-        env=env,
-    )
+    worker = _worker.Worker(env, concurrency=args.worker_concurrency)
     base = f"http://127.0.0.1:{port}"
     try:
         for _ in range(100):
@@ -248,7 +220,7 @@ def main() -> None:
             raise SystemExit("the web server did not start")
         # The idle phase is idle: the worker has started (it imports Django and queues
         # its start-up tasks while it does) and the tables loaded above are vacuumed.
-        worker_wait(redis_url, f"{env['CELERY_TASK_DEFAULT_QUEUE']}@{socket.gethostname()}")
+        worker.wait()
         with connection.cursor() as cursor:
             for table in (
                 "challenges_attempt",
@@ -313,9 +285,9 @@ def main() -> None:
         sent_steady = sum(len(w.sent) for w in writers) - sent_before_steady
     finally:
         web.terminate()
-        worker.terminate()
+        worker.process.terminate()
         web.wait(30)
-        worker.wait(60)
+        worker.process.wait(60)
 
     sent = [a for w in writers for a in w.sent]
     refused = [r for w in writers for r in w.refused]

@@ -1,0 +1,44 @@
+"""A real Celery worker for a benchmark: started on its own queue, waited for until it
+answers a ping, stopped."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+class Worker:
+    """``celery -A config worker`` with ``env`` (which must name CELERY_BROKER_URL and
+    CELERY_TASK_DEFAULT_QUEUE: the worker consumes that queue only)."""
+
+    def __init__(self, env: dict[str, str], *, concurrency: int = 2):
+        self.broker = env["CELERY_BROKER_URL"]
+        queue = env["CELERY_TASK_DEFAULT_QUEUE"]
+        self.name = f"{queue}@{socket.gethostname()}"
+        celery = str(Path(sys.executable).parent / "celery")
+        command = [celery, "-A", "config", "worker", "--loglevel", "WARNING"]
+        command += ["--concurrency", str(concurrency), "-Q", queue, "--hostname", f"{queue}@%h"]
+        self.process = subprocess.Popen(command, cwd=ROOT, env={**os.environ, **env})
+
+    def wait(self, seconds: float = 120) -> None:
+        """Until the worker answers a ping."""
+        from celery import Celery
+
+        control = Celery(broker=self.broker).control
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise SystemExit("the Celery worker exited")
+            if control.ping(destination=[self.name], timeout=0.5):
+                return
+        raise SystemExit("the Celery worker did not start")
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(60)
