@@ -14,17 +14,19 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 class Worker:
-    """``celery -A config worker`` with ``env`` (which must name CELERY_BROKER_URL and
-    CELERY_TASK_DEFAULT_QUEUE: the worker consumes that queue only)."""
+    """``celery -A config worker`` with this process's environment and ``env``, which
+    between them name CELERY_BROKER_URL and CELERY_TASK_DEFAULT_QUEUE (the worker
+    consumes that queue only)."""
 
     def __init__(self, env: dict[str, str], *, concurrency: int = 2):
+        env = {**os.environ, **env}
         self.broker = env["CELERY_BROKER_URL"]
         queue = env["CELERY_TASK_DEFAULT_QUEUE"]
         self.name = f"{queue}@{socket.gethostname()}"
         celery = str(Path(sys.executable).parent / "celery")
         command = [celery, "-A", "config", "worker", "--loglevel", "WARNING"]
         command += ["--concurrency", str(concurrency), "-Q", queue, "--hostname", f"{queue}@%h"]
-        self.process = subprocess.Popen(command, cwd=ROOT, env={**os.environ, **env})
+        self.process = subprocess.Popen(command, cwd=ROOT, env=env)
 
     def wait(self, seconds: float = 120) -> None:
         """Until the worker answers a ping."""
