@@ -138,7 +138,7 @@ def main() -> None:
     parser.add_argument(
         "--rate", type=float, default=0, help="steady ingestion's requests/s (instead of --load)"
     )
-    parser.add_argument("--idle-seconds", type=float, default=5.0, help="reads alone, first")
+    parser.add_argument("--idle-seconds", type=float, default=10.0, help="reads alone, first")
     parser.add_argument(
         "--saturate-seconds", type=float, default=10.0, help="the writers as fast as they can"
     )
