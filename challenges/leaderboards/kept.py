@@ -70,7 +70,7 @@ def kept_board(
     activity: Any = None,
     ahead: bool = False,
     minute: datetime | None = None,
-    refresh: Callable[[], None] | None = None,
+    refresh: Callable[[], bool] | None = None,
 ) -> T:
     """``build()``'s result for a settled board (``selectors.board_settled``), what else
     it shows (``parts``) and the newest activity it shows (``activity``), kept.
@@ -82,7 +82,8 @@ def kept_board(
     - a lagging board: built from a ranking of the same lineage (no row removed since:
       a deletion, a hide or a rename starts a new one) computed less than the bound ago;
     and worded for this ``minute``, or for the one before while ``refresh()`` (called
-    once per key and minute) has a worker build it for this one.
+    once per key and minute) has a worker build it for this one; when ``refresh()``
+    returns False (not asked), the reader builds it.
     ``ahead``: a worker building (the ranking it just computed, or a new minute) builds
     unless what is kept was built from this ranking for this minute already."""
     key = _key(
@@ -98,9 +99,10 @@ def kept_board(
             and minute is not None
             and found.minute == minute - MINUTE
         ):
-            if cache.add(f"{key}:refresh:{minute.isoformat()}", 1, timeout=60):
-                refresh()
-            return found.result
+            if not cache.add(f"{key}:refresh:{minute.isoformat()}", 1, timeout=60):
+                return found.result  # asked for already
+            if refresh():
+                return found.result  # asked for now (else: build it here)
     result = build()
     built = _Built(
         settled.token,

@@ -18,6 +18,7 @@ from typing import Any
 from urllib.parse import quote
 
 from django.contrib.auth.models import AnonymousUser
+from django.core.cache import cache
 from django.dispatch import Signal
 from django.http import HttpRequest, HttpResponse, JsonResponse, QueryDict, StreamingHttpResponse
 from django.shortcuts import render
@@ -265,11 +266,22 @@ def _board_html(
         query,
     )
 
-    def refresh() -> None:  # the public's build for the new minute, by a worker
+    minute = now.replace(second=0, microsecond=0)  # relative times are worded for it
+
+    def refresh() -> bool:
+        """Ask a worker for the public's build of the new minute; False: not asked (the
+        reader builds it), past REBUILDS_PER_MINUTE for the challenge or with the broker
+        away."""
+        asked = f"podium:board-rebuilds:{challenge.pk}:{minute.isoformat()}"
+        cache.add(asked, 0, timeout=120)
         try:
+            if cache.incr(asked) > REBUILDS_PER_MINUTE:
+                return False
             board_rebuild_requested.send(sender=None, kind=kind, slug=challenge.slug, query=query)
-        except Exception:  # a broker away must not fail a read: a reader builds later
+        except Exception:  # a broker away must not fail a read
             logger.warning("board rebuild not queued", extra={"challenge_id": challenge.pk})
+            return False
+        return True
 
     return kept_board(
         f"{kind}-settled",
@@ -278,14 +290,17 @@ def _board_html(
         lambda: build(board_id),
         activity=challenge.last_activity,
         ahead=ahead,
-        minute=now.replace(second=0, microsecond=0),  # relative times are worded for it
+        minute=minute,
         refresh=refresh if not request.user.is_authenticated else None,
     )
 
 
 # Sent (kind, slug, query) when the public's board was served as built for the previous
-# minute; the tasks connect a Celery task to it (``board_rebuild``).
+# minute; the tasks connect a Celery task to it (``board_rebuild``). At most this many a
+# minute per challenge: each query string is a build, and public reads must not flood
+# the workers (past it, readers build, as without them).
 board_rebuild_requested = Signal()
+REBUILDS_PER_MINUTE = 30
 
 
 def board_rebuild(*, kind: str, slug: str, query: str) -> None:

@@ -144,15 +144,30 @@ def test_a_window_closing_shows_at_once(client, fresh, asked, monkeypatch):
     assert asked == []  # not served the open page meanwhile
 
 
-def test_a_broker_away_fails_no_read(client, fresh, monkeypatch, caplog):
+def test_a_broker_away_fails_no_read_the_reader_builds(client, fresh, monkeypatch, caplog):
     def away(*args):
         raise ConnectionError("broker away")
 
     monkeypatch.setattr(tasks.board_rebuild, "delay", away)
-    before = read(client, fresh)
+    read(client, fresh)
     later(monkeypatch, MINUTE)
-    assert read(client, fresh) == before
+    assert "1 minute ago" in read(client, fresh)  # not asked: built here
     assert "board rebuild not queued" in caplog.text
+
+
+def test_public_reads_ask_the_workers_for_so_many_builds_a_minute(
+    client, fresh, asked, builds, monkeypatch
+):
+    monkeypatch.setattr(views, "REBUILDS_PER_MINUTE", 2)
+    queries = ["?page=1", "?q=a", "?q=b", "?q=c"]
+    for query in queries:
+        read(client, fresh, query=query)
+    later(monkeypatch, MINUTE)
+    builds.clear()
+    pages = [read(client, fresh, query=query) for query in queries]
+    assert [query for _, _, query in asked] == ["page=1", "q=a"]
+    assert ["1 minute ago" in page for page in pages] == [False, False, True, True]
+    assert builds  # the readers past the budget built theirs
 
 
 def test_a_build_kept_by_the_previous_release_is_built_again():
