@@ -356,7 +356,7 @@ def array_text(values: Sequence[Any]) -> str:
     return "{" + ",".join("NULL" if v is None else f'"{v}"' for v in values) + "}"
 
 
-# --- players ---------------------------------------------------------------------------
+# --- recording attempts: the challenge, its versions to score, hidden players -----------
 _CHALLENGE_BY_ID = f"SELECT * FROM {CHALLENGE} WHERE id = %s"  # noqa: S608 - our table
 
 
@@ -414,6 +414,7 @@ def hidden_among(challenge_id: int, player_ids: list[int]) -> set[int]:
     return {player_id for (player_id,) in rows}
 
 
+# --- players ---------------------------------------------------------------------------
 _PLAYERS_NEW = (
     f"INSERT INTO {PLAYER} (external_id, display_name, created_at) "  # noqa: S608 - our table
     "SELECT e, n, %s FROM unnest(%s::text[], %s::text[]) AS t(e, n) "
