@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from challenges.models import Challenge
+from challenges.public import views
 from tests.factories import attempt_input, make_challenge, record
 
 
@@ -18,3 +19,17 @@ def board():
         attempt_input("bob", tokens_total=20, player_name="Bob"),
     )
     return Challenge.objects.get(pk=challenge.pk)
+
+
+@pytest.fixture
+def builds(monkeypatch):
+    """The boards rendered (page or fragment), by template."""
+    done: list[str] = []
+    render = views.render_to_string
+
+    def counting(template, *args, **kwargs):
+        done.append(template)
+        return render(template, *args, **kwargs)
+
+    monkeypatch.setattr(views, "render_to_string", counting)
+    return done

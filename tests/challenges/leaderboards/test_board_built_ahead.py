@@ -33,20 +33,6 @@ def _reused_rankings(settings):
 
 
 @pytest.fixture
-def builds(monkeypatch):
-    """The boards rendered (page or fragment), by template."""
-    done: list[str] = []
-    render = views.render_to_string
-
-    def counting(template, *args, **kwargs):
-        done.append(template)
-        return render(template, *args, **kwargs)
-
-    monkeypatch.setattr(views, "render_to_string", counting)
-    return done
-
-
-@pytest.fixture
 def worker(settings):
     """What the ranking_refresh task does past the ranking's age (``ahead``), or its
     first half alone: the new ranking published, the boards not built yet."""

@@ -25,20 +25,6 @@ MINUTE = timedelta(minutes=1)
 
 
 @pytest.fixture
-def builds(monkeypatch):
-    """The boards rendered (page or fragment), by template."""
-    done: list[str] = []
-    render = views.render_to_string
-
-    def counting(template, *args, **kwargs):
-        done.append(template)
-        return render(template, *args, **kwargs)
-
-    monkeypatch.setattr(views, "render_to_string", counting)
-    return done
-
-
-@pytest.fixture
 def asked(monkeypatch):
     """The rebuilds asked of the workers (kind, slug, query), kept, not run."""
     calls: list[tuple[str, str, str]] = []
