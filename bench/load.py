@@ -285,9 +285,8 @@ def main() -> None:
         sent_steady = sum(len(w.sent) for w in writers) - sent_before_steady
     finally:
         web.terminate()
-        worker.process.terminate()
         web.wait(30)
-        worker.process.wait(60)
+        worker.stop()
 
     sent = [a for w in writers for a in w.sent]
     refused = [r for w in writers for r in w.refused]

@@ -12,6 +12,11 @@ from tests.factories import attempt_input, make_challenge, record
 @pytest.fixture
 def board():
     """A board of two players, Ann (10 tokens) ahead of Bob (20), fewest tokens wins."""
+    return two_player_board()
+
+
+def two_player_board() -> Challenge:
+    """``board``, made when called (at whatever time the test's clock says)."""
     challenge = make_challenge(scoring_strategy="fewest_tokens")
     record(
         challenge,

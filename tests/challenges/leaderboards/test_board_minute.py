@@ -14,10 +14,9 @@ from django.utils import timezone
 
 from challenges import tasks
 from challenges.leaderboards import kept, selectors
-from challenges.models import Challenge
 from challenges.public import views
+from tests.challenges.leaderboards.conftest import two_player_board
 from tests.challenges.leaderboards.reads import later
-from tests.factories import attempt_input, record
 from tests.urls import page_url
 
 pytestmark = pytest.mark.django_db
@@ -47,22 +46,10 @@ def fresh(monkeypatch, client):
     # The process's copies of challenges are keyed by id and updated_at: with the clock
     # stopped, an earlier test's challenge 1 would be this one's.
     monkeypatch.setattr(selectors, "_challenges", {})
-    challenge = Challenge.objects.get(pk=record_board().pk)
+    challenge = two_player_board()
     later(monkeypatch, MINUTE)  # read the minute after: "updated just now" (59 s)
     for _ in range(2):  # ranked, then kept
         read(client, challenge), read(client, challenge, "board")
-    return challenge
-
-
-def record_board() -> Challenge:
-    from tests.factories import make_challenge
-
-    challenge = make_challenge(scoring_strategy="fewest_tokens")
-    record(
-        challenge,
-        attempt_input("ann", tokens_total=10, player_name="Ann"),
-        attempt_input("bob", tokens_total=20, player_name="Bob"),
-    )
     return challenge
 
 
