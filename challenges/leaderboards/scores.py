@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Exists, F, OuterRef, QuerySet
 
 from challenges.leaderboards import exclusions, sql
@@ -341,17 +342,64 @@ def scores_catch_up(
     return scored, failed
 
 
-def entries_rebuild(*, version: ScoringVersion) -> None:
+# A large rebuild is split across connections (PostgreSQL runs no INSERT ... SELECT in
+# parallel itself): from REBUILD_SPLIT_FROM scores, in REBUILD_PARTS parts.
+REBUILD_PARTS = 2
+REBUILD_SPLIT_FROM = 200_000
+
+
+def rebuild_parts(*, scores_count: int) -> int:
+    """How many parts to rebuild a version of ``scores_count`` scores in, called before
+    the caller's transaction begins: split only on PostgreSQL, and only outside any
+    transaction (the parts' own connections see what is committed, not what a caller's
+    transaction, e.g. a test's, holds)."""
+    if not sql.postgres() or connection.in_atomic_block:
+        return 1
+    return REBUILD_PARTS if scores_count >= REBUILD_SPLIT_FROM else 1
+
+
+def entries_rebuild(*, version: ScoringVersion, parts: int = 1) -> None:
     """Recompute every player's best attempt under ``version`` from its scores, in one
     statement over the scores table alone. Attempts recorded meanwhile may upsert
-    entries of the version concurrently: the better entry is kept either way."""
-    LeaderboardEntry.objects.filter(version=version).delete()
+    entries of the version concurrently: the better entry is kept either way.
+
+    ``parts`` > 1 (``rebuild_parts``): the players are split by id modulo ``parts`` and
+    each part is deleted and rebuilt by its own connection, in a thread, committed
+    before this returns: on two cores, about a third less time for 100,000 players. For
+    a version that is not active yet (a rescore's, before its switch): readers of the
+    live board see none of it either way."""
     # The rows are written as already ranked (ranked_attempt_id = attempt_id) and the
     # version's page checkpoints are dropped: the first reader recomputes them in one
     # pass instead of first marking 100,000 rows (see challenges/ranking.py).
     LeaderboardRanking.objects.filter(version=version).delete()
-    sql.set_local("work_mem", "'256MB'")  # sort a million rows in memory, not on disk
-    sql.entries_insert_best(version.pk, ranked=True)
+    if parts <= 1:
+        LeaderboardEntry.objects.filter(version=version).delete()
+        sql.set_local("work_mem", "'256MB'")  # sort a million rows in memory, not on disk
+        sql.entries_insert_best(version.pk, ranked=True)
+        return
+    failures: list[BaseException] = []
+
+    def rebuild_part(k: int) -> None:
+        try:
+            with transaction.atomic():
+                sql.set_local("work_mem", "'256MB'")
+                sql.entries_delete_part(version.pk, (k, parts))
+                sql.entries_insert_best(version.pk, part=(k, parts), ranked=True)
+        except BaseException as error:  # raised again in the caller's thread
+            failures.append(error)
+        finally:
+            connection.close()  # this thread's own connection
+
+    threads = [
+        threading.Thread(target=rebuild_part, args=(k,), name=f"entries-rebuild-{k}")
+        for k in range(parts)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if failures:
+        raise failures[0]
 
 
 def entries_repair(*, version_id: int, player_ids: Sequence[int]) -> None:

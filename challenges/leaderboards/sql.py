@@ -304,21 +304,37 @@ WHERE place = 1 AND {_HIDDEN_EXCLUDED}
 
 
 def entries_insert_best(
-    version_id: int, *, player_ids: Sequence[int] | None = None, ranked: bool
+    version_id: int,
+    *,
+    player_ids: Sequence[int] | None = None,
+    part: tuple[int, int] | None = None,
+    ranked: bool,
 ) -> None:
     """Insert each player's best scored attempt under the version (of ``player_ids``
-    only, when given), keeping the better row where one is there already (ingestion may
-    upsert the same players meanwhile). ``ranked``: written as already ranked."""
-    players = ""
+    only, when given; of the players whose id is ``k`` modulo ``n`` for ``part=(k, n)``),
+    keeping the better row where one is there already (ingestion may upsert the same
+    players meanwhile). ``ranked``: written as already ranked."""
+    players, params = "", list(player_ids or ())
     if player_ids is not None:
         players = f" AND player_id IN ({', '.join(['%s'] * len(player_ids))})"
+    if part is not None:
+        players += " AND MOD(player_id, %s) = %s"
+        params += [part[1], part[0]]
     statement = _pick(_ENTRIES_BEST).format(
         marked=", ranked_attempt_id" if ranked else "",
         marks=", attempt_id" if ranked else "",
         players=players,
         practice=_PRACTICE_EXCLUDED.format(score=SCORE),
     )
-    execute(statement + _KEEP_BETTER, [version_id, *(player_ids or ()), version_id])
+    execute(statement + _KEEP_BETTER, [version_id, *params, version_id])
+
+
+_ENTRIES_PART_DELETE = f"DELETE FROM {ENTRY} WHERE version_id = %s AND MOD(player_id, %s) = %s"  # noqa: S608
+
+
+def entries_delete_part(version_id: int, part: tuple[int, int]) -> None:
+    """Delete the version's entries of the players whose id is ``k`` modulo ``n``."""
+    execute(_ENTRIES_PART_DELETE, [version_id, part[1], part[0]])
 
 
 UPSERT_BATCH = 1000  # rows per statement: 6,000 parameters

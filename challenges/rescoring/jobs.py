@@ -495,13 +495,14 @@ def job_finalize(*, job_id: int) -> bool:
     planned_up_to = job.chunks.aggregate(last=Max("last_attempt_id"))["last"] or 0
     scores.scores_catch_up(version=job.version, after_id=planned_up_to)
     _batch_before_switch(job)
+    parts = scores.rebuild_parts(scores_count=job.total)
     with transaction.atomic():
         if not _claim_finalize(job_id):
             return False  # another worker is finalizing this job right now
         job = RescoreJob.objects.filter(pk=job_id).first()
         if job is None or not _ready(job):
             return False
-        scores.entries_rebuild(version=ScoringVersion.objects.get(pk=job.version_id))
+        scores.entries_rebuild(version=ScoringVersion.objects.get(pk=job.version_id), parts=parts)
         rebuilt = time.perf_counter()
         job = _switch(job_id)
     if job is not None and job.version.scorers and batch_scoring.has_batch(job.version):
