@@ -309,6 +309,8 @@ REST_FRAMEWORK = {
     "DEFAULT_PARSER_CLASSES": ["challenges.api.parsers.SafeJSONParser"],
     # Recording attempts is limited per token (429 with Retry-After); see challenges.api.throttles.
     "DEFAULT_THROTTLE_RATES": {"attempts": env_rate("PODIUM_ATTEMPTS_RATE", "600/min")},
+    # DRF's, answering a request without Accept (or */*) without parsing (config/negotiation.py).
+    "DEFAULT_CONTENT_NEGOTIATION_CLASS": "config.negotiation.ContentNegotiation",
     "DEFAULT_RENDERER_CLASSES": [
         "rest_framework.renderers.JSONRenderer",
         "rest_framework.renderers.BrowsableAPIRenderer",

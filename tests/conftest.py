@@ -78,9 +78,13 @@ def _fresh_cache():
     # Throttle counters and cached fragments live in the cache: no test sees another's.
     from django.core.cache import cache
 
+    from challenges.leaderboards import kept
+
     cache.clear()
+    kept.local_clear()  # the process's copies of kept builds
     yield
     cache.clear()
+    kept.local_clear()
 
 
 @pytest.fixture(autouse=True)

@@ -175,4 +175,5 @@ def test_what_the_worker_builds_is_what_a_reader_would_build(client, board, work
     worker(board)  # built ahead
     ahead = _page(client, board), _page(client, board, "board")
     cache.clear()
+    kept.local_clear()
     assert (_page(client, board), _page(client, board, "board")) == ahead  # a reader's

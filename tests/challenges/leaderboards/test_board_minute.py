@@ -84,6 +84,7 @@ def test_what_the_worker_builds_for_a_query_is_what_a_reader_would(
     tasks.board_rebuild(*asked[0])
     ahead = read(client, fresh, query=query)
     kept.cache.clear()
+    kept.local_clear()
     assert read(client, fresh, query=query) == ahead  # a reader's own build
 
 

@@ -1,0 +1,69 @@
+"""The process's copies of kept builds (``kept._Local``): served again without asking
+the cache only when exactly what the read would build; bounded."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from django.core.cache import cache
+from django.utils import timezone
+
+from challenges.leaderboards import kept
+from challenges.leaderboards.selectors import Settled
+
+MINUTE = datetime(2026, 11, 26, 7, 0, tzinfo=UTC)
+
+
+def _settled(ranking: str = "t1", *, lagging: bool = False, lineage: str = "l1") -> Settled:
+    return Settled(1, "2026-11-26", 7, ranking, lagging, timezone.now(), lineage)
+
+
+def _read(settled: Settled, builds: list[str], *, activity="a1", minute=MINUTE, parts=("p",)):
+    def build() -> str:
+        builds.append(settled.token)
+        return f"built from {settled.token} at {activity} for {minute}"
+
+    return kept.kept_board("page", settled, parts, build, activity=activity, minute=minute)
+
+
+def test_a_repeated_read_is_served_from_the_process_without_the_cache(monkeypatch):
+    builds: list[str] = []
+    first = _read(_settled(), builds)
+    gets = []
+    monkeypatch.setattr(kept.cache, "get", lambda *a, **k: gets.append(a) or None)
+    assert _read(_settled(), builds) == first
+    assert builds == ["t1"] and gets == []
+
+
+def test_what_is_not_exactly_the_same_read_asks_the_cache():
+    builds: list[str] = []
+    _read(_settled(), builds)
+    cache.clear()  # the process copy alone could serve these; none may
+    _read(_settled("t2"), builds)  # a new ranking
+    _read(_settled("t2"), builds, activity="a2")  # newer activity
+    _read(_settled("t2"), builds, activity="a2", minute=MINUTE + timedelta(minutes=1))
+    assert builds == ["t1", "t2", "t2", "t2"]
+
+
+def test_a_lagging_boards_previous_build_follows_the_caches_rules(settings):
+    settings.PODIUM_RANKING_MAX_AGE_MS = 10_000  # rankings may lag (tests run without)
+    builds: list[str] = []
+    kept_from_t1 = _read(_settled(), builds)
+    # A new ranking of the same lineage, entries changed since: the cache's rules serve
+    # the previous build (recent, same lineage); with the cache cleared, it is rebuilt.
+    assert _read(_settled("t2", lagging=True), builds) == kept_from_t1
+    cache.clear()
+    _read(_settled("t2", lagging=True), builds)
+    assert builds == ["t1", "t2"]
+
+
+def test_the_process_keeps_at_most_its_bound(monkeypatch):
+    monkeypatch.setattr(kept._local, "size", 3)
+    builds: list[str] = []
+    for n in range(5):
+        _read(_settled(), builds, parts=(n,))
+    assert len(kept._local.builds) == 3
+    cache.clear()
+    _read(_settled(), builds, parts=(4,))  # among the last three: not built again
+    _read(_settled(), builds, parts=(0,))  # pushed out: built again
+    assert len(builds) == 6
