@@ -17,15 +17,17 @@ served.
 
 Each process also keeps its last LOCAL_SIZE builds (``_Local``) and serves one again
 without asking the cache only when it is exactly what this read would build: from the
-board's current ranking, showing the same newest activity, worded for the same minute.
-Anything else (a lagging board's previous build, a minute old) is asked of the cache as
-above, so the rules are the cache's; the process copy saves the cache's round trip and
-the unpickling of a page (40 KB) on the reads that repeat."""
+board's current ranking, showing the same newest activity, worded for the same minute
+(or for the minute before, for LOCAL_PENDING_S after the cache said a worker was asked
+for the new one). Anything else (a lagging board's previous build, say) is asked of the
+cache as above, so the rules are the cache's; the process copy saves the cache's round
+trip and the unpickling of a page (40 KB) on the reads that repeat."""
 
 from __future__ import annotations
 
 import hashlib
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable
 from datetime import datetime, timedelta
@@ -99,8 +101,8 @@ def kept_board(
         f"{kind}-board", (settled.challenge_id, settled.updated_at, settled.version_id, *parts)
     )
     if not ahead:
-        local = _local.get(key)
-        if local is not None and _exact(local, settled, activity, minute):
+        local = _local.get(key, settled, activity, minute)
+        if local is not None:
             return local.result
     found = _built(cache.get(key))
     if found is not None and _usable(found, settled, activity, ahead=ahead):
@@ -114,8 +116,10 @@ def kept_board(
             and found.minute == minute - MINUTE
         ):
             if not cache.add(f"{key}:refresh:{minute.isoformat()}", 1, timeout=60):
+                _local.put(key, found, pending=True)
                 return found.result  # asked for already
             if refresh():
+                _local.put(key, found, pending=True)
                 return found.result  # asked for now (else: build it here)
     result = build()
     built = _Built(
@@ -133,26 +137,44 @@ def kept_board(
 
 
 LOCAL_SIZE = 64  # builds kept per process (a page is about 40 KB)
+LOCAL_PENDING_S = 1.0  # how long a previous minute's build is served before asking again
 
 
 class _Local:
-    """The process's last builds, by cache key (bounded, least recently used out)."""
+    """The process's last builds, by cache key (bounded, least recently used out), each
+    with the monotonic time until which it may be served for the minute after its own
+    (a worker was asked for the new minute's; None: only for its own minute)."""
 
     def __init__(self, size: int) -> None:
         self.size = size
-        self.builds: OrderedDict[str, _Built] = OrderedDict()
+        self.builds: OrderedDict[str, tuple[_Built, float | None]] = OrderedDict()
         self.lock = threading.Lock()  # threaded web processes share it
 
-    def get(self, key: str) -> _Built | None:
+    def get(
+        self, key: str, settled: Settled, activity: Any, minute: datetime | None
+    ) -> _Built | None:
+        """The build kept under ``key`` if it is what this read would serve."""
         with self.lock:
             found = self.builds.get(key)
             if found is not None:
                 self.builds.move_to_end(key)
-            return found
+        if found is None:
+            return None
+        built, pending_until = found
+        if _exact(built, settled, activity, minute):
+            return built
+        if (
+            pending_until is not None
+            and minute is not None
+            and time.monotonic() < pending_until
+            and _exact(built, settled, activity, minute - MINUTE)
+        ):
+            return built  # the new minute's is being built: the cache is asked again soon
+        return None
 
-    def put(self, key: str, built: _Built) -> None:
+    def put(self, key: str, built: _Built, *, pending: bool = False) -> None:
         with self.lock:
-            self.builds[key] = built
+            self.builds[key] = (built, time.monotonic() + LOCAL_PENDING_S if pending else None)
             self.builds.move_to_end(key)
             while len(self.builds) > self.size:
                 self.builds.popitem(last=False)

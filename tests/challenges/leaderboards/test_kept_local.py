@@ -67,3 +67,37 @@ def test_the_process_keeps_at_most_its_bound(monkeypatch):
     _read(_settled(), builds, parts=(4,))  # among the last three: not built again
     _read(_settled(), builds, parts=(0,))  # pushed out: built again
     assert len(builds) == 6
+
+
+def test_a_previous_minutes_build_is_served_from_the_process_while_its_refresh_is_asked(
+    monkeypatch,
+):
+    builds: list[str] = []
+    asked: list[datetime] = []
+    clock = [100.0]
+    monkeypatch.setattr(kept.time, "monotonic", lambda: clock[0])
+    settled = _settled()
+
+    def read(minute: datetime) -> str:
+        return kept.kept_board(
+            "page",
+            settled,
+            ("p",),
+            lambda: builds.append("built") or f"for {minute}",
+            activity="a1",
+            minute=minute,
+            refresh=lambda: asked.append(minute) or True,
+        )
+
+    assert read(MINUTE) == f"for {MINUTE}"
+    later = MINUTE + timedelta(minutes=1)
+    assert read(later) == f"for {MINUTE}"  # asked a worker for the new minute's
+    gets = []
+    real_get = kept.cache.get
+    monkeypatch.setattr(kept.cache, "get", lambda *a, **k: gets.append(a) or real_get(*a, **k))
+    assert read(later) == f"for {MINUTE}"
+    assert gets == [], "the cache was asked again within LOCAL_PENDING_S"
+    clock[0] += kept.LOCAL_PENDING_S + 0.01
+    assert read(later) == f"for {MINUTE}"  # asked for already: still the previous one
+    assert len(gets) == 1, "the cache was not asked again after LOCAL_PENDING_S"
+    assert builds == ["built"] and asked == [later]
