@@ -32,6 +32,7 @@ public's frozen board (challenges/leaderboards/freeze.py), the bare SQL the same
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import secrets
 import statistics
@@ -205,6 +206,7 @@ def measure(challenge_id: int, version_id: int, requests: int) -> bool:
     client = Client()
     for _, url, _ in cases:  # warm: each code path and cache once
         assert client.get(url).status_code == 200, url
+    gc.freeze()  # what loading the app made, as a web process does (config/wsgi.py)
     times: dict[str, list[float]] = {}
     sql_times: dict[str, list[float]] = {}
     with connection.cursor() as cursor:
