@@ -15,13 +15,12 @@ otherwise usable, and asks for the new one (``refresh``: a worker builds it), so
 reader waits for a build when only the minute changed; a build older than that is not
 served.
 
-Each process also keeps its last LOCAL_SIZE builds (``_Local``) and serves one again
-without asking the cache only when it is exactly what this read would build: from the
-board's current ranking, showing the same newest activity, worded for the same minute
-(or for the minute before, for LOCAL_PENDING_S after the cache said a worker was asked
-for the new one). Anything else (a lagging board's previous build, say) is asked of the
-cache as above, so the rules are the cache's; the process copy saves the cache's round
-trip and the unpickling of a page (40 KB) on the reads that repeat."""
+Each process also keeps its last LOCAL_SIZE builds (``_Local``): one that is exactly
+what this read would build (the board's current ranking, the same newest activity, the
+same minute) is served without asking the cache; one the cache served by its other
+rules is served again by the same rules for LOCAL_RECHECK_S, then the cache is asked
+again. The process copy saves the cache's round trip and the unpickling of a page
+(40 KB) on the reads that repeat, under steady ingestion too."""
 
 from __future__ import annotations
 
@@ -107,7 +106,7 @@ def kept_board(
     found = _built(cache.get(key))
     if found is not None and _usable(found, settled, activity, ahead=ahead):
         if found.minute == minute:
-            _local.put(key, found)
+            _local.put(key, found, recheck=not _exact(found, settled, activity, minute))
             return found.result
         if (
             not ahead
@@ -116,10 +115,10 @@ def kept_board(
             and found.minute == minute - MINUTE
         ):
             if not cache.add(f"{key}:refresh:{minute.isoformat()}", 1, timeout=60):
-                _local.put(key, found, pending=True)
+                _local.put(key, found, recheck=True)
                 return found.result  # asked for already
             if refresh():
-                _local.put(key, found, pending=True)
+                _local.put(key, found, recheck=True)
                 return found.result  # asked for now (else: build it here)
     result = build()
     built = _Built(
@@ -137,13 +136,18 @@ def kept_board(
 
 
 LOCAL_SIZE = 64  # builds kept per process (a page is about 40 KB)
-LOCAL_PENDING_S = 1.0  # how long a previous minute's build is served before asking again
+LOCAL_RECHECK_S = 1.0  # how long a build the cache served by its rules is served again
 
 
 class _Local:
-    """The process's last builds, by cache key (bounded, least recently used out), each
-    with the monotonic time until which it may be served for the minute after its own
-    (a worker was asked for the new minute's; None: only for its own minute)."""
+    """The process's last builds, by cache key (bounded, least recently used out).
+
+    A build that is exactly what a read would build is served for as long as it is. One
+    the cache served by its other rules (a lagging board's, whose newest activity moves
+    with every attempt; a minute old while a worker builds the new minute's) is served
+    again, by the same rules, for LOCAL_RECHECK_S, then the cache is asked again: so each
+    process asks the cache at most once a second for such a read, and serves what the
+    cache holds no more than a second late (within the bound the rules keep)."""
 
     def __init__(self, size: int) -> None:
         self.size = size
@@ -160,21 +164,22 @@ class _Local:
                 self.builds.move_to_end(key)
         if found is None:
             return None
-        built, pending_until = found
+        built, recheck_at = found
         if _exact(built, settled, activity, minute):
             return built
-        if (
-            pending_until is not None
-            and minute is not None
-            and time.monotonic() < pending_until
-            and _exact(built, settled, activity, minute - MINUTE)
-        ):
-            return built  # the new minute's is being built: the cache is asked again soon
+        if recheck_at is None or time.monotonic() >= recheck_at:
+            return None
+        if not _usable(built, settled, activity, ahead=False):
+            return None
+        if built.minute == minute or (minute is not None and built.minute == minute - MINUTE):
+            return built  # a minute old: a worker was asked for the new one (see put)
         return None
 
-    def put(self, key: str, built: _Built, *, pending: bool = False) -> None:
+    def put(self, key: str, built: _Built, *, recheck: bool = False) -> None:
+        """Keep ``built``; ``recheck``: served by the cache's rules other than an exact
+        match (a minute-old build only once a worker was asked for the new minute's)."""
         with self.lock:
-            self.builds[key] = (built, time.monotonic() + LOCAL_PENDING_S if pending else None)
+            self.builds[key] = (built, time.monotonic() + LOCAL_RECHECK_S if recheck else None)
             self.builds.move_to_end(key)
             while len(self.builds) > self.size:
                 self.builds.popitem(last=False)

@@ -45,16 +45,45 @@ def test_what_is_not_exactly_the_same_read_asks_the_cache():
     assert builds == ["t1", "t2", "t2", "t2"]
 
 
-def test_a_lagging_boards_previous_build_follows_the_caches_rules(settings):
+def test_a_lagging_boards_previous_build_follows_the_caches_rules(settings, monkeypatch):
     settings.PODIUM_RANKING_MAX_AGE_MS = 10_000  # rankings may lag (tests run without)
+    clock = [100.0]
+    monkeypatch.setattr(kept.time, "monotonic", lambda: clock[0])
     builds: list[str] = []
     kept_from_t1 = _read(_settled(), builds)
     # A new ranking of the same lineage, entries changed since: the cache's rules serve
-    # the previous build (recent, same lineage); with the cache cleared, it is rebuilt.
+    # the previous build (recent, same lineage), and so does the process for a second,
+    # newer activity included; then the cache is asked again (cleared here: rebuilt).
     assert _read(_settled("t2", lagging=True), builds) == kept_from_t1
     cache.clear()
+    assert _read(_settled("t2", lagging=True), builds, activity="a2") == kept_from_t1
+    # Not across a new lineage (a hide, a deletion), even within the second.
+    assert _read(_settled("t3", lagging=True, lineage="l2"), builds) != kept_from_t1
+    assert builds == ["t1", "t3"]
+    clock[0] += kept.LOCAL_RECHECK_S
+    cache.clear()
+    kept.local_clear()
     _read(_settled("t2", lagging=True), builds)
-    assert builds == ["t1", "t2"]
+    assert builds == ["t1", "t3", "t2"]
+
+
+def test_a_lagging_boards_process_copy_is_asked_of_the_cache_again_after_a_second(
+    settings, monkeypatch
+):
+    settings.PODIUM_RANKING_MAX_AGE_MS = 10_000
+    clock = [100.0]
+    monkeypatch.setattr(kept.time, "monotonic", lambda: clock[0])
+    builds: list[str] = []
+    _read(_settled(), builds)
+    _read(_settled("t2", lagging=True), builds)  # served by the cache's rules
+    gets = []
+    real_get = kept.cache.get
+    monkeypatch.setattr(kept.cache, "get", lambda *a, **k: gets.append(a) or real_get(*a, **k))
+    _read(_settled("t2", lagging=True), builds, activity="a2")
+    assert gets == []
+    clock[0] += kept.LOCAL_RECHECK_S
+    _read(_settled("t2", lagging=True), builds, activity="a3")
+    assert len(gets) == 1 and builds == ["t1"]
 
 
 def test_the_process_keeps_at_most_its_bound(monkeypatch):
@@ -96,8 +125,8 @@ def test_a_previous_minutes_build_is_served_from_the_process_while_its_refresh_i
     real_get = kept.cache.get
     monkeypatch.setattr(kept.cache, "get", lambda *a, **k: gets.append(a) or real_get(*a, **k))
     assert read(later) == f"for {MINUTE}"
-    assert gets == [], "the cache was asked again within LOCAL_PENDING_S"
-    clock[0] += kept.LOCAL_PENDING_S + 0.01
+    assert gets == [], "the cache was asked again within LOCAL_RECHECK_S"
+    clock[0] += kept.LOCAL_RECHECK_S + 0.01
     assert read(later) == f"for {MINUTE}"  # asked for already: still the previous one
-    assert len(gets) == 1, "the cache was not asked again after LOCAL_PENDING_S"
+    assert len(gets) == 1, "the cache was not asked again after LOCAL_RECHECK_S"
     assert builds == ["built"] and asked == [later]
