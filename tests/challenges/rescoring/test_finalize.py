@@ -14,20 +14,11 @@ from challenges.rescoring import jobs as rescoring
 from challenges.setup import services as setup_services
 from tests.factories import attempt_input, make_challenge, record
 
+from ._jobs import job_with_chunks_done, postgres_only
 from ._reference import assert_each_attempt_scored_once, board_of, expected_best
 from ._threads import Session, someone_waits_for_a_lock
 
 Status = RescoreJob.Status
-
-
-def _job_with_chunks_done(challenge, monkeypatch) -> RescoreJob:
-    monkeypatch.setattr(rescoring, "_send", lambda job: None)  # no eager run on commit
-    job = setup_services.challenge_rescore(challenge=challenge)
-    for chunk in job.chunks.all():
-        rescoring.chunk_run(chunk_id=chunk.pk, finalize=False)
-    job.refresh_from_db()
-    assert job.status == Status.RUNNING and job.chunks_done == job.chunks_total
-    return job
 
 
 @pytest.mark.django_db
@@ -35,7 +26,7 @@ def test_a_retried_last_chunk_finalizes_a_job_whose_finalize_failed(monkeypatch,
     settings.PODIUM_SCORING_CHUNK = 2
     challenge = make_challenge(scoring_strategy="fewest_tokens")
     record(challenge, *[attempt_input(f"p{i}", tokens_total=10 + i) for i in range(5)])
-    job = _job_with_chunks_done(challenge, monkeypatch)
+    job = job_with_chunks_done(challenge, monkeypatch)
     last = job.chunks.order_by("-number").first()
 
     # The last chunk's finalize met an error (a deadlock, a lost connection): the chunk
@@ -69,7 +60,7 @@ def test_a_retried_last_chunk_finalizes_a_job_whose_finalize_failed(monkeypatch,
 def test_a_chunk_of_a_cancelled_job_does_not_finalize_it(monkeypatch):
     challenge = make_challenge(scoring_strategy="fewest_tokens")
     record(challenge, attempt_input("a", tokens_total=3))
-    job = _job_with_chunks_done(challenge, monkeypatch)
+    job = job_with_chunks_done(challenge, monkeypatch)
     rescoring.job_cancel(job=job)
     assert not rescoring.chunk_run(chunk_id=RescoreChunk.objects.get(job=job).pk)
     job.refresh_from_db()
@@ -80,17 +71,12 @@ def test_a_chunk_of_a_cancelled_job_does_not_finalize_it(monkeypatch):
     )
 
 
-def _postgres_only():
-    if connection.vendor != "postgresql":
-        pytest.skip("concurrent sessions: PostgreSQL")
-
-
 @pytest.mark.django_db(transaction=True)
 def test_two_finalizers_at_once_rebuild_and_switch_once(monkeypatch):
-    _postgres_only()
+    postgres_only()
     challenge = make_challenge(scoring_strategy="fewest_tokens")
     record(challenge, *[attempt_input(f"p{i}", tokens_total=10 + i) for i in range(5)])
-    job = _job_with_chunks_done(challenge, monkeypatch)
+    job = job_with_chunks_done(challenge, monkeypatch)
     original = scores.entries_rebuild
     rebuilding, go = threading.Event(), threading.Event()
     calls = []
@@ -122,10 +108,10 @@ def test_ingestion_during_the_rebuild_never_deadlocks(monkeypatch):
     scored by a chunk, then one recorded during the job); then the rebuild inserts.
     Before: the ingestion inserted the first player's entry and waited for the deleted
     one, the rebuild waited for the first: a deadlock, one of them a 500 or a stuck job."""
-    _postgres_only()
+    postgres_only()
     challenge = make_challenge(scoring_strategy="fewest_tokens")
     record(challenge, *[attempt_input(f"p{i}", tokens_total=10 + i) for i in range(5)])
-    job = _job_with_chunks_done(challenge, monkeypatch)
+    job = job_with_chunks_done(challenge, monkeypatch)
     record(challenge, attempt_input("late", tokens_total=5))  # during the job
     original = sql.entries_insert_best
     deleted, go = threading.Event(), threading.Event()
@@ -172,7 +158,7 @@ def test_the_switch_scores_no_attempt_inside_its_transaction(monkeypatch):
         scoring_strategy="custom", scoring_plugin_id="builtin.weighted_scorer"
     )
     record(challenge, attempt_input("a", tokens_total=3))
-    job = _job_with_chunks_done(challenge, monkeypatch)
+    job = job_with_chunks_done(challenge, monkeypatch)
     first = Attempt.objects.filter(challenge=challenge).first()
     late = Attempt.objects.create(  # as if committed between the plan and the lock
         challenge=challenge,

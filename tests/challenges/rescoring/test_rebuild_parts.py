@@ -5,22 +5,19 @@ fails fails the rebuild (the job stays running and its retry switches)."""
 from __future__ import annotations
 
 import pytest
-from django.db import OperationalError, connection, transaction
+from django.db import OperationalError, transaction
 
 from challenges.leaderboards import scores, sql
 from challenges.models import Attempt, LeaderboardEntry, Player, PlayerHide, RescoreJob
 from challenges.rescoring import jobs as rescoring
-from challenges.setup import services as setup_services
 from tests.factories import attempt_input, make_challenge, record
 
+from ._jobs import job_with_chunks_done, postgres_only
 from ._reference import board_of
 
+PARTS_NEED_POSTGRES = "a rebuild in parts runs on PostgreSQL only (its own connections)"
+
 Status = RescoreJob.Status
-
-
-def _postgres_only():
-    if connection.vendor != "postgresql":
-        pytest.skip("a rebuild in parts runs on PostgreSQL only (its own connections)")
 
 
 def _challenge_with_exclusions():
@@ -59,17 +56,9 @@ def _entries(version) -> list[tuple]:
     )
 
 
-def _job_with_chunks_done(challenge, monkeypatch) -> RescoreJob:
-    monkeypatch.setattr(rescoring, "_send", lambda job: None)  # no eager run on commit
-    job = setup_services.challenge_rescore(challenge=challenge)
-    for chunk in job.chunks.all():
-        rescoring.chunk_run(chunk_id=chunk.pk, finalize=False)
-    return RescoreJob.objects.get(pk=job.pk)
-
-
 @pytest.mark.django_db(transaction=True)
 def test_a_rebuild_in_parts_writes_the_board_one_statement_writes():
-    _postgres_only()
+    postgres_only(PARTS_NEED_POSTGRES)
     challenge = _challenge_with_exclusions()
     version = challenge.active_version
     whole = _entries(version)
@@ -88,11 +77,11 @@ def test_a_rebuild_in_parts_writes_the_board_one_statement_writes():
 
 @pytest.mark.django_db(transaction=True)
 def test_a_finalize_of_a_large_job_rebuilds_in_parts_and_switches(monkeypatch):
-    _postgres_only()
+    postgres_only(PARTS_NEED_POSTGRES)
     challenge = _challenge_with_exclusions()
     before = board_of(challenge)[1]
     assert before["p3"] == 124 and "p5" not in before
-    job = _job_with_chunks_done(challenge, monkeypatch)
+    job = job_with_chunks_done(challenge, monkeypatch)
     monkeypatch.setattr(scores, "REBUILD_SPLIT_FROM", 10)
     asked = []
     original = scores.entries_rebuild
@@ -111,10 +100,10 @@ def test_a_finalize_of_a_large_job_rebuilds_in_parts_and_switches(monkeypatch):
 
 @pytest.mark.django_db(transaction=True)
 def test_a_part_that_fails_fails_the_finalize_and_its_retry_switches(monkeypatch):
-    _postgres_only()
+    postgres_only(PARTS_NEED_POSTGRES)
     challenge = _challenge_with_exclusions()
     before = board_of(challenge)[1]
-    job = _job_with_chunks_done(challenge, monkeypatch)
+    job = job_with_chunks_done(challenge, monkeypatch)
     monkeypatch.setattr(scores, "REBUILD_SPLIT_FROM", 10)
     original = sql.entries_insert_best
     failures = []
@@ -149,6 +138,6 @@ def test_a_rebuild_is_one_statement_inside_a_transaction_or_on_sqlite():
 
 @pytest.mark.django_db(transaction=True)
 def test_a_rebuild_is_split_from_its_threshold_on_postgresql():
-    _postgres_only()
+    postgres_only(PARTS_NEED_POSTGRES)
     assert scores.rebuild_parts(scores_count=scores.REBUILD_SPLIT_FROM - 1) == 1
     assert scores.rebuild_parts(scores_count=scores.REBUILD_SPLIT_FROM) == scores.REBUILD_PARTS
