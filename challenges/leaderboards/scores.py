@@ -371,8 +371,8 @@ def entries_rebuild(*, version: ScoringVersion, parts: int = 1) -> None:
     # The rows are written as already ranked (ranked_attempt_id = attempt_id) and the
     # version's page checkpoints are dropped: the first reader recomputes them in one
     # pass instead of first marking 100,000 rows (see challenges/ranking.py).
-    LeaderboardRanking.objects.filter(version=version).delete()
     if parts <= 1:
+        LeaderboardRanking.objects.filter(version=version).delete()
         LeaderboardEntry.objects.filter(version=version).delete()
         sql.set_local("work_mem", "'256MB'")  # sort a million rows in memory, not on disk
         sql.entries_insert_best(version.pk, ranked=True)
@@ -381,6 +381,8 @@ def entries_rebuild(*, version: ScoringVersion, parts: int = 1) -> None:
 
     def rebuild_part(k: int) -> None:
         try:
+            if k == 0:  # committed before the rows it makes stale, as they are
+                LeaderboardRanking.objects.filter(version=version).delete()
             with transaction.atomic():
                 sql.set_local("work_mem", "'256MB'")
                 sql.entries_delete_part(version.pk, (k, parts))

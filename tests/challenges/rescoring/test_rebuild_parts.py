@@ -7,8 +7,15 @@ from __future__ import annotations
 import pytest
 from django.db import OperationalError, transaction
 
-from challenges.leaderboards import scores, sql
-from challenges.models import Attempt, LeaderboardEntry, Player, PlayerHide, RescoreJob
+from challenges.leaderboards import ranking, scores, sql
+from challenges.models import (
+    Attempt,
+    LeaderboardEntry,
+    LeaderboardRanking,
+    Player,
+    PlayerHide,
+    RescoreJob,
+)
 from challenges.rescoring import jobs as rescoring
 from tests.factories import attempt_input, make_challenge, record
 
@@ -71,8 +78,11 @@ def test_a_rebuild_in_parts_writes_the_board_one_statement_writes():
     assert not any(row[-1] for row in whole), "written as ranked"
     for parts in (2, 3, 5):
         LeaderboardEntry.objects.filter(version=version).update(score=-1.0)  # stale rows
+        ranking.ranking_current(version_id=version.pk)  # checkpoints of the stale rows
+        assert LeaderboardRanking.objects.filter(version=version).exists()
         scores.entries_rebuild(version=version, parts=parts)
         assert _entries(version) == whole, f"{parts} parts"
+        assert not LeaderboardRanking.objects.filter(version=version).exists()
 
 
 @pytest.mark.django_db(transaction=True)
