@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.views import defaults
+from rest_framework import exceptions
+from rest_framework.response import Response
+from rest_framework.views import exception_handler
 
 
 def _api(request: HttpRequest) -> bool:
@@ -32,3 +35,12 @@ def server_error(request: HttpRequest) -> HttpResponse:
     if _api(request):
         return JsonResponse({"detail": "Server error; it has been logged."}, status=500)
     return defaults.server_error(request)
+
+
+def api_exception(exc: Exception, context: dict) -> Response | None:
+    """DRF's handler, but a 404 says only "Not found." (docs/errors.md): DRF passes the
+    Http404's own words on, and ``get_object_or_404``'s name the model ("No Challenge
+    matches the given query.")."""
+    if isinstance(exc, Http404):
+        exc = exceptions.NotFound()
+    return exception_handler(exc, context)

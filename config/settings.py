@@ -305,6 +305,8 @@ REST_FRAMEWORK = {
     # Deny by default: every view states who may use it (challenges/api.py).
     "DEFAULT_PERMISSION_CLASSES": ["challenges.permissions.DenyAll"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    # A 404 says "Not found.", never which model was looked up (config/errors.py).
+    "EXCEPTION_HANDLER": "config.errors.api_exception",
     # JSON only: every field is strictly typed, which form encodings cannot express.
     "DEFAULT_PARSER_CLASSES": ["challenges.api.parsers.SafeJSONParser"],
     # Recording attempts is limited per token (429 with Retry-After); see challenges.api.throttles.
