@@ -42,10 +42,14 @@ PENDING_BATCH = 200  # attempts a pending-scoring task computes, then writes, at
 def score_status(row: AttemptScore | None) -> str:
     """``scored`` (score or, for an attempt the strategy does not count, null),
     ``failed`` (the scorer failed: null, the error kept for admins), or ``pending``
-    (no score under the active version yet)."""
+    (no score under the active version yet, or a batch scorer's part of it waiting for
+    the next batch run: ``details.pending``)."""
     if row is None:
         return PENDING
-    return FAILED if row.error else SCORED
+    if row.error:
+        return FAILED
+    pending = isinstance(row.details, dict) and row.details.get("pending") is True
+    return PENDING if pending else SCORED
 
 
 @dataclass

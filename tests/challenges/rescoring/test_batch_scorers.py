@@ -319,3 +319,17 @@ def test_a_batch_ranking_scorer_ranks_the_way_the_setup_says(
     batch_scoring.batch_run(challenge_id=challenge.pk)
     ranked = [r["player"] for r in board(anon_api, challenge)["results"]]
     assert ranked == ["p1", "p2", "p3", "p4"]
+
+
+def test_an_attempt_waiting_for_the_batch_run_is_answered_pending(
+    challenge, integration_api, runs_queued
+):
+    """Issue 28, finding 15: stored, scored by the per-attempt scorer, but its batch
+    part waits for the next run — `pending`, as the README and docs/api.md say, not
+    `scored` with a null score. Once the run has covered it, it is `scored`."""
+    first = post(integration_api, challenge, "p1", "abc", 1000)
+    assert first["details"]["pending"] is True
+    assert first["score_status"] == "pending"
+    batch_scoring.batch_run(challenge_id=challenge.pk)
+    again = post(integration_api, challenge, "p2", "abcd", 1001)
+    assert again["score_status"] == "pending"  # this one waits for the next run
