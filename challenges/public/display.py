@@ -17,6 +17,12 @@ WEIGHTED = "builtin.weighted_scorer"
 MEDALS = {1: ("gold", "gold medal"), 2: ("silver", "silver medal"), 3: ("bronze", "bronze medal")}
 TERM_LABELS = {"clamped_from": "Total before the floor at 0"}
 MAX_TERMS = 32  # a plugin's details are its own: show a readable handful, never a wall
+# The weighted scorer's terms (scoring/scorers/weighted.py): its penalties are amounts
+# taken off, stored positive as in the original project; a breakdown shows what each
+# term adds to the score, so they read negative.
+WEIGHTED_TERMS = frozenset({"base", "rating_contribution", "time_penalty", "token_penalty"})
+WEIGHTED_LABELS = {"base": "Success bonus", "rating_contribution": "Rating bonus"}
+SUBTRACTED = ("time_penalty", "token_penalty")
 
 
 def format_value(score: float, strategy: str, setup: Any = None) -> str:
@@ -91,12 +97,18 @@ def breakdown(details: Any, metrics: dict[str, Any]) -> list[tuple[str, str]]:
     terms: list[tuple[str, str]] = []
     if isinstance(details, dict):
         flat = details.get("scores") if isinstance(details.get("scores"), dict) else details
+        weighted = WEIGHTED_TERMS <= flat.keys()
         for key, value in flat.items():
             if key in ("error", "metadata", "scores") or not isinstance(key, str):
                 continue
+            label = _term_label(key)
+            if weighted:
+                label = WEIGHTED_LABELS.get(key, label)
+                if key in SUBTRACTED and isinstance(value, int | float):
+                    value = 0.0 - value
             shown = _term_value(value)
             if shown is not None:
-                terms.append((_term_label(key), shown))
+                terms.append((label, shown))
             if len(terms) >= MAX_TERMS:
                 break
     return terms + metric_cells(metrics)

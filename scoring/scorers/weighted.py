@@ -3,6 +3,13 @@
 score = success_bonus (only if succeeded) + rating × rating_weight
         − elapsed_ms / 1000 × time_penalty − tokens_total × token_penalty,
 null metrics count as 0, and the result is clamped to ≥ 0.
+
+``details`` has the original project's keys and signs, so integrations ported from it
+read them unchanged: ``base`` (the success bonus, 0 on failure), ``rating_contribution``,
+``time_penalty`` and ``token_penalty`` (both ≥ 0, subtracted), and ``clamped_from`` when
+the total was negative. Scores stored before this shape (by an older Podium) keep theirs:
+``success_bonus``, ``rating_bonus`` and negative penalties; a reader tells the two apart
+by ``base`` (the current shape) against ``success_bonus`` (the older one).
 """
 
 from __future__ import annotations
@@ -24,6 +31,16 @@ def _weight(title: str, default: float, description: str) -> dict[str, Any]:
         "minimum": 0,
         "maximum": _MAX_WEIGHT,
         "description": description,
+    }
+
+
+def _details(bonus: float, rating: float, time: float, tokens: float) -> dict[str, Any]:
+    """Each term, as the original project's weighted scorer names and signs them."""
+    return {
+        "base": bonus,
+        "rating_contribution": rating,
+        "time_penalty": time + 0.0,  # never -0.0
+        "token_penalty": tokens + 0.0,
     }
 
 
@@ -74,12 +91,7 @@ class WeightedScorer:
             time_part = (metrics.elapsed_ms or 0) / 1000.0 * time_w  # same rounding as score()
             token_part = (metrics.tokens_total or 0) * token_w
             total = bonus + rating_part - time_part - token_part
-            details = {
-                "success_bonus": bonus,
-                "rating_bonus": rating_part,
-                "time_penalty": 0.0 - time_part,
-                "token_penalty": 0.0 - token_part,
-            }
+            details = _details(bonus, rating_part, time_part, token_part)
             if total < 0:
                 details["clamped_from"] = total
                 total = 0.0
@@ -95,12 +107,7 @@ class WeightedScorer:
         time_part = (metrics.elapsed_ms or 0) / 1000.0 * time_w
         token_part = (metrics.tokens_total or 0) * token_w
         total = bonus + rating_part - time_part - token_part
-        details: dict[str, Any] = {
-            "success_bonus": bonus,
-            "rating_bonus": rating_part,
-            "time_penalty": 0.0 - time_part,  # never -0.0
-            "token_penalty": 0.0 - token_part,
-        }
+        details = _details(bonus, rating_part, time_part, token_part)
         if total < 0:
             details["clamped_from"] = total
         return {"score": max(total, 0.0), "details": details}

@@ -98,7 +98,7 @@ def test_admin_switches_to_weighted_previews_saves_and_the_board_follows(page, l
     # Try it: the latest attempts scored with the unsaved weights.
     page.click("#scoring-try-button")
     page.locator("#scoring-try").wait_for()
-    assert "rating_bonus" in page.locator("#scoring-try").inner_text()
+    assert "rating_contribution" in page.locator("#scoring-try").inner_text()
     challenge.refresh_from_db()
     assert challenge.scoring_strategy == "fastest"  # nothing saved yet
 

@@ -157,7 +157,7 @@ def test_build_scorer_never_runs_the_setup_entrypoint(registry):
         return
     [outcome] = scorer.score_many([(AttemptMetrics(succeeded=True), ScoringContext())])
     assert outcome.score == 100.0
-    assert "success_bonus" in outcome.details
+    assert outcome.details["base"] == 100.0
 
 
 # -- registration ----------------------------------------------------------------------

@@ -35,7 +35,16 @@ SEED = {
     "time_penalty": 0.5,
     "token_penalty": 0.02,
 }
-TERMS = ("success_bonus", "rating_bonus", "time_penalty", "token_penalty")
+TERMS = ("base", "rating_contribution", "time_penalty", "token_penalty")
+# The original project's signs: penalties are stored as the (positive) amounts taken off.
+SIGNS = (1.0, 1.0, -1.0, -1.0)
+
+
+def signed(details):
+    """Each term as what it adds to the score."""
+    return {t: details[t] * sign for t, sign in zip(TERMS, SIGNS, strict=True)}
+
+
 CTX = ScoringContext()
 
 
@@ -130,10 +139,11 @@ def test_formula(config, m, expected, terms):
     assert result["score"] == pytest.approx(expected, rel=1e-12, abs=1e-12)
     details = result["details"]
     assert set(details) == set(TERMS)
+    assert all(details[t] >= 0 for t in TERMS)
     for name, value in zip(TERMS, terms, strict=True):
-        assert details[name] == pytest.approx(value, rel=1e-12, abs=1e-12), name
+        assert signed(details)[name] == pytest.approx(value, rel=1e-12, abs=1e-12), name
     # The terms add up to the score.
-    assert sum(details[t] for t in TERMS) == pytest.approx(result["score"], rel=1e-12)
+    assert sum(signed(details).values()) == pytest.approx(result["score"], rel=1e-12)
 
 
 @pytest.mark.parametrize("config", [DEFAULTS, SEED], ids=["defaults", "seed"])
@@ -156,7 +166,7 @@ def test_zero_terms_are_positive_zero(config):
 @pytest.mark.parametrize("succeeded", [True, False])
 def test_success_bonus_only_if_succeeded(succeeded):
     result = score(metrics(succeeded, 0, 0, 0), {**DEFAULTS, "success_bonus": 42.0})
-    assert result["details"]["success_bonus"] == (42.0 if succeeded else 0.0)
+    assert result["details"]["base"] == (42.0 if succeeded else 0.0)
     assert result["score"] == (42.0 if succeeded else 0.0)
 
 
@@ -191,8 +201,8 @@ def test_negative_total_is_clamped_and_details_keep_terms(config, m, unclamped, 
     assert result["score"] == 0.0
     details = result["details"]
     for name, value in zip(TERMS, terms, strict=True):
-        assert details[name] == pytest.approx(value, rel=1e-12, abs=1e-12), name
-    assert sum(details[t] for t in TERMS) == pytest.approx(unclamped, rel=1e-12)
+        assert signed(details)[name] == pytest.approx(value, rel=1e-12, abs=1e-12), name
+    assert sum(signed(details).values()) == pytest.approx(unclamped, rel=1e-12)
     # Besides the terms, the breakdown says what the score was clamped from.
     assert set(details) - set(TERMS) == {"clamped_from"}
     assert details["clamped_from"] == pytest.approx(unclamped, rel=1e-12)
@@ -229,7 +239,7 @@ def test_huge_values_stay_finite(config, m):
 
 def test_huge_tokens_value():
     result = score(metrics(True, BIG, 0, 0), DEFAULTS)
-    assert result["details"]["token_penalty"] == pytest.approx(-BIG * 0.01, rel=1e-12)
+    assert result["details"]["token_penalty"] == pytest.approx(BIG * 0.01, rel=1e-12)
     assert result["score"] == 0.0
 
 
@@ -266,10 +276,10 @@ def test_runner_applies_defaults():
     assert outcome.error == ""
     assert outcome.details == pytest.approx(
         {
-            "success_bonus": 100.0,
-            "rating_bonus": 80.0,
-            "time_penalty": -5.0,
-            "token_penalty": -10.0,
+            "base": 100.0,
+            "rating_contribution": 80.0,
+            "time_penalty": 5.0,
+            "token_penalty": 10.0,
         },
         rel=1e-12,
     )

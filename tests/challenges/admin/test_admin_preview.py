@@ -69,10 +69,10 @@ def test_try_scores_the_latest_attempts_with_details_and_time(contest):
     assert slow.current_score == 200.0
     assert slow.score == 100.0 - 30.0 - 20.0
     assert slow.details == {
-        "success_bonus": 100.0,
-        "rating_bonus": 0.0,
-        "time_penalty": -30.0,
-        "token_penalty": -20.0,
+        "base": 100.0,
+        "rating_contribution": 0.0,
+        "time_penalty": 30.0,
+        "token_penalty": 20.0,
     }
     assert slow.error == "" and slow.took_ms >= 0
 
@@ -201,7 +201,7 @@ def test_try_view_scores_the_unsaved_page(admin_client, contest):
     assert response.status_code == 200
     html = response.content.decode()
     assert "Try it: the latest 4 attempts" in html
-    assert "rating_bonus" in html and "time_penalty" in html and " ms</td>" in html
+    assert "rating_contribution" in html and "time_penalty" in html and " ms</td>" in html
     slow = response.content.decode().split('data-attempt="')[3]
     assert ">200<" in slow and ">50<" in slow  # now 200, new 100 − 30 − 20
     assert counts() == before

@@ -37,4 +37,4 @@ def test_plugin_details_are_a_label_value_grid():
     result = preview.try_setup(challenge=challenge, setup=challenge.setup_dict())
     html = render_to_string(TRY_TEMPLATE, {"result": result, "challenge": challenge})
     assert '<dl class="scoring-details">' in html
-    assert "<dt>rating_bonus</dt><dd>75</dd>" in html
+    assert "<dt>rating_contribution</dt><dd>75</dd>" in html

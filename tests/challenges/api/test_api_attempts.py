@@ -45,10 +45,10 @@ def test_seed_example_end_to_end(admin_api, integration_api, anon_api):
     assert body["player"] == "u1"
     assert body["challenge"] == pk
     assert body["details"] == {
-        "success_bonus": 100.0,
-        "rating_bonus": 75.0,
-        "time_penalty": -6.0,
-        "token_penalty": -24.0,
+        "base": 100.0,
+        "rating_contribution": 75.0,
+        "time_penalty": 6.0,
+        "token_penalty": 24.0,
     }
     stored = AttemptScore.objects.get(attempt_id=body["id"])
     assert stored.score == 145.0
