@@ -50,8 +50,8 @@ _WEIGHTED_SQL = """
 INSERT INTO challenges_attemptscore
     (version_id, attempt_id, player_id, created_at, score, sort_key, details, error)
 SELECT %(version)s, id, player_id, created_at, total, -total,
-       jsonb_build_object('success_bonus', b, 'rating_bonus', r,
-                          'time_penalty', 0.0 - t, 'token_penalty', 0.0 - k), ''
+       jsonb_build_object('base', b, 'rating_contribution', r,
+                          'time_penalty', t, 'token_penalty', k), ''
 FROM (
     SELECT id, player_id, created_at, b, r, t, k, GREATEST(b + r - t - k, 0.0) AS total
     FROM (
