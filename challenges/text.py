@@ -18,6 +18,7 @@ from scoring.engine.outcome import Outcome
 BAD_CHAR = re.compile("[\ud800-\udfff\x00]")
 BAD_ESCAPE = re.compile(r"\\u(?:[dD][89abcdefABCDEF][0-9a-fA-F]{2}|0000)")
 SURROGATE = re.compile("[\ud800-\udfff]")
+LINE_BREAK = re.compile("\r\n?")
 REPLACEMENT = "\ufffd"
 
 Path = tuple[str | int, ...]
@@ -93,6 +94,20 @@ def text_clean(value: Any, *, chars: re.Pattern[str] = SURROGATE) -> Any:
         return {text_clean(k, chars=chars): text_clean(v, chars=chars) for k, v in value.items()}
     if isinstance(value, list):
         return [text_clean(v, chars=chars) for v in value]
+    return value
+
+
+def line_breaks_normalised(value: Any) -> Any:
+    """``value`` with every CRLF or lone CR in its text (keys aside) turned into LF. A
+    browser posts a textarea's line breaks as CRLF whatever it showed, so a challenge's
+    text is normalised once, on input (admin, API, files): a save that changes nothing
+    else then changes nothing."""
+    if isinstance(value, str):
+        return LINE_BREAK.sub("\n", value) if "\r" in value else value
+    if isinstance(value, dict):
+        return {k: line_breaks_normalised(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [line_breaks_normalised(v) for v in value]
     return value
 
 

@@ -31,7 +31,7 @@ from challenges.admin import scorers as admin_scorers
 from challenges.ingestion.rules import competition_errors
 from challenges.models import Attempt, Challenge, LateAttempts, ScoringStrategy
 from challenges.setup import services as setup_services
-from challenges.text import SURROGATE, path_label, text_problem
+from challenges.text import SURROGATE, line_breaks_normalised, path_label, text_problem
 from scoring.catalogue import OK, plugins_catalogue
 from scoring.engine import metrics as M
 from scoring.engine import strategies as S
@@ -466,6 +466,8 @@ class ChallengeAdminForm(forms.ModelForm):
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean()
+        # A browser posts textareas' line breaks as CRLF: compared and stored as LF.
+        cleaned.update(line_breaks_normalised(cleaned))
         bad_text = False
         for name, value in list(cleaned.items()):  # JSON escapes can bring them in
             problem = text_problem(value)

@@ -21,6 +21,7 @@ from challenges.ingestion import rules
 from challenges.leaderboards import freeze
 from challenges.models import Challenge, RescoreJob, ScoringVersion
 from challenges.rescoring import jobs as rescoring
+from challenges.text import line_breaks_normalised
 from scoring import services as scoring
 from scoring.engine import strategies as S
 
@@ -42,6 +43,7 @@ def challenge_create(*, data: dict[str, Any], by: Any = None) -> Challenge:
     ``data`` has been validated for types; the scoring setup is validated here.
     Raises ``scoring.SetupInvalid``.
     """
+    data = line_breaks_normalised(data)
     setup = {name: data[name] for name in SETUP_FIELDS if name in data}
     setup.setdefault("scoring_strategy", S.FIRST)
     setup = scoring.setup_validate(setup=setup)
@@ -86,7 +88,9 @@ def challenge_update(
     *, challenge: Challenge, data: dict[str, Any], by: Any = None
 ) -> ChallengeUpdate:
     """Update a challenge. A change of the scoring setup makes a new version and queues
-    its rescore; the active version stays until that rescore is done."""
+    its rescore; the active version stays until that rescore is done. A change that
+    changes nothing (the same values, line breaks aside) writes and records nothing."""
+    data = line_breaks_normalised(data)
     challenge = Challenge.objects.select_for_update().get(pk=challenge.pk)
     before = audit.challenge_values(challenge)
     for name in INFO_FIELDS:
@@ -107,6 +111,9 @@ def challenge_update(
             new_version = ScoringVersion.objects.create_next(
                 challenge=challenge, by=by, reason="setup change"
             )
+    after = audit.challenge_values(challenge)
+    if new_version is None and audit.fields_changed(before, after, tuple(after)) is None:
+        return ChallengeUpdate(challenge, None, None)
     challenge.save()
     if refreeze:
         freeze.frozen_drop(challenge_ids=[challenge.pk])
