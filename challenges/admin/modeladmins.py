@@ -226,9 +226,11 @@ class ChallengeAdmin(admin.ModelAdmin):
 
     def get_deleted_objects(self, objs: Any, request: Any) -> Any:
         deleted, model_count, perms_needed, protected = super().get_deleted_objects(objs, request)
-        # Rescore jobs are history that goes with their challenge: their admin is
-        # read-only (nobody deletes one alone), which must not block deleting a challenge.
+        # Rescore jobs and scoring versions are history that goes with their challenge:
+        # their admins are read-only (nobody deletes one alone), which must not block
+        # deleting a challenge.
         perms_needed.discard(RescoreJob._meta.verbose_name)
+        perms_needed.discard(ScoringVersion._meta.verbose_name)
         return deleted, model_count, perms_needed, protected
 
     # --- the scoring section: Try it, Preview, versions ---------------------------------
@@ -501,6 +503,11 @@ class ScoringVersionAdmin(admin.ModelAdmin):
 
     def has_change_permission(self, request: Any, obj: Any = None) -> bool:
         return False  # history is never rewritten
+
+    def has_delete_permission(self, request: Any, obj: Any = None) -> bool:
+        # Nor deleted: the active one is the board, older ones are what "Make active
+        # again" and the public history read. Versions go with their challenge only.
+        return False
 
 
 class HasErrorFilter(admin.SimpleListFilter):
