@@ -1,4 +1,4 @@
-from django.urls import include, path, re_path
+from django.urls import include, path, re_path, register_converter
 from rest_framework import routers
 from rest_framework.permissions import AllowAny
 from rest_framework.routers import DefaultRouter
@@ -20,6 +20,22 @@ class Router(DefaultRouter):
     APIRootView = APIRootView
 
 
+class ExternalIdConverter:
+    """A player's external id in a path: any text it may hold (docs/words-and-data.md),
+    slashes and line breaks included (``path:`` stops at a newline)."""
+
+    regex = r"[\s\S]+"
+
+    def to_python(self, value: str) -> str:
+        return value
+
+    def to_url(self, value: str) -> str:
+        return value
+
+
+register_converter(ExternalIdConverter, "external_id")
+EXTERNAL_ID = r"(?P<external_id>[\s\S]+)"
+
 router = Router()
 router.register("challenges", api.ChallengeViewSet, basename="challenge")
 router.register("rescore-jobs", api.RescoreJobViewSet, basename="rescore-job")
@@ -34,7 +50,7 @@ urlpatterns = [
     path("challenges/<slug:slug>/leaderboard.csv", views.export_csv, name="export-csv"),
     path("challenges/<slug:slug>/leaderboard.json", views.export_json, name="export-json"),
     path(
-        "challenges/<slug:slug>/players/<path:external_id>/",
+        "challenges/<slug:slug>/players/<external_id:external_id>/",
         player_detail,
         name="player",
     ),
@@ -42,12 +58,12 @@ urlpatterns = [
 api_urlpatterns = [
     # Moderation and the audit trail (challenges/api/competition.py).
     re_path(
-        r"^challenges/(?P<pk>[0-9]+)/players/(?P<external_id>.+)/hide/$",
+        rf"^challenges/(?P<pk>[0-9]+)/players/{EXTERNAL_ID}/hide/$",
         api_competition.PlayerModeration.as_view(hidden=True),
         name="player-hide",
     ),
     re_path(
-        r"^challenges/(?P<pk>[0-9]+)/players/(?P<external_id>.+)/unhide/$",
+        rf"^challenges/(?P<pk>[0-9]+)/players/{EXTERNAL_ID}/unhide/$",
         api_competition.PlayerModeration.as_view(hidden=False),
         name="player-unhide",
     ),
