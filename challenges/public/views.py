@@ -15,7 +15,7 @@ import unicodedata
 from collections.abc import Callable, Iterator
 from datetime import datetime
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 from django.contrib.auth.models import AnonymousUser
 from django.core.cache import cache
@@ -86,6 +86,19 @@ def _board_request(request: HttpRequest) -> dict[str, Any]:
     }
 
 
+def _board_query(request: HttpRequest) -> str:
+    """The query string as the board reads it: page, q and player, defaults left out.
+    What a board is kept under and what its refresh link repeats, so a parameter it
+    does not read (``?utm_source=…``) shows the same page and makes no cache entry."""
+    wanted = _board_request(request)
+    pairs = [
+        ("page", wanted["page"] if wanted["page"] > 1 else ""),
+        ("q", wanted["query"]),
+        ("player", wanted["player"]),
+    ]
+    return urlencode([(name, value) for name, value in pairs if value])
+
+
 def board_rows(
     board: selectors.Board,
     strategy: str,
@@ -149,7 +162,7 @@ class BoardView:
         )
         # Relative times are worded against the minute, so a minute shares one render.
         self.now = timezone.now().replace(second=0, microsecond=0)
-        query_string = request.GET.urlencode()
+        query_string = _board_query(request)
         slug_url = f"/challenges/{challenge.slug}/"  # == reverse("challenges:detail")
         self.detail_url = slug_url
         self.refresh_url = f"{slug_url}board/" + (f"?{query_string}" if query_string else "")
@@ -257,7 +270,7 @@ def _board_html(
     if settled is None:
         return None if ahead else build(board_id)  # BoardView keeps it by its rows
     now = timezone.now()
-    query = request.GET.urlencode()
+    query = _board_query(request)
     parts = (
         challenge.slug,
         challenge.rescoring,
