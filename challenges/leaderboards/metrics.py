@@ -14,12 +14,12 @@ from datetime import datetime
 from typing import Any
 
 from django.core.cache import cache
-from django.db.models import Count, Max
+from django.db.models import Count, Max, Subquery
 from django.db.models.expressions import RawSQL
 from django.db.models.fields.json import KeyTextTransform, KeyTransform
 
 from challenges.leaderboards import exclusions, precision, sql
-from challenges.models import AttemptScore, Challenge, ScoringVersion
+from challenges.models import AttemptScore, AuditEvent, Challenge, ScoringVersion
 from scoring import sandbox
 from scoring.engine import metrics as M
 from scoring.engine import strategies as S
@@ -176,17 +176,28 @@ def python_metric_value(
     scored: Any = None,
 ) -> tuple[Any, str]:
     """(value, error) of a python metric over the version's scores (``scored``: the
-    public ones by default): cached per version and per state of its scores (a new or
-    rescored attempt is a new key)."""
+    public ones by default), cached under what the scores it reads depend on: the
+    version, how many there are and the newest (new attempts), the newest audit event
+    (every hide, unhide or other moderation writes one, whichever challenge it names)
+    and the challenge's ``updated_at`` (a batch run rewrites scores in place and bumps
+    it)."""
     if scored is None:
         scored = exclusions.public_scores(
             AttemptScore.objects.filter(version=version).order_by(),
             challenge_id=version.challenge_id,
         )
-    state = scored.aggregate(n=Count("pk"), last=Max("pk"))
+    last_event = AuditEvent.objects.order_by("-pk").values("pk")[:1]
+    touched = Challenge.objects.filter(pk=version.challenge_id).values("updated_at")[:1]
+    state = scored.aggregate(
+        n=Count("pk"),
+        last=Max("pk"),
+        event=Max(Subquery(last_event)),
+        touched=Max(Subquery(touched)),
+    )
     code = metric["compute_metric_snippet"]
-    digest = hashlib.sha256(code.encode("utf-8", "surrogatepass")).hexdigest()[:16]
-    key = f"podium:pymetric:{version.pk}:{scorer}:{n}:{digest}:{state['n']}:{state['last']}"
+    digest = hashlib.sha256(code.encode("utf-8", "surrogatepass")).hexdigest()
+    parts = (version.pk, scorer, n, digest, *state.values())
+    key = "podium:pymetric:" + hashlib.sha256(repr(parts).encode()).hexdigest()
     cached = cache.get(key)
     if cached is not None:
         return tuple(cached)

@@ -191,3 +191,39 @@ def test_bad_metric_code_is_400_naming_the_metric(admin_api, code, message):
     assert response.status_code == 400
     error = str(response.json()["scorers[0].metrics"])
     assert "metric 1: compute_metric_snippet" in error and message in error
+
+
+PASSED = """\
+def compute_metric(scores):
+    return sum(s["passed"] for s in scores)
+"""
+
+
+def test_a_cached_metric_follows_moderation_with_the_same_counts(admin_api, integration_api):
+    """Issue 28, finding 3: the key was (count of scores, highest score id); hiding one
+    attempt and unhiding another kept both, and the value served was stale."""
+    from django.urls import reverse
+
+    from challenges.models import Attempt
+
+    challenge = make(
+        admin_api, [{"type": "python", "name": "Passed", "compute_metric_snippet": PASSED}]
+    )
+    record(integration_api, challenge, [(1, "ok"), (1, "no"), (1, "ok")])
+    first, second, _ = Attempt.objects.filter(challenge=challenge).order_by("pk")
+
+    def moderate(attempt, hidden):
+        route = "attempt-hide" if hidden else "attempt-unhide"
+        response = admin_api.post(
+            reverse(route, args=[attempt.pk]), {"reason": "test"}, format="json"
+        )
+        assert response.status_code == 200, response.content
+
+    def value():
+        return admin_api.get(metrics_url(challenge.pk)).json()[0]["value"]
+
+    moderate(first, True)
+    assert value() == 1.0  # the failed one and the third
+    moderate(first, False)
+    moderate(second, True)
+    assert value() == 2.0  # same count, same highest id: the first and the third

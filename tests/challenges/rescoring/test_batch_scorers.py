@@ -333,3 +333,29 @@ def test_an_attempt_waiting_for_the_batch_run_is_answered_pending(
     batch_scoring.batch_run(challenge_id=challenge.pk)
     again = post(integration_api, challenge, "p2", "abcd", 1001)
     assert again["score_status"] == "pending"  # this one waits for the next run
+
+
+def test_a_metric_read_while_pending_follows_the_batch_run(admin_api, integration_api, runs_queued):
+    """Issue 28, finding 3: a batch run rewrites scores in place (same count, same ids):
+    a python metric read while they were pending must not be served after it."""
+    from tests.urls import metrics_url
+
+    total = 'def compute_metric(scores):\n    return sum(s.get("length", 0) for s in scores)\n'
+    relative = {
+        **BODY["scorers"][1],
+        "metrics": [{"type": "python", "name": "Total length", "compute_metric_snippet": total}],
+    }
+    body = {**BODY, "scorers": [BODY["scorers"][0], relative]}
+    response = admin_api.post(challenges_url(), body, format="json")
+    assert response.status_code == 201, response.content
+    challenge = Challenge.objects.get(pk=response.json()["id"])
+    post(integration_api, challenge, "a", "abc", 1000)
+    post(integration_api, challenge, "b", "abcdefg", 1001)
+
+    def value():
+        found = admin_api.get(metrics_url(challenge.pk)).json()
+        return next(m["value"] for m in found if m["name"] == "Total length")
+
+    assert value() == 0  # pending: no batch scores yet
+    batch_scoring.batch_run(challenge_id=challenge.pk)
+    assert value() == 10.0
