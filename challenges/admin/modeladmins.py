@@ -37,7 +37,7 @@ from challenges.admin import views as admin_views
 from challenges.admin.competition import AttemptModerationMixin
 from challenges.admin.dashboard import failures_count
 from challenges.admin.forms import ChallengeAdminForm
-from challenges.ingestion import services
+from challenges.ingestion import moderation, services
 from challenges.leaderboards import freeze
 from challenges.leaderboards.metrics import challenge_metrics
 from challenges.models import Attempt, AttemptScore, Challenge, Player, RescoreJob, ScoringVersion
@@ -295,7 +295,7 @@ class ChallengeAdmin(admin.ModelAdmin):
     def reveal_selected(self, request: HttpRequest, queryset: QuerySet[Challenge]) -> None:
         for challenge in queryset:
             try:
-                freeze.board_reveal(challenge=challenge, by=request.user)
+                moderation.challenge_reveal(challenge=challenge, by=request.user)
             except freeze.RevealRefused as exc:
                 self.message_user(request, f"{challenge}: {exc}", messages.WARNING)
             else:

@@ -38,7 +38,7 @@ from challenges.api.serializers import (
     attempts_parse,
 )
 from challenges.api.throttles import AttemptsThrottle
-from challenges.ingestion import idempotency, rules, services
+from challenges.ingestion import idempotency, moderation, rules, services
 from challenges.leaderboards import freeze, precision, selectors
 from challenges.leaderboards.kept import kept_board
 from challenges.leaderboards.metrics import challenge_metrics, public_metrics
@@ -333,7 +333,7 @@ class ChallengeViewSet(BodyCheckedMixin, viewsets.ModelViewSet):
         """End the board freeze (admins): the public sees the live board again. 409 when
         there is nothing to reveal."""
         try:
-            challenge = freeze.board_reveal(challenge=self.get_object(), by=request.user)
+            challenge = moderation.challenge_reveal(challenge=self.get_object(), by=request.user)
         except freeze.RevealRefused as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
         return Response(ChallengeSerializer(challenge).data)

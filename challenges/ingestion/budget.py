@@ -25,7 +25,7 @@ from django.db import transaction
 from django.db.models import Exists, OuterRef
 from django.dispatch import Signal
 
-from challenges.leaderboards import scores
+from challenges.leaderboards import freeze, scores
 from challenges.models import Attempt, AttemptScore, Challenge, ScoringVersion
 from scoring import services as scoring
 from scoring.engine import strategies as S
@@ -153,6 +153,10 @@ def attempts_score_pending(*, challenge_id: int, attempt_ids: Sequence[int] | No
             }
             kept = [a for a in batch if a.pk in stored]  # an attempt deleted meanwhile: none
             scores.entries_upsert(version=version, attempts=kept, rows=[stored[a.pk] for a in kept])
+            if freeze.is_frozen(challenge) and any(
+                a.recorded_at < challenge.freeze_at for a in kept
+            ):  # recorded before the freeze: the frozen board is rebuilt with it
+                freeze.frozen_drop(challenge_ids=[challenge.pk])
         scored += len(batch)
     if scored:
         logger.info(

@@ -20,6 +20,7 @@ from django.db import transaction
 from challenges.audit import Kind, audit_record
 from challenges.leaderboards import exclusions, freeze, scores
 from challenges.models import Attempt, Challenge, Player, PlayerHide, ScoringVersion
+from challenges.rescoring import batch as batch_scoring
 
 REASON_MAX = PlayerHide._meta.get_field("reason").max_length
 
@@ -52,6 +53,10 @@ def _refresh(*, player_ids: list[int], challenge_ids: list[int] | None) -> None:
         touched.add(challenge_id)
     exclusions.rankings_invalidate(challenge_ids=touched)
     freeze.frozen_drop(challenge_ids=touched)  # rebuilt without (or with) them
+    # A batch scorer ranks relative to the ranked set, which this changed: a new run.
+    for challenge in Challenge.objects.filter(pk__in=touched).select_related("active_version"):
+        if batch_scoring.has_batch(challenge.active_version):
+            batch_scoring.batch_request(challenge_id=challenge.pk)
 
 
 def _where(challenge: Challenge | None) -> dict[str, Any]:
@@ -133,3 +138,13 @@ def attempt_set_hidden(*, attempt: Attempt, hidden: bool, reason: str, by: Any =
         reason=reason,
     )
     return attempt
+
+
+def challenge_reveal(*, challenge: Challenge, by: Any = None) -> Challenge:
+    """End the board freeze (``freeze.board_reveal``: raises ``RevealRefused``). A batch
+    scorer ranked relative to the attempts before the freeze until now: it runs again
+    over the whole set."""
+    challenge = freeze.board_reveal(challenge=challenge, by=by)
+    if batch_scoring.has_batch(challenge.active_version):
+        batch_scoring.batch_request(challenge_id=challenge.pk)
+    return challenge

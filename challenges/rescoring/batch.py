@@ -35,7 +35,7 @@ from django.db.models import F, Max
 from django.dispatch import Signal
 from django.utils import timezone
 
-from challenges.leaderboards import scores
+from challenges.leaderboards import exclusions, freeze, scores
 from challenges.models import Attempt, AttemptScore, BatchState, Challenge, ScoringVersion
 from scoring import sandbox
 from scoring import services as scoring
@@ -93,6 +93,18 @@ def _rows(challenge_id: int, last_id: int, arity: int) -> list[tuple[int, Any, s
     return [(r[0], r[1], *(r[2:] if arity == 2 else ("", None))) for r in query]
 
 
+def _ranked_ids(challenge: Challenge, last_id: int) -> set[int]:
+    """The set a batch scorer ranks relative to: the attempts up to ``last_id`` that
+    may rank (no practice, hidden attempt or hidden player's attempt) and, while a
+    freeze holds, only those recorded before it — so nothing after the freeze changes
+    a score the frozen board shows."""
+    attempts = Attempt.objects.filter(challenge_id=challenge.pk, pk__lte=last_id)
+    if freeze.is_frozen(challenge):
+        attempts = attempts.filter(recorded_at__lt=challenge.freeze_at)
+    ranked = exclusions.public_attempts(attempts, challenge_id=challenge.pk)
+    return set(ranked.values_list("pk", flat=True))
+
+
 def _run_scorer(
     version: ScoringVersion, spec: dict[str, Any], rows: list[tuple[int, Any, str, Any]]
 ) -> list[Any]:
@@ -127,7 +139,12 @@ class BatchRun:
 
 
 def _compute(version: ScoringVersion, last_id: int) -> tuple[list[int], dict[str, list[Any]]]:
-    """(attempt ids, {batch scorer key: Results}) for the attempts up to ``last_id``."""
+    """(attempt ids, {batch scorer key: Results}) for the attempts up to ``last_id``.
+
+    One call over the ranked set (``_ranked_ids``); when other attempts exist (practice,
+    hidden, after the freeze), a second call over the set and them, of which only
+    their results are kept: they are scored against the ranked set and change nobody
+    else's score."""
     specs = batch_specs(version.scorers)
     limit = settings.PODIUM_BATCH_MAX_ATTEMPTS
     rows = _rows(version.challenge_id, last_id, 2)
@@ -138,7 +155,21 @@ def _compute(version: ScoringVersion, last_id: int) -> tuple[list[int], dict[str
         )
     if not rows:
         return [], {}
-    return [r[0] for r in rows], {spec["key"]: _run_scorer(version, spec, rows) for spec in specs}
+    ranked_ids = _ranked_ids(version.challenge, last_id)
+    ranked = [r for r in rows if r[0] in ranked_ids]
+    others = [r for r in rows if r[0] not in ranked_ids]
+    results: dict[str, list[Any]] = {}
+    for spec in specs:
+        found: dict[int, Any] = {}
+        if ranked:
+            found.update(
+                zip([r[0] for r in ranked], _run_scorer(version, spec, ranked), strict=True)
+            )
+        if others:
+            extra = _run_scorer(version, spec, ranked + others)[len(ranked) :]
+            found.update(zip([r[0] for r in others], extra, strict=True))
+        results[spec["key"]] = [found[r[0]] for r in rows]
+    return [r[0] for r in rows], results
 
 
 def _write(version: ScoringVersion, ids: list[int], results: dict[str, list[Any]]) -> int:
@@ -149,6 +180,7 @@ def _write(version: ScoringVersion, ids: list[int], results: dict[str, list[Any]
     rank_key = ranking_of(version.scorers, version.rank_by)[0]
     position = {attempt_id: i for i, attempt_id in enumerate(ids)}
     rows = list(AttemptScore.objects.filter(version=version, attempt_id__in=ids))
+    before = {row.attempt_id: row.score for row in rows}
     for row in rows:
         i = position[row.attempt_id]
         score, details, error, qa = row.score, row.details, row.error, row.qa
@@ -169,6 +201,14 @@ def _write(version: ScoringVersion, ids: list[int], results: dict[str, list[Any]
         rows, ["score", "sort_key", "details", "error", "qa", "qa_failed"], batch_size=2000
     )
     scores.entries_rebuild(version=version)
+    challenge = version.challenge
+    if freeze.is_frozen(challenge):
+        # A score of an attempt recorded before the freeze came (or changed): the
+        # frozen board is rebuilt at its next read, with it.
+        changed = [row.attempt_id for row in rows if row.score != before[row.attempt_id]]
+        early = Attempt.objects.filter(pk__in=changed, recorded_at__lt=challenge.freeze_at)
+        if changed and early.exists():
+            freeze.frozen_drop(challenge_ids=[challenge.pk])
     return len(rows)
 
 
