@@ -306,23 +306,45 @@ def _joint_answer(entry: Any) -> tuple[bool, Any, float | None] | None:
 
 _JOINT = """
 
+import copy as _podium_copy
 import time as _podium_time
 
 _podium_scorers = []
 for _podium_key, _podium_source, _podium_arity in _PODIUM_SOURCES:
     _podium_namespace = {{"__name__": "scorer_" + _podium_key}}
     exec(compile(_podium_source, "<scorer " + _podium_key + ">", "exec"), _podium_namespace)
-    _podium_scorers.append((_podium_key, _podium_namespace["compute_scores"], _podium_arity))
+    _podium_scorers.append(
+        (_podium_key, _podium_namespace["compute_scores"], _podium_arity, _podium_namespace)
+    )
 del _podium_key, _podium_source, _podium_arity, _podium_namespace
+
+
+def _podium_own(solver_output):
+    # A scorer's own copy of the solver output: nothing it changes reaches another.
+    if solver_output is None:
+        return None
+    metrics = solver_output.metrics
+    return type(solver_output)(
+        solver_output.output,
+        _podium_copy.deepcopy(solver_output.messages),
+        dict(metrics) if metrics is not None else None,
+    )
 
 
 {kw}def compute_scores(sample, solver_output=None):
     answers = {{}}
-    for key, function, arity in _podium_scorers:
+    metrics = globals().get("attempt_metrics") or {{}}
+    for key, function, arity, namespace in _podium_scorers:
         started = _podium_time.perf_counter()
         try:
-            own = dict(sample)  # a scorer that changes its sample changes no other's
-            result = function(own) if arity == 1 else function(own, solver_output)
+            # Each scorer its own deep copies: a scorer that changes its sample, the
+            # solver output or the metrics changes no other's.
+            own = _podium_copy.deepcopy(sample)
+            namespace["attempt_metrics"] = dict(metrics)
+            if arity == 1:
+                result = function(own)
+            else:
+                result = function(own, _podium_own(solver_output))
             if {is_async} and hasattr(result, "__await__"):
                 result = {aw}result
             answers[key] = [0, result, (_podium_time.perf_counter() - started) * 1000.0]

@@ -288,3 +288,52 @@ def test_version_history_summarises_and_diffs_the_list():
     )
     assert any("Rome" in line for line in changes["Scorer first code"].lines)
     assert changes["Ranking score"].after == "first.words"
+
+
+MEDDLER = """\
+def compute_scores(sample, solver_output):
+    sample["nested"]["answer"] = "changed"
+    solver_output.metrics["rating"] = 0
+    solver_output.messages.append({"role": "meddler"})
+    return {"meddled": 1.0}
+"""
+READER = """\
+def compute_scores(sample, solver_output):
+    return {
+        "nested": float(sample["nested"]["answer"] == "kept"),
+        "rating": float(solver_output.metrics["rating"]),
+        "messages": float(len(solver_output.messages)),
+        "global_rating": float(attempt_metrics["rating"]),
+    }
+"""
+
+
+def test_scorers_of_a_list_share_nothing_and_read_attempt_metrics(admin_api, integration_api):
+    """Issue 28, finding 11: each scorer gets its own deep copy of the sample and of the
+    solver output (metrics and messages included), and the documented module global
+    ``attempt_metrics`` is defined for every scorer of a list."""
+    challenge = create(
+        admin_api,
+        scorers=[
+            {"key": "meddler", "compute_scores_snippet": MEDDLER},
+            {"key": "reader", "compute_scores_snippet": READER},
+        ],
+        rank_by="reader.nested",
+    )
+    body = {
+        "player": "p",
+        "succeeded": True,
+        "rating": 7,
+        "sample": {"nested": {"answer": "kept"}},
+        "messages": [{"role": "user", "content": "hi"}],
+    }
+    response = integration_api.post(attempts_url(challenge.pk), body, format="json")
+    assert response.status_code == 201, response.content
+    details = response.json()["details"]
+    assert response.json()["score"] == 1.0, details
+    assert details["scores"] == {
+        "nested": 1.0,
+        "rating": 7.0,
+        "messages": 1.0,
+        "global_rating": 7.0,
+    }
