@@ -9,6 +9,7 @@ from typing import Any
 from django.db import IntegrityError
 from django.http import HttpResponse
 from django.utils import timezone
+from django.utils.cache import patch_cache_control, patch_vary_headers
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
     OpenApiParameter,
@@ -286,8 +287,17 @@ class ChallengeViewSet(BodyCheckedMixin, viewsets.ModelViewSet):
                 (sorted(params.items()),),
                 lambda: JSONRenderer().render(_leaderboard_read(challenge, params, board_id)),
             )
-            return HttpResponse(content, content_type="application/json")
-        return Response(_leaderboard_read(challenge, params, board_id))
+            response = HttpResponse(content, content_type="application/json")
+        else:
+            response = Response(_leaderboard_read(challenge, params, board_id))
+        # The answer depends on who asks (staff read the live board during a freeze, and
+        # inactive challenges): a shared cache must key it by the credentials, and never
+        # keep a view the public may not see.
+        patch_vary_headers(response, ("Authorization", "Cookie"))
+        live_in_freeze = freeze.is_frozen(challenge) and board_id == challenge.active_version_id
+        if live_in_freeze or not challenge.is_active:
+            patch_cache_control(response, private=True)
+        return response
 
     @extend_schema(
         responses={
