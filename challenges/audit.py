@@ -27,6 +27,7 @@ class Kind:
 
     CHALLENGE_CREATE = "challenge_create"
     CHALLENGE_EDIT = "challenge_edit"  # name, slug, description, visibility, identifiers
+    CHALLENGE_DELETE = "challenge_delete"  # with its attempts, versions and boards
     SCORING_CHANGE = "scoring_change"  # a new scoring version
     RESCORE_START = "rescore_start"
     RESCORE_CANCEL = "rescore_cancel"
@@ -39,11 +40,14 @@ class Kind:
     PLAYER_UNHIDE = "player_unhide"
     ATTEMPT_HIDE = "attempt_hide"
     ATTEMPT_UNHIDE = "attempt_unhide"
+    ATTEMPT_DELETE = "attempt_delete"
+    PLAYER_RENAME = "player_rename"  # an admin's edit of a display name
     IMPORT = "import"
 
     ALL = (
         CHALLENGE_CREATE,
         CHALLENGE_EDIT,
+        CHALLENGE_DELETE,
         SCORING_CHANGE,
         RESCORE_START,
         RESCORE_CANCEL,
@@ -56,6 +60,8 @@ class Kind:
         PLAYER_UNHIDE,
         ATTEMPT_HIDE,
         ATTEMPT_UNHIDE,
+        ATTEMPT_DELETE,
+        PLAYER_RENAME,
         IMPORT,
     )
 

@@ -20,6 +20,7 @@ from django.contrib import admin, messages
 from django.contrib.admin.options import IncorrectLookupParameters
 from django.contrib.admin.utils import unquote
 from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import transaction
 from django.db.models import OuterRef, QuerySet
 from django.http import (
     Http404,
@@ -32,6 +33,7 @@ from django.urls import path, reverse
 from django.utils.html import format_html
 from django.utils.text import Truncator
 
+from challenges import audit
 from challenges.admin import qa
 from challenges.admin import views as admin_views
 from challenges.admin.competition import AttemptModerationMixin
@@ -223,6 +225,13 @@ class ChallengeAdmin(admin.ModelAdmin):
 
     def save_related(self, request: Any, form: Any, formsets: Any, change: bool) -> None:
         pass  # no related objects are edited here
+
+    def delete_model(self, request: HttpRequest, obj: Challenge) -> None:
+        setup_services.challenge_delete(challenge=obj, by=request.user)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Challenge]) -> None:
+        for challenge in queryset:
+            setup_services.challenge_delete(challenge=challenge, by=request.user)
 
     def get_deleted_objects(self, objs: Any, request: Any) -> Any:
         deleted, model_count, perms_needed, protected = super().get_deleted_objects(objs, request)
@@ -421,6 +430,20 @@ class PlayerAdmin(admin.ModelAdmin):
     list_display = ["display_name", "external_id", "created_at"]
     search_fields = ["display_name", "external_id"]
 
+    def save_model(self, request: HttpRequest, obj: Player, form: Any, change: bool) -> None:
+        with transaction.atomic():
+            if change and "display_name" in form.changed_data:
+                audit.audit_record(
+                    kind=audit.Kind.PLAYER_RENAME,
+                    by=request.user,
+                    before={
+                        "player": obj.external_id,
+                        "display_name": form.initial["display_name"],
+                    },
+                    after={"player": obj.external_id, "display_name": obj.display_name},
+                )
+            super().save_model(request, obj, form, change)
+
 
 @admin.register(Attempt)
 class AttemptAdmin(AttemptModerationMixin, admin.ModelAdmin):
@@ -458,10 +481,10 @@ class AttemptAdmin(AttemptModerationMixin, admin.ModelAdmin):
     # Leaderboard entries are a cache without foreign-key constraints: deleting attempts
     # goes through the service that recomputes the entries that pointed at them.
     def delete_model(self, request: HttpRequest, obj: Attempt) -> None:
-        services.attempts_delete(attempts=Attempt.objects.filter(pk=obj.pk))
+        services.attempts_delete(attempts=Attempt.objects.filter(pk=obj.pk), by=request.user)
 
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Attempt]) -> None:
-        services.attempts_delete(attempts=queryset)
+        services.attempts_delete(attempts=queryset, by=request.user)
 
 
 @admin.register(ScoringVersion)

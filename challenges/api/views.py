@@ -167,6 +167,9 @@ class ChallengeViewSet(BodyCheckedMixin, viewsets.ModelViewSet):
             ) from exc
         serializer.instance = result.challenge
 
+    def perform_destroy(self, instance: Any) -> None:
+        setup_services.challenge_delete(challenge=instance, by=self.request.user)
+
     @extend_schema(
         request=PolymorphicProxySerializer(
             component_name="AttemptOrAttempts",

@@ -17,6 +17,7 @@ from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
+from challenges import audit
 from challenges.ingestion import rules
 from challenges.ingestion.budget import PENDING, ScoringBudget, pending_enqueue, score_status
 from challenges.leaderboards import ranking, scores, sql
@@ -159,13 +160,28 @@ def _versions_to_score(challenge_id: int) -> tuple[int | None, list[ScoringVersi
 ATTEMPTS_DELETE_BATCH = 500
 
 
+AUDITED_IDS = 1000  # attempt ids an attempt_delete event lists (with the full count)
+
+
 @transaction.atomic
-def attempts_delete(*, attempts: QuerySet[Attempt]) -> int:
+def attempts_delete(*, attempts: QuerySet[Attempt], by: Any = None) -> int:
     """Delete attempts with their scores, and recompute the leaderboard entries that
     pointed at them (the next-best attempt of that player takes the place, or none).
     Returns how many attempts were deleted. Use this, not ``QuerySet.delete()``: entries
-    are a cache without a foreign-key constraint, so nothing else repairs them."""
+    are a cache without a foreign-key constraint, so nothing else repairs them. One
+    ``attempt_delete`` audit event per challenge says which were deleted, and by whom."""
     ids = list(attempts.values_list("pk", flat=True))
+    by_challenge: dict[int, list[int]] = {}
+    for pk, challenge_id in Attempt.objects.filter(pk__in=ids).values_list("pk", "challenge_id"):
+        by_challenge.setdefault(challenge_id, []).append(pk)
+    for challenge in Challenge.objects.filter(pk__in=by_challenge):
+        gone = sorted(by_challenge[challenge.pk])
+        audit.audit_record(
+            kind=audit.Kind.ATTEMPT_DELETE,
+            by=by,
+            challenge=challenge,
+            before={"attempts": len(gone), "ids": gone[:AUDITED_IDS]},
+        )
     deleted = 0
     for start in range(0, len(ids), ATTEMPTS_DELETE_BATCH):
         batch = ids[start : start + ATTEMPTS_DELETE_BATCH]

@@ -133,3 +133,16 @@ def challenge_rescore(*, challenge: Challenge, by: Any = None) -> RescoreJob:
     """Rescore the challenge's current setup: ``rescore_start`` plans the chunks, then
     makes the version holding the setup and the job under the challenge lock."""
     return rescoring.rescore_start(challenge=challenge, by=by)
+
+
+@transaction.atomic
+def challenge_delete(*, challenge: Challenge, by: Any = None) -> None:
+    """Delete a challenge with its attempts, versions and boards; a ``challenge_delete``
+    audit event keeps what it was (the trail outlives the challenge)."""
+    audit.audit_record(
+        kind=audit.Kind.CHALLENGE_DELETE,
+        by=by,
+        challenge=challenge,
+        before={**audit.challenge_values(challenge), "attempts": challenge.attempts.count()},
+    )
+    challenge.delete()
