@@ -2,7 +2,9 @@
 
 Authenticated users (integrators, admins) discover the strategies and the registered
 plugins: id, name, description, entrypoint and aliases, config schema with defaults,
-whether it runs isolated, and its status (``ok``, or ``broken`` with the error)."""
+whether it runs isolated, and its status (``ok``, or ``broken`` with the error: staff and
+admins read why; an integration token reads only that it is broken, since the error of
+an import can name the server's paths)."""
 
 from __future__ import annotations
 
@@ -15,7 +17,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from challenges.permissions import is_staff_member
 from scoring.catalogue import scorer_catalogue
+
+HIDDEN_ERROR = "This plugin cannot be loaded; staff and admins can see why."
 
 
 class StrategySerializer(serializers.Serializer):
@@ -63,4 +68,8 @@ class ScorerCatalogueView(APIView):
                 {k: v for k, v in asdict(e).items() if k != "kind"} for e in catalogue["plugins"]
             ],
         }
+        if not is_staff_member(request.user):
+            for plugin in data["plugins"]:
+                if plugin["error"]:
+                    plugin["error"] = HIDDEN_ERROR
         return Response(CatalogueSerializer(data).data)

@@ -102,6 +102,13 @@ def test_scorer_check_exit_status_on_the_command_line():
     assert "score=146.0" in fine.stdout
 
 
+@pytest.mark.parametrize("value", ["-1", "0", "60001", "soon"])
+def test_scorer_check_refuses_a_timeout_out_of_range(value):
+    """Issue 28, finding 12: -1 or 0 ran the plugin into a traceback."""
+    with pytest.raises(CommandError, match="--timeout-ms"):
+        call_command("scorer_check", "builtin.weighted_scorer", f"--timeout-ms={value}")
+
+
 # --- the public test helper --------------------------------------------------------------
 def test_score_attempt_with_the_guides_plugin_as_an_entrypoint_or_a_class():
     from tests.guides.custom import MyCustomScorer

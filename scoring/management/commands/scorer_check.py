@@ -13,6 +13,7 @@ invalid.
 
 from __future__ import annotations
 
+import argparse
 import json
 import time
 from typing import Any
@@ -21,6 +22,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from scoring.engine.protocol import (
     MAX_METRIC,
+    MAX_TIMEOUT_MS,
     METRIC_KEYS,
     AttemptMetrics,
     ConfigError,
@@ -29,6 +31,18 @@ from scoring.engine.protocol import (
 )
 from scoring.engine.runner import ScoringSetup, build_scorer
 from scoring.registry import registry
+
+def _timeout_ms(text: str) -> int:
+    """``--timeout-ms``: a whole number of milliseconds a scorer may take (as the admin
+    and the API accept), refused by argparse's usage error otherwise."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if not 1 <= value <= MAX_TIMEOUT_MS:
+        raise argparse.ArgumentTypeError(f"{value} is not between 1 and {MAX_TIMEOUT_MS:,} ms")
+    return value
+
 
 NOW_MS = 1_767_225_600_000  # 2026-01-01T00:00:00Z: a fixed "now" keeps runs comparable
 EDGE_CASES: list[tuple[str, dict[str, Any]]] = [
@@ -86,7 +100,12 @@ class Command(BaseCommand):
         parser.add_argument("plugin_id")
         parser.add_argument("--config", help="The plugin config (a JSON object).")
         parser.add_argument("--metrics", help="Extra attempts: a JSON object or a list.")
-        parser.add_argument("--timeout-ms", type=int, default=5000)
+        parser.add_argument(
+            "--timeout-ms",
+            type=_timeout_ms,
+            default=5000,
+            help=f"the scorer's time per attempt, 1 to {MAX_TIMEOUT_MS:,} ms (default 5000)",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         plugin_id = options["plugin_id"]

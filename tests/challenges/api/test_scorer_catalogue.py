@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+
+from challenges.api.scorers import HIDDEN_ERROR
 from django.core.management import call_command
 from django.urls import reverse
 
@@ -73,15 +75,26 @@ def test_a_broken_plugin_is_a_warning_and_the_site_starts(broken, db, client, ca
     assert client.get(reverse("challenges:home")).status_code == 200
 
 
-def test_the_catalogue_shows_broken_plugins_with_their_error(broken, integration_api):
-    plugins = {
-        p["id"]: p for p in integration_api.get(reverse("scorer-catalogue")).json()["plugins"]
-    }
+@pytest.mark.parametrize("client_name", ["admin_api", "staff_api"])
+def test_the_catalogue_shows_staff_broken_plugins_with_their_error(request, broken, client_name):
+    api = request.getfixturevalue(client_name)
+    plugins = {p["id"]: p for p in api.get(reverse("scorer-catalogue")).json()["plugins"]}
 
     assert plugins["acme.raises"]["status"] == "broken"
     assert "boom at import" in plugins["acme.raises"]["error"]
     assert plugins["acme.malformed"]["status"] == "broken"
     assert plugins["acme.const"]["status"] == "ok"
+
+
+def test_an_integration_token_reads_that_a_plugin_is_broken_not_why(broken, integration_api):
+    """Issue 28, finding 12: an import's error can name the server's paths."""
+    plugins = {
+        p["id"]: p for p in integration_api.get(reverse("scorer-catalogue")).json()["plugins"]
+    }
+    assert plugins["acme.raises"]["status"] == "broken"
+    assert plugins["acme.raises"]["error"] == HIDDEN_ERROR
+    assert "boom" not in str(plugins) and "/" not in plugins["acme.malformed"]["error"]
+    assert plugins["acme.const"]["error"] == ""
 
 
 def test_the_admin_shows_a_broken_plugin_with_its_error(broken, admin_client):
