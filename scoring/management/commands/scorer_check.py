@@ -32,6 +32,7 @@ from scoring.engine.protocol import (
 from scoring.engine.runner import ScoringSetup, build_scorer
 from scoring.registry import registry
 
+
 def _timeout_ms(text: str) -> int:
     """``--timeout-ms``: a whole number of milliseconds a scorer may take (as the admin
     and the API accept), refused by argparse's usage error otherwise."""

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import pytest
-
-from challenges.api.scorers import HIDDEN_ERROR
 from django.core.management import call_command
 from django.urls import reverse
 
+from challenges.api.scorers import HIDDEN_ERROR
 from challenges.models import Challenge, ScoringVersion
 from tests.factories import make_challenge
 from tests.urls import admin_url, attempts_url, challenges_url
