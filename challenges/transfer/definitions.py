@@ -35,16 +35,19 @@ from __future__ import annotations
 import copy
 import os
 import re
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
+from django.conf import settings
 from django.db import IntegrityError, transaction
 
 from challenges import fieldsets
 from challenges.models import Challenge, RescoreJob, ScoringVersion
 from challenges.setup import services
+from challenges.text import text_problem
 from scoring import services as scoring
 from scoring.engine import strategies as S
 from scoring.engine.snippet import MAX_CODE_CHARS
@@ -93,6 +96,7 @@ class _Loader(yaml.SafeLoader):
     folder: Path
     source: str
     included: dict[int, str]  # id of the constructed text → the file it came from
+    included_bytes: int  # of every !include so far: bounded like a request's body
 
     def compose_node(self, parent: Any, index: Any) -> Any:
         if self.check_event(yaml.AliasEvent):
@@ -124,12 +128,25 @@ def _include(loader: _Loader, node: yaml.Node) -> str:
             text = f.read()
     except UnicodeDecodeError:
         raise DefinitionInvalid(f"{where}: !include {name!r} is not UTF-8 text") from None
+    loader.included_bytes += len(text.encode("utf-8", "surrogatepass"))
+    limit = settings.PODIUM_MAX_BODY_BYTES
+    if loader.included_bytes > limit:
+        raise DefinitionInvalid(
+            f"{where}: the included files add up to over {limit:,} bytes "
+            "(PODIUM_MAX_BODY_BYTES, the API's body limit)"
+        )
     text = str(text)  # a distinct object, so its origin can be told apart below
     loader.included[id(text)] = name
     return text
 
 
 _Loader.add_constructor("!include", _include)
+# JSON has no dates: a date-looking value stays the text it is (a constructed date made
+# a traceback wherever it was stored).
+_Loader.yaml_implicit_resolvers = {
+    first: [(tag, found) for tag, found in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
 
 
 def _lines(node: yaml.Node, path: str, out: dict[str, int]) -> None:
@@ -208,6 +225,7 @@ def definition_load(*, path: str | Path) -> Definition:
     loader.folder = path.parent
     loader.source = source
     loader.included = {}
+    loader.included_bytes = 0
     try:
         node = loader.get_single_node()
         if node is None:
@@ -239,6 +257,14 @@ def definition_load(*, path: str | Path) -> Definition:
             f"{Definition(source, {}, {}, lines, included).where(field)}: {message}"
         )
 
+    problem = text_problem(data)
+    if problem is not None:
+        where, what = problem
+        field = "".join(
+            f"[{part}]" if isinstance(part, int) else (f".{part}" if i else str(part))
+            for i, part in enumerate(where)
+        )
+        raise fail(field, f"text must be valid Unicode: {what}")
     if not isinstance(data, dict):
         raise DefinitionInvalid(f"{source}: a mapping of name, slug, … and definition")
     allowed = (*INFO_KEYS, "definition")
@@ -335,7 +361,14 @@ class _Dumper(yaml.SafeDumper):
     pass
 
 
+# Read as line breaks by YAML in a block or plain scalar (and so turned into "\n" on the
+# way back): text holding one is written double-quoted, where they are escapes.
+_OTHER_BREAKS = re.compile("[\r\x85\u2028\u2029]")
+
+
 def _text(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
+    if _OTHER_BREAKS.search(value):
+        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style='"')
     if "\n" in value:
         return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|")
     return dumper.represent_scalar("tag:yaml.org,2002:str", value)
@@ -415,10 +448,20 @@ def definition_of(*, challenge: Challenge) -> tuple[dict[str, Any], dict[str, st
 
 
 def _write(path: Path, text: str) -> None:
-    partial = path.with_name(path.name + ".partial")
-    with partial.open("w", encoding="utf-8", newline="") as f:
+    """Write ``text`` to ``path`` whole or not at all: into a new file of a random name
+    made in the same folder (never an existing one, nor through a link planted there),
+    then renamed over the path."""
+    with tempfile.NamedTemporaryFile(
+        "w",
+        encoding="utf-8",
+        newline="",
+        dir=path.parent,
+        prefix=f".{path.name}.",
+        suffix=".partial",
+        delete=False,
+    ) as f:
         f.write(text)
-    partial.replace(path)
+    os.replace(f.name, path)
 
 
 def challenge_dump(*, challenge: Challenge, directory: str | Path) -> list[Path]:
