@@ -11,7 +11,10 @@ The format (one JSON object per line, ``type`` first):
 Scores are not exported: they follow from the attempts and the versions. An import
 scores the attempts under the exported active version (a rescore job) and makes it
 active when done; other versions are scored if they are made active again. When
-attempts were recorded is not kept (``recorded_at`` is the import's time).
+attempts were recorded (``recorded_at``, the server's time, which a freeze goes by) and
+when the board was revealed (``revealed_at``) are kept, so a frozen or revealed
+challenge imports with the same public board; files without them (older exports) take
+the import's time and no reveal.
 """
 
 from __future__ import annotations
@@ -63,6 +66,7 @@ def challenge_export(*, challenge: Challenge) -> Iterator[dict[str, Any]]:
         **challenge.setup_dict(),
         "active_version": active,
         "created_at": _iso(challenge.created_at),
+        "revealed_at": _iso(challenge.revealed_at),
     }
     versions = challenge.versions.select_related("created_by").order_by("number")
     for v in versions:
@@ -88,6 +92,7 @@ def challenge_export(*, challenge: Challenge) -> Iterator[dict[str, Any]]:
             "sample": a.sample,
             "output": a.output,
             "messages": a.messages,
+            "recorded_at": _iso(a.recorded_at),
             # Only when set: files without them (older exports) import as before.
             **{flag: True for flag in MODERATION_FLAGS if getattr(a, flag)},
         }
@@ -167,6 +172,7 @@ def _challenge_from(line_no: int, item: dict[str, Any], slug: str | None) -> tup
     del data["type"]
     active = data.pop("active_version", None)
     created_at = _datetime(line_no, "created_at", data.pop("created_at", None), required=True)
+    revealed_at = _datetime(line_no, "revealed_at", data.pop("revealed_at", None), required=False)
     if slug is not None:
         data["slug"] = slug
     checked = ChallengeSerializer(data=data)
@@ -175,6 +181,9 @@ def _challenge_from(line_no: int, item: dict[str, Any], slug: str | None) -> tup
     values = checked.validated_data
     setup = _setup(line_no, values)
     challenge = Challenge(**{k: values[k] for k in INFO_FIELDS if k in values}, **setup)
+    if revealed_at is not None and challenge.freeze_at is None:
+        raise _fail(line_no, "revealed_at: only with a freeze_at.")
+    challenge.revealed_at = revealed_at
     return challenge, (active, created_at)
 
 
@@ -207,11 +216,15 @@ def _version_from(
     return version, made
 
 
-def _attempt_from(line_no: int, item: dict[str, Any]) -> tuple[AttemptInput, dict[str, bool]]:
-    data = {k: v for k, v in item.items() if k != "type" and k not in MODERATION_FLAGS}
-    flags = {flag: item[flag] for flag in MODERATION_FLAGS if flag in item}
+def _attempt_from(line_no: int, item: dict[str, Any]) -> tuple[AttemptInput, dict[str, Any]]:
+    kept = (*MODERATION_FLAGS, "recorded_at")
+    data = {k: v for k, v in item.items() if k != "type" and k not in kept}
+    flags: dict[str, Any] = {flag: item[flag] for flag in MODERATION_FLAGS if flag in item}
     if any(type(value) is not bool for value in flags.values()):
         raise _fail(line_no, "practice, hidden: true or false.")
+    recorded = _datetime(line_no, "recorded_at", item.get("recorded_at"), required=False)
+    if recorded is not None:
+        flags["recorded_at"] = recorded
     checked = AttemptInSerializer(data=data)
     if not checked.is_valid():
         raise _fail(line_no, _field_errors(checked.errors))
@@ -226,9 +239,18 @@ def _attempts_write(challenge: Challenge, batch: list[tuple[AttemptInput, dict]]
     for item, flags in batch:
         attempt = attempt_build(challenge=challenge, item=item, player=players[item.player])
         for flag, value in flags.items():
-            setattr(attempt, flag, value)
+            if flag != "recorded_at":
+                setattr(attempt, flag, value)
         attempts.append(attempt)
     Attempt.objects.bulk_create(attempts)
+    # recorded_at is set on insert (auto_now_add): the exported times are written after.
+    timed = []
+    for attempt, (_, flags) in zip(attempts, batch, strict=True):
+        if "recorded_at" in flags:
+            attempt.recorded_at = flags["recorded_at"]
+            timed.append(attempt)
+    if timed:
+        Attempt.objects.bulk_update(timed, ["recorded_at"], batch_size=ATTEMPT_BATCH)
 
 
 def challenge_import(

@@ -173,3 +173,33 @@ def test_export_to_stdout_streams_json_lines(capsys):
     call_command("export_challenge", c.slug)
     out = capsys.readouterr().out.splitlines()
     assert [json.loads(line)["type"] for line in out] == ["challenge", "version", "attempt"]
+
+
+@pytest.mark.parametrize("revealed", [False, True], ids=["frozen", "revealed"])
+def test_a_frozen_or_revealed_challenge_round_trips(challenge, tmp_path, anon_api, revealed):
+    """Issue 28, finding 4: recording times became the import's time (every attempt
+    after the freeze: an empty frozen board) and revealed_at was not carried."""
+    from django.utils import timezone
+
+    from challenges.models import Attempt
+    from tests.urls import leaderboard_url
+
+    late = timezone.now() + timedelta(seconds=5)
+    Challenge.objects.filter(pk=challenge.pk).update(
+        freeze_at=timezone.now(), revealed_at=late if revealed else None
+    )
+    recorded = list(challenge.attempts.order_by("pk").values_list("recorded_at", flat=True))
+    public = anon_api.get(leaderboard_url(challenge.pk)).json()
+    assert public["count"] == 3
+    path = export(challenge.slug, tmp_path)
+    Challenge.objects.filter(pk=challenge.pk).delete()
+    call_command("import_challenge", str(path), stdout=open("/dev/null", "w"))
+    imported = Challenge.objects.get(slug=challenge.slug)
+    assert imported.revealed_at == (late if revealed else None)
+    assert [
+        a.recorded_at for a in Attempt.objects.filter(challenge=imported).order_by("pk")
+    ] == recorded
+    again = anon_api.get(leaderboard_url(imported.pk)).json()
+    assert [(r["player"], r["score"]) for r in again["results"]] == [
+        (r["player"], r["score"]) for r in public["results"]
+    ]
