@@ -18,9 +18,11 @@ from django.db.models import (
     Exists,
     F,
     OuterRef,
+    Q,
     QuerySet,
     Subquery,
 )
+from django.db.models.functions import Least
 
 from challenges.leaderboards import ranking as R
 from challenges.leaderboards import sql
@@ -30,6 +32,7 @@ from challenges.models import (
     Challenge,
     LeaderboardEntry,
     LeaderboardRanking,
+    PlayerHide,
     ScoringVersion,
 )
 
@@ -57,11 +60,23 @@ def challenge_list(*, include_inactive: bool = False) -> QuerySet[Challenge]:
     return qs if include_inactive else qs.filter(is_active=True)
 
 
-def _latest_attempt(field_name: str) -> Subquery:
-    """The newest attempt by the time it was made (not the last one inserted: a
-    backdated import comes after newer attempts); the (challenge, created_at) index."""
-    latest = Attempt.objects.filter(challenge=OuterRef("pk")).order_by("-created_at", "-id")
-    return Subquery(latest.values(field_name)[:1])
+def _latest_public_attempt() -> Subquery:
+    """The time the newest attempt the public may see was made (not the last one
+    inserted: a backdated import comes after newer attempts; the (challenge, created_at)
+    index), but never after it was recorded: a client's chosen created_at of 2100 is
+    activity now, not in the future. Practice, hidden attempts and hidden players'
+    attempts are no public activity."""
+    hides = PlayerHide.objects.filter(
+        Q(challenge_id=OuterRef(OuterRef("pk"))) | Q(challenge__isnull=True),
+        player_id=OuterRef("player_id"),
+    )
+    latest = (
+        Attempt.objects.filter(challenge=OuterRef("pk"), practice=False, hidden=False)
+        .exclude(Exists(hides))
+        .order_by("-created_at", "-id")
+        .annotate(made=Least("created_at", "recorded_at"))
+    )
+    return Subquery(latest.values("made")[:1])
 
 
 def challenge_cards() -> list[Challenge]:
@@ -76,7 +91,7 @@ def challenge_cards() -> list[Challenge]:
         challenge_list().annotate(
             leader_name=Subquery(leader.values("player__display_name")[:1]),
             leader_score=Subquery(leader.values("score")[:1]),
-            last_activity=_latest_attempt("created_at"),
+            last_activity=_latest_public_attempt(),
         )
     )
     counts = rankings_entries(version_ids=[c.active_version_id for c in challenges])

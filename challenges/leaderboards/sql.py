@@ -521,6 +521,9 @@ SELECT c.id, c.updated_at, c.active_version_id,
        EXISTS (SELECT 1 FROM {JOB} j WHERE j.challenge_id = c.id
                AND j.status IN ('queued', 'running')) AS rescoring,
        (SELECT a.recorded_at FROM {ATTEMPT} a WHERE a.challenge_id = c.id
+        AND NOT (a.practice OR a.hidden)
+        AND NOT EXISTS (SELECT 1 FROM {HIDE} h WHERE h.player_id = a.player_id
+                        AND (h.challenge_id IS NULL OR h.challenge_id = c.id))
         ORDER BY a.id DESC LIMIT 1) AS last_activity,
        r.token, r.stale,
        EXISTS (SELECT 1 FROM {ENTRY} e WHERE e.version_id = c.active_version_id
@@ -532,7 +535,9 @@ WHERE c.slug = %s AND c.is_active
 
 def challenge_probe(slug: str) -> tuple[Any, ...] | None:
     """(id, updated_at, active_version_id, rescoring, last_activity, token, stale,
-    changed) of an active challenge by slug."""
+    changed) of an active challenge by slug; ``last_activity`` is when the newest
+    attempt the public may see was recorded (no practice, hidden attempt or hidden
+    player's: they change nothing the public sees)."""
     return fetch_one(_PROBE, [slug], datetimes=(1, 4), booleans=(3, 6, 7))
 
 
