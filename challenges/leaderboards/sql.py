@@ -404,6 +404,22 @@ def versions_to_score(challenge_id: int) -> list[ScoringVersion]:
     return list(ScoringVersion.objects.raw(_VERSIONS_TO_SCORE, [challenge_id]))
 
 
+# When the two newest attempts of a version's challenge were recorded: whether the newest
+# came after a quiet spell (an idle board) or amid others (steady ingestion); ranking.py.
+# Two rows from the newest back, on the (challenge, id) index.
+_LAST_TWO_RECORDED = f"""
+SELECT a.recorded_at FROM {ATTEMPT} a
+WHERE a.challenge_id = (SELECT v.challenge_id FROM {VERSION} v WHERE v.id = %s)
+ORDER BY a.id DESC LIMIT 2
+"""  # noqa: S608 - our tables
+
+
+def last_two_recorded(version_id: int) -> list[datetime]:
+    """When the newest two attempts of the version's challenge were recorded, newest
+    first (fewer when it has fewer)."""
+    return [row[0] for row in fetch(_LAST_TWO_RECORDED, [version_id], datetimes=(0,))]
+
+
 def version_ids_to_score(challenge_id: int) -> list[tuple[int, int | None]]:
     """What ``versions_to_score`` finds, as (version id, active version id) rows, without
     loading the versions."""
