@@ -493,6 +493,9 @@ class RescoreChunk(models.Model):
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     scored = models.PositiveIntegerField(default=0)
     failed = models.PositiveIntegerField(default=0)
+    # Attempts of the chunk counted into its job's ``processed`` as their batches were
+    # written (progress moves with each batch); made exact when the chunk is done.
+    partial = models.PositiveIntegerField(default=0)
 
     class Meta:
         ordering = ["job", "number"]

@@ -29,6 +29,7 @@ from challenges.admin import preview
 from challenges.admin import scorers as admin_scorers
 from challenges.models import RescoreJob
 from challenges.permissions import is_staff_member
+from challenges.rescoring import jobs as rescoring
 from challenges.setup import versions
 
 FRAGMENT_TEMPLATE = "admin/challenges/rescorejob/progress.html"
@@ -69,16 +70,13 @@ def job_progress(job: RescoreJob, *, now: datetime | None = None) -> JobProgress
     percent = min(100, job.processed * 100 // job.total) if job.total else 0
     if job.status == RescoreJob.Status.SUCCEEDED:
         percent = 100
-    elapsed = rate = eta = None
-    if job.started_at is not None:
-        end = job.finished_at if job.finished_at and not job.is_active else now
-        elapsed = max(0.0, (end - job.started_at).total_seconds())
-        if elapsed > 0 and job.processed:
-            rate = job.processed / elapsed
-            if job.is_active:
-                eta = max(0, job.total - job.processed) / rate
+    pace = rescoring.job_pace(job, now=now)
     return JobProgress(
-        job=job, percent=percent, rate=rate, eta_seconds=eta, elapsed_seconds=elapsed
+        job=job,
+        percent=percent,
+        rate=pace.rate,
+        eta_seconds=pace.eta_seconds,
+        elapsed_seconds=pace.elapsed_seconds,
     )
 
 

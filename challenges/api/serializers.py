@@ -8,6 +8,7 @@ from typing import Any
 
 from django.conf import settings
 from django.utils import timezone
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from challenges.api.fields import (
@@ -26,6 +27,7 @@ from challenges.ingestion.services import AttemptInput
 from challenges.leaderboards import precision
 from challenges.models import MAX_METRIC, Challenge
 from challenges.public import display
+from challenges.rescoring.jobs import job_pace
 from challenges.text import BAD_CHAR
 from scoring.engine import strategies as S
 from scoring.engine.protocol import MAX_TIMEOUT_MS
@@ -392,6 +394,22 @@ class RescoreJobSerializer(serializers.Serializer):
     created_at = serializers.DateTimeField()
     started_at = serializers.DateTimeField(allow_null=True)
     finished_at = serializers.DateTimeField(allow_null=True)
+    rate = serializers.SerializerMethodField(
+        help_text="Attempts scored per second since the job started (null before any)."
+    )
+    eta_seconds = serializers.SerializerMethodField(
+        help_text="At that rate, seconds until every attempt is scored (null when over)."
+    )
+
+    @extend_schema_field(serializers.FloatField(allow_null=True))
+    def get_rate(self, job: Any) -> float | None:
+        pace = job_pace(job)
+        return round(pace.rate, 1) if pace.rate is not None else None
+
+    @extend_schema_field(serializers.FloatField(allow_null=True))
+    def get_eta_seconds(self, job: Any) -> float | None:
+        pace = job_pace(job)
+        return round(pace.eta_seconds, 1) if pace.eta_seconds is not None else None
 
 
 class RescoreStartedSerializer(serializers.Serializer):

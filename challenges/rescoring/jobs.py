@@ -36,7 +36,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
@@ -185,6 +185,28 @@ def _mark_running(job_id: int) -> None:
     RescoreJob.objects.filter(pk=job_id, status=Status.QUEUED).update(
         status=Status.RUNNING, started_at=timezone.now()
     )
+
+
+@dataclass(frozen=True)
+class Pace:
+    elapsed_seconds: float | None  # since the job started (to its end, when over)
+    rate: float | None  # attempts per second over that time
+    eta_seconds: float | None  # at that rate, for the attempts still to score
+
+
+def job_pace(job: RescoreJob, *, now: datetime | None = None) -> Pace:
+    """Rate = processed / (now − started_at); ETA = remaining / rate (a finished job's
+    rate up to ``finished_at``, and no ETA). For the admin's block and the API."""
+    if job.started_at is None:
+        return Pace(None, None, None)
+    active = job.status in RescoreJob.ACTIVE_STATUSES
+    end = job.finished_at if job.finished_at and not active else (now or timezone.now())
+    elapsed = max(0.0, (end - job.started_at).total_seconds())
+    if not (elapsed > 0 and job.processed):
+        return Pace(elapsed, None, None)
+    rate = job.processed / elapsed
+    eta = max(0, job.total - job.processed) / rate if active else None
+    return Pace(elapsed, rate, eta)
 
 
 # --- chunks -----------------------------------------------------------------------------
@@ -408,11 +430,18 @@ def _batch_write(chunk_id: int, batches: list[scores.ScoreBatch]) -> bool:
     """Write computed batches (one short transaction); False when the chunk is done or
     its job is no longer on: nothing is written."""
     with transaction.atomic():
-        if _lock_chunk_of_active_job(chunk_id) is None:
+        chunk = _lock_chunk_of_active_job(chunk_id)
+        if chunk is None:
             return False
         _commit_without_waiting_for_disk()
         scores.scores_put(batches=batches)
-        RescoreChunk.objects.filter(pk=chunk_id).update(heartbeat_at=timezone.now())
+        written = sum(len(batch.attempt_ids) for batch in batches)
+        RescoreChunk.objects.filter(pk=chunk_id).update(
+            heartbeat_at=timezone.now(), partial=F("partial") + written
+        )
+        # Progress with every batch (about every BATCH_TARGET_S), made exact at the
+        # chunk's end (``_count_done``).
+        RescoreJob.objects.filter(pk=chunk.job_id).update(processed=F("processed") + written)
     return True
 
 
@@ -438,10 +467,11 @@ def _chunk_done(
 
 
 def _count_done(chunk: RescoreChunk, scored: int, failed: int) -> tuple[RescoreJob, RescoreChunk]:
+    counted = chunk.partial  # counted batch by batch already (a retry may count twice)
     chunk.done_at, chunk.scored, chunk.failed = timezone.now(), scored, failed
     chunk.save(update_fields=["done_at", "scored", "failed"])
     RescoreJob.objects.filter(pk=chunk.job_id).update(
-        processed=F("processed") + scored,
+        processed=F("processed") + scored - counted,
         failed=F("failed") + failed,
         chunks_done=F("chunks_done") + 1,
     )

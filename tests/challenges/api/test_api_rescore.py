@@ -31,6 +31,8 @@ JOB_FIELDS = {
     "created_at",
     "started_at",
     "finished_at",
+    "rate",  # attempts/s so far, and the time left at that rate (issue 28, finding 18)
+    "eta_seconds",
 }
 
 
