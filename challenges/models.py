@@ -531,6 +531,30 @@ class BatchState(models.Model):
         return f"Batch state of {self.challenge_id}"
 
 
+class IntegrationScope(models.Model):
+    """A challenge an integration token (its user) may record attempts to. A user with
+    no scope may record to every challenge, as before scopes existed; with some, only to
+    those, and the display names it sends rename only players who have played nowhere
+    else (docs/words-and-data.md, "Who may write what"). Staff and admins are never
+    scoped."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="integration_scopes"
+    )
+    challenge = models.ForeignKey(
+        Challenge, on_delete=models.CASCADE, related_name="integration_scopes"
+    )
+
+    class Meta:
+        ordering = ["user", "challenge"]
+        constraints = [
+            models.UniqueConstraint(fields=["user", "challenge"], name="scope_user_challenge"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user} may record attempts to {self.challenge}"
+
+
 class PlayerHide(models.Model):
     """A player hidden by a moderator from one challenge, or from all (``challenge``
     null). Their attempts stay (and are scored); no public output shows them."""

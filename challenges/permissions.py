@@ -1,4 +1,4 @@
-"""Who may do what (DESIGN.md, "Roles")."""
+"""Who may do what (docs/words-and-data.md, "Roles" and "Who may write what")."""
 
 from __future__ import annotations
 
@@ -35,12 +35,37 @@ class IsStaffMember(BasePermission):
         return is_staff_member(request.user)
 
 
+SCOPES = "_podium_scopes"  # on a user object: its writable challenges, read once
+OUT_OF_SCOPE = "This token may record attempts only to the challenges it is scoped to."
+
+
+def writable_challenges(user: Any) -> frozenset[int] | None:
+    """The ids of the challenges ``user`` may record attempts to; None for every one
+    (staff, admins, and a user given no ``IntegrationScope``). Read once per request:
+    ``config.auth.TokenAuthentication`` reads them with the token, in its statement."""
+    if is_staff_member(user):
+        return None
+    if not hasattr(user, SCOPES):
+        from challenges.models import IntegrationScope
+
+        ids = IntegrationScope.objects.filter(user_id=user.pk).values_list("challenge_id")
+        setattr(user, SCOPES, frozenset(pk for (pk,) in ids) or None)
+    return getattr(user, SCOPES)
+
+
 class CanRecordAttempts(BasePermission):
     message = "This token may not record attempts (it needs challenges.add_attempt)."
 
     def has_permission(self, request: Any, view: Any) -> bool:
         user = request.user
         return bool(user and user.is_authenticated and user.has_perm(RECORD_ATTEMPTS))
+
+    def has_object_permission(self, request: Any, view: Any, obj: Any) -> bool:
+        scopes = writable_challenges(request.user)
+        if scopes is None or obj.pk in scopes:
+            return True
+        self.message = OUT_OF_SCOPE
+        return False
 
 
 class DenyAll(BasePermission):

@@ -54,11 +54,31 @@ class PermissionsBackend(ModelBackend):
 
 
 _User = get_user_model()
-TOKEN_USER = f"""
-SELECT u.*, t.created AS token_created
-FROM {_User._meta.db_table} u JOIN {Token._meta.db_table} t ON t.user_id = u.{_User._meta.pk.column}
+# The token, its user, and the challenges the user is scoped to (challenges.permissions
+# ``writable_challenges``) as one comma-separated list: one statement, no ORM.
+_SCOPES_LIST = {
+    "postgresql": "string_agg(s.challenge_id::text, ',')",
+    "default": "group_concat(s.challenge_id, ',')",
+}
+_USER_OF_KEY = """
+SELECT u.*, t.created AS token_created,
+       (SELECT {scopes} FROM {scope_table} s WHERE s.user_id = u.{pk}) AS scopes
+FROM {users} u JOIN {tokens} t ON t.user_id = u.{pk}
 WHERE t.key = %s
-"""  # noqa: S608 - the user and token tables
+"""
+
+
+def _user_of_key() -> str:
+    from challenges.models import IntegrationScope  # the app's models, once apps are ready
+
+    scopes = _SCOPES_LIST.get(connection.vendor, _SCOPES_LIST["default"])
+    return _USER_OF_KEY.format(
+        scopes=scopes,
+        scope_table=IntegrationScope._meta.db_table,
+        pk=_User._meta.pk.column,
+        users=_User._meta.db_table,
+        tokens=Token._meta.db_table,
+    )
 
 
 class TokenAuthentication(authentication.TokenAuthentication):
@@ -66,7 +86,7 @@ class TokenAuthentication(authentication.TokenAuthentication):
     user read in one precompiled statement."""
 
     def authenticate_credentials(self, key: str) -> tuple[Any, Token]:
-        found = list(_User.objects.raw(TOKEN_USER, [key]))
+        found = list(_User.objects.raw(_user_of_key(), [key]))
         if not found:
             raise exceptions.AuthenticationFailed(_("Invalid token."))
         user = found[0]
@@ -75,6 +95,8 @@ class TokenAuthentication(authentication.TokenAuthentication):
         created = user.token_created  # an extra column: SQLite's comes back unconverted
         if hasattr(connection.ops, "convert_datetimefield_value"):
             created = connection.ops.convert_datetimefield_value(created, None, connection)
+        scopes = frozenset(int(pk) for pk in str(user.scopes or "").split(",") if pk)
+        user._podium_scopes = scopes or None  # challenges.permissions.SCOPES
         token = Token(key=key, user=user, created=created)
         token._state.adding, token._state.db = False, user._state.db  # as read
         return user, token

@@ -42,7 +42,15 @@ from challenges.admin.forms import ChallengeAdminForm
 from challenges.ingestion import moderation, services
 from challenges.leaderboards import freeze
 from challenges.leaderboards.metrics import challenge_metrics
-from challenges.models import Attempt, AttemptScore, Challenge, Player, RescoreJob, ScoringVersion
+from challenges.models import (
+    Attempt,
+    AttemptScore,
+    Challenge,
+    IntegrationScope,
+    Player,
+    RescoreJob,
+    ScoringVersion,
+)
 from challenges.permissions import is_scoring_admin, is_staff_member
 from challenges.rescoring import jobs as rescoring
 from challenges.setup import services as setup_services
@@ -423,6 +431,18 @@ class ChallengeAdmin(admin.ModelAdmin):
             "rescore_blocks": [admin_views.render_progress(request, job) for job in shown],
             "jobs_url": jobs_url,
         }
+
+
+@admin.register(IntegrationScope)
+class IntegrationScopeAdmin(admin.ModelAdmin):
+    """Which challenges an integration token may record attempts to (none listed for a
+    user: every challenge)."""
+
+    list_display = ["user", "challenge"]
+    list_filter = ["challenge"]
+    list_select_related = ["user", "challenge"]
+    raw_id_fields = ["user"]
+    search_fields = ["user__username", "challenge__name", "challenge__slug"]
 
 
 @admin.register(Player)

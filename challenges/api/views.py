@@ -53,6 +53,7 @@ from challenges.permissions import (
     IsStaffMember,
     is_scoring_admin,
     is_staff_member,
+    writable_challenges,
 )
 from challenges.rescoring import jobs as rescoring
 from challenges.setup import services as setup_services
@@ -225,7 +226,12 @@ class ChallengeViewSet(BodyCheckedMixin, viewsets.ModelViewSet):
 
         def record(within: idempotency.Within | None) -> list[services.RecordedAttempt]:
             inputs, _ = attempts_parse(request.data)
-            return services.attempts_record(challenge=challenge, inputs=inputs, within=within)
+            return services.attempts_record(
+                challenge=challenge,
+                inputs=inputs,
+                within=within,
+                renames_within=writable_challenges(request.user),
+            )
 
         def render(recorded: list[services.RecordedAttempt]) -> Response:
             out = [_attempt_out(r, show_errors) for r in recorded]

@@ -89,8 +89,12 @@ class RecordedAttempt:
     status: str = PENDING  # scored | failed | pending (DESIGN.md "Recording attempts")
 
 
-def _players_upsert(inputs: Sequence[AttemptInput]) -> dict[str, Player]:
-    """Create the players not seen yet and rename the ones given a new name.
+def _players_upsert(
+    inputs: Sequence[AttemptInput], *, renames_within: frozenset[int] | None = None
+) -> dict[str, Player]:
+    """Create the players not seen yet and rename the ones given a new name (a display
+    name is global: with ``renames_within``, only players with no attempt outside those
+    challenges are renamed; the others keep theirs).
 
     Rows are inserted, then locked and renamed, in external-id order whatever the
     request's order: two requests naming the same players wait for each other in one
@@ -102,6 +106,13 @@ def _players_upsert(inputs: Sequence[AttemptInput]) -> dict[str, Player]:
     ordered = sorted(names)
     players = _players_ensure(ordered, [(names[ext] or ext)[:DISPLAY_NAME_MAX] for ext in ordered])
     renames = [ext for ext in ordered if names[ext] and players[ext].display_name != names[ext]]
+    if renames and renames_within is not None:
+        elsewhere = set(
+            Attempt.objects.filter(player_id__in=[players[ext].pk for ext in renames])
+            .exclude(challenge_id__in=renames_within)
+            .values_list("player_id", flat=True)
+        )
+        renames = [ext for ext in renames if players[ext].pk not in elsewhere]
     if renames:
         locked = Player.objects.select_for_update(no_key=True).filter(external_id__in=renames)
         for player in locked.order_by("external_id"):
@@ -293,10 +304,13 @@ def attempts_record(
     challenge: Challenge,
     inputs: Sequence[AttemptInput],
     within: Callable[[list[RecordedAttempt]], None] | None = None,
+    renames_within: frozenset[int] | None = None,
 ) -> list[RecordedAttempt]:
     """Record attempts, all or nothing, scored under the active version (and any version
     being rescored), and update the leaderboard at once. The challenge's schedule and
     caps apply (``ingestion.rules``: raises ``ScheduleClosed``, ``LimitExceeded``).
+    ``renames_within``: the challenges of a scoped writer (``writable_challenges``): a
+    ``player_name`` it sends renames only players who have played nowhere else.
     ``within`` is called with the result inside the transaction (an idempotency key is
     stored with the attempts); if it raises, nothing is written."""
     if challenge.active_version_id is None and challenge_active_id(challenge.pk) is None:
@@ -321,7 +335,7 @@ def attempts_record(
         )
     with transaction.atomic():
         _lock_challenge_shared(challenge.pk)
-        players = _players_upsert(inputs)
+        players = _players_upsert(inputs, renames_within=renames_within)
         rules.limits_enforce(
             challenge=challenge, players=players, external_ids=external_ids, now=timezone.now()
         )
