@@ -137,8 +137,13 @@ def _dispatch_queued_job(sender: object = None, *, job_id: int, **kwargs: object
     max_retries=5,
 )
 def attempts_score_pending(challenge_id: int, attempt_ids: list[int] | None = None) -> None:
-    """Score attempts a request stored as pending (its scoring budget ran out)."""
-    budget.attempts_score_pending(challenge_id=challenge_id, attempt_ids=attempt_ids)
+    """Score attempts a request stored as pending (its scoring budget ran out), for one
+    time slice; the rest goes to the back of the queue (fair to other challenges)."""
+    budget.attempts_score_pending(
+        challenge_id=challenge_id,
+        attempt_ids=attempt_ids,
+        seconds=settings.PODIUM_PENDING_SLICE_MS / 1000,
+    )
 
 
 @shared_task(

@@ -342,12 +342,16 @@ PODIUM_MAX_ATTEMPTS_PER_REQUEST = env_int("PODIUM_MAX_ATTEMPTS_PER_REQUEST", 100
 # scored by then are stored, answered with score_status "pending", and scored by the
 # Celery workers. 0: every plugin or snippet attempt is scored by the workers.
 PODIUM_SCORING_BUDGET_MS = env_int("PODIUM_SCORING_BUDGET_MS", 3000, minimum=0)
+# A task scoring pending attempts works this long, then queues the rest behind whatever
+# else is waiting: one challenge's backlog of slow attempts takes turns with the others.
+PODIUM_PENDING_SLICE_MS = env_int("PODIUM_PENDING_SLICE_MS", 2000, minimum=1)
+# Public leaderboards: how long page checkpoints may lag new attempts under steady
+# ingestion (0: recompute on the first read after any change). An attempt after a quiet
+# spell this long is shown on the next read.
+PODIUM_RANKING_MAX_AGE_MS = env_int("PODIUM_RANKING_MAX_AGE_MS", 1000)
 # The most attempts per rescore task. A job is split into about 16 tasks (so several
 # workers share it and progress moves), of at least 1,000 attempts (so per-task costs
 # stay small) and at most this many.
-# Public leaderboards: how long page checkpoints may lag new attempts under steady
-# ingestion (0: recompute on the first read after any change).
-PODIUM_RANKING_MAX_AGE_MS = env_int("PODIUM_RANKING_MAX_AGE_MS", 1000)
 PODIUM_SCORING_CHUNK = env_int("PODIUM_SCORING_CHUNK", 20_000, minimum=1)
 # Batch scorers (python_batch): a run starts this long after the first attempt that
 # needs one, so a burst of attempts costs one run; and the most attempts one run takes.

@@ -124,12 +124,19 @@ def pending_enqueue(*, challenge_id: int, attempt_ids: list[int]) -> None:
         )
 
 
-def attempts_score_pending(*, challenge_id: int, attempt_ids: Sequence[int] | None = None) -> int:
+def attempts_score_pending(
+    *, challenge_id: int, attempt_ids: Sequence[int] | None = None, seconds: float | None = None
+) -> int:
     """Score the challenge's attempts that have no score under its active version (of
     ``attempt_ids`` only, when given), outside any transaction, then write each batch in
     a short one. Idempotent: a score already written (by a twin task, or by a rescore
     that switched meanwhile) is kept, and the leaderboard entries are upserted from
-    what is stored. Returns how many attempts this call scored."""
+    what is stored. Returns how many attempts this call scored.
+
+    ``seconds``: a time slice (the task's, PODIUM_PENDING_SLICE_MS). Past it the call
+    stops after the attempt under way and queues the rest as a new task, at the back of
+    the queue: one challenge's backlog of slow attempts takes turns with every other
+    challenge's background work instead of holding the workers until it is done."""
     challenge = Challenge.objects.filter(pk=challenge_id).first()
     if challenge is None or challenge.active_version_id is None:
         return 0
@@ -138,10 +145,18 @@ def attempts_score_pending(*, challenge_id: int, attempt_ids: Sequence[int] | No
     todo = scores.attempts_for_scoring(challenge_id).filter(~Exists(has_score))
     if attempt_ids is not None:
         todo = todo.filter(pk__in=list(attempt_ids))
+    clock = ScoringBudget(seconds=seconds) if seconds is not None else None
     scored, last_pk = 0, 0
     while batch := list(todo.filter(pk__gt=last_pk)[:PENDING_BATCH]):
+        if clock is None:
+            outcomes = list(_compute(version, challenge, batch))  # no transaction is open
+        else:
+            if clock.left() <= 0:
+                break
+            reached = clock.compute(version=version, challenge=challenge, attempts=batch)
+            outcomes = [o for o in reached if o is not None]  # a prefix: scored in order
+            batch = batch[: len(outcomes)]
         last_pk = batch[-1].pk
-        outcomes = _compute(version, challenge, batch)  # no transaction is open here
         with transaction.atomic():
             rows = scores.score_rows(version=version, attempts=batch, outcomes=outcomes)
             AttemptScore.objects.bulk_create(rows, ignore_conflicts=True)
@@ -158,6 +173,8 @@ def attempts_score_pending(*, challenge_id: int, attempt_ids: Sequence[int] | No
             ):  # recorded before the freeze: the frozen board is rebuilt with it
                 freeze.frozen_drop(challenge_ids=[challenge.pk])
         scored += len(batch)
+    if clock is not None and todo.filter(pk__gt=last_pk).exists():
+        pending_enqueue(challenge_id=challenge_id, attempt_ids=attempt_ids)  # the next turn
     if scored:
         logger.info(
             "pending attempts scored",

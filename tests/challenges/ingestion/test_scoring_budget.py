@@ -177,3 +177,41 @@ def test_a_broker_outage_leaves_attempts_pending_and_a_sweep_finds_them(
         assert budget.pending_sweep() == 1
     assert budget.attempts_pending_count(challenge=sleeper) == 0
     assert integration_api.get(leaderboard_url(sleeper.pk)).json()["count"] == 2
+
+
+@pytest.mark.slow
+@pytest.mark.django_db
+def test_pending_scoring_takes_turns_with_other_challenges(
+    settings, integration_api, sleeper, monkeypatch, django_capture_on_commit_callbacks
+):
+    """Issue 28, finding 10: a task scored a challenge's whole backlog of slow attempts
+    (20 × 1.5 s held a worker for 30 s while another challenge's work waited). It now
+    scores for a time slice, then queues the rest behind what else is waiting."""
+    settings.PODIUM_SCORING_BUDGET_MS = 0
+    with django_capture_on_commit_callbacks(execute=False):
+        response = integration_api.post(attempts_url(sleeper.pk), sleepy_attempts(8), format="json")
+    assert response.status_code == 201
+    turns: list[dict] = []
+    monkeypatch.setattr(budget, "pending_enqueue", lambda **kw: turns.append(kw))
+    with registry().temporarily("t.sleeper", "tests.plugins:Sleeper"):
+        began = time.monotonic()
+        first = budget.attempts_score_pending(challenge_id=sleeper.pk, seconds=0.5)
+        took = time.monotonic() - began
+        assert 1 <= first < 8 and took < 0.5 + 2 * SLEEP + 0.5, (first, took)
+        assert turns == [{"challenge_id": sleeper.pk, "attempt_ids": None}]  # the rest queued
+        done = first
+        while turns:
+            turns.clear()
+            done += budget.attempts_score_pending(challenge_id=sleeper.pk, seconds=0.5)
+    assert done == 8 and budget.attempts_pending_count(challenge=sleeper) == 0
+    assert turns == []  # nothing left: no further turn
+
+
+def test_the_task_scores_for_one_slice(settings, monkeypatch):
+    from challenges import tasks
+
+    settings.PODIUM_PENDING_SLICE_MS = 1234
+    calls: list[dict] = []
+    monkeypatch.setattr(budget, "attempts_score_pending", lambda **kw: calls.append(kw))
+    tasks.attempts_score_pending(7, [1, 2])
+    assert calls == [{"challenge_id": 7, "attempt_ids": [1, 2], "seconds": 1.234}]
