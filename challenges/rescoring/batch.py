@@ -172,10 +172,14 @@ def _compute(version: ScoringVersion, last_id: int) -> tuple[list[int], dict[str
     return [r[0] for r in rows], results
 
 
-def _write(version: ScoringVersion, ids: list[int], results: dict[str, list[Any]]) -> int:
-    """Merge the results into the version's score rows (call in a transaction)."""
+def _write(
+    version: ScoringVersion, ids: list[int], results: dict[str, list[Any]]
+) -> tuple[int, bool]:
+    """Merge the results into the version's score rows (call in a transaction). Returns
+    how many rows, and whether the public saw a change: False only during a freeze when
+    no score of an attempt recorded before it changed (the frozen board stands)."""
     if not ids:
-        return 0
+        return 0, False
     specs = batch_specs(version.scorers)
     rank_key = ranking_of(version.scorers, version.rank_by)[0]
     position = {attempt_id: i for i, attempt_id in enumerate(ids)}
@@ -202,14 +206,16 @@ def _write(version: ScoringVersion, ids: list[int], results: dict[str, list[Any]
     )
     scores.entries_rebuild(version=version)
     challenge = version.challenge
-    if freeze.is_frozen(challenge):
-        # A score of an attempt recorded before the freeze came (or changed): the
-        # frozen board is rebuilt at its next read, with it.
-        changed = [row.attempt_id for row in rows if row.score != before[row.attempt_id]]
-        early = Attempt.objects.filter(pk__in=changed, recorded_at__lt=challenge.freeze_at)
-        if changed and early.exists():
-            freeze.frozen_drop(challenge_ids=[challenge.pk])
-    return len(rows)
+    if not freeze.is_frozen(challenge):
+        return len(rows), True
+    # A score of an attempt recorded before the freeze came (or changed): the frozen
+    # board is rebuilt at its next read, with it.
+    changed = [row.attempt_id for row in rows if row.score != before[row.attempt_id]]
+    early = Attempt.objects.filter(pk__in=changed, recorded_at__lt=challenge.freeze_at)
+    if changed and early.exists():
+        freeze.frozen_drop(challenge_ids=[challenge.pk])
+        return len(rows), True
+    return len(rows), False
 
 
 def batch_score_version(*, version: ScoringVersion) -> BatchRun:
@@ -227,7 +233,7 @@ def batch_score_version(*, version: ScoringVersion) -> BatchRun:
         return BatchRun(version, 0, 0.0, str(exc))
     ms = (time.perf_counter() - started) * 1000
     with transaction.atomic():
-        covered = _write(version, ids, results)
+        covered, _ = _write(version, ids, results)
     return BatchRun(version, covered, ms)
 
 
@@ -257,9 +263,9 @@ def batch_run(*, challenge_id: int) -> BatchRun | None:
         if locked.active_version_id != version.pk:  # a rescore switched meanwhile
             transaction.on_commit(lambda: batch_request(challenge_id=challenge_id))
             return None
-        covered = _write(version, ids, results)
-        # Same version, new scores: cached pages are keyed by the challenge's updated_at.
-        Challenge.objects.filter(pk=challenge_id).update(updated_at=timezone.now())
+        covered, public = _write(version, ids, results)
+        if public:  # same version, new scores: cached pages are keyed by updated_at
+            Challenge.objects.filter(pk=challenge_id).update(updated_at=timezone.now())
         BatchState.objects.filter(pk=challenge_id).update(
             version=version,
             covered=covered,

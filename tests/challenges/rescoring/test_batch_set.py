@@ -84,7 +84,9 @@ def run(challenge):
 
 
 def freeze_now(challenge):
-    Challenge.objects.filter(pk=challenge.pk).update(freeze_at=timezone.now())
+    """As an admin's save sets it (updated_at moves with every save)."""
+    now = timezone.now()
+    Challenge.objects.filter(pk=challenge.pk).update(freeze_at=now, updated_at=now)
 
 
 def test_a_frozen_board_shows_attempts_scored_after_it_was_built(
@@ -124,7 +126,9 @@ def test_a_late_practice_copy_changes_no_ranked_score(challenge, integration_api
     run(challenge)
     assert public(anon_api, challenge) == {"ada": 15.0}
     Challenge.objects.filter(pk=challenge.pk).update(
-        closes_at=timezone.now() - timedelta(seconds=1), late_attempts="practice"
+        closes_at=timezone.now() - timedelta(seconds=1),
+        late_attempts="practice",
+        updated_at=timezone.now(),
     )
     late = post(integration_api, challenge, "copycat", "a unique answer")
     run(challenge)
@@ -175,3 +179,20 @@ def test_a_frozen_board_is_immune_to_attempts_after_the_freeze(
     assert len(runs_queued) == queued + 1  # the reveal asks for a run over everything
     run(challenge)
     assert public(anon_api, challenge) == {"ada": 0.0, "eve": 0.0}
+
+
+def test_a_post_freeze_batch_run_does_not_move_the_public_updated_at(
+    challenge, integration_api, anon_api, staff_api
+):
+    """Finding 2: the public `updated_at` moved on every post-freeze batch run."""
+    from tests.urls import detail_url
+
+    post(integration_api, challenge, "ada", "first answer")
+    run(challenge)
+    freeze_now(challenge)
+    before = anon_api.get(detail_url(challenge.pk)).json()["updated_at"]
+    post(integration_api, challenge, "eve", "a new answer")
+    run(challenge)
+    assert anon_api.get(detail_url(challenge.pk)).json()["updated_at"] == before
+    live = staff_api.get(leaderboard_url(challenge.pk)).json()["results"]
+    assert {r["player"] for r in live} == {"ada", "eve"}  # staff see the live board
