@@ -45,11 +45,9 @@ def writable_challenges(user: Any) -> frozenset[int] | None:
     ``config.auth.TokenAuthentication`` reads them with the token, in its statement."""
     if is_staff_member(user):
         return None
-    if not hasattr(user, SCOPES):
-        from challenges.models import IntegrationScope
-
-        ids = IntegrationScope.objects.filter(user_id=user.pk).values_list("challenge_id")
-        setattr(user, SCOPES, frozenset(pk for (pk,) in ids) or None)
+    if not hasattr(user, SCOPES):  # a session's user (the token's come with them)
+        ids = user.integration_scopes.values_list("challenge_id", flat=True)
+        setattr(user, SCOPES, frozenset(ids) or None)
     return getattr(user, SCOPES)
 
 
