@@ -68,7 +68,7 @@ class SandboxPool:
         self.spawned += 1
         return worker
 
-    def _checkout(self, program: Program, wait: bool) -> Worker | None:
+    def checkout(self, program: Program, wait: bool) -> Worker | None:
         """An idle worker of ``program``, or a new one (room permitting, the program under
         its cap); None when ``wait`` is False and neither is at hand. Raises OSError if a
         worker cannot start."""
@@ -128,11 +128,11 @@ class SandboxPool:
                 self._alive -= 1
                 worker.kill()
 
-    def _release(self, worker: Worker) -> None:
+    def release(self, worker: Worker) -> None:
         """A busy worker done with its run: back to idle, or stopped if it cannot be
         trusted with another batch."""
         if not worker.reusable():
-            self._discard(worker)
+            self.discard(worker)
             return
         worker.last_used = time.monotonic()
         with self._cond:
@@ -140,7 +140,7 @@ class SandboxPool:
             self._idle.setdefault(worker.key, []).append(worker)
             self._cond.notify_all()
 
-    def _discard(self, worker: Worker) -> None:
+    def discard(self, worker: Worker) -> None:
         """Stop a busy worker and free its slot (once: a second call does nothing)."""
         if worker.state == "dead":
             return
@@ -150,7 +150,7 @@ class SandboxPool:
             self._unhold(worker.key)
             self._cond.notify_all()
 
-    def _discard_if_idle(self, worker: Worker) -> None:
+    def discard_if_idle(self, worker: Worker) -> None:
         """Stop a worker that was handed back idle, if it still is."""
         with self._cond:
             workers = self._idle.get(worker.key, [])

@@ -32,17 +32,27 @@ import time
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from scoring.engine.framing import FrameTooLarge
 from scoring.engine.snippet import Program, Raw
 
 from .process import MAX_RESULT_CHARS, Worker, _died
 
-if TYPE_CHECKING:
-    from .pool import SandboxPool
-
 log = logging.getLogger(__name__)
+
+
+class Workers(Protocol):
+    """Where a run takes its workers from and gives them back (``pool.SandboxPool``):
+    this module needs only that, not the pool."""
+
+    restarts: int
+
+    def checkout(self, program: Program, wait: bool) -> Worker | None: ...
+    def release(self, worker: Worker) -> None: ...
+    def discard(self, worker: Worker) -> None: ...
+    def discard_if_idle(self, worker: Worker) -> None: ...
+
 
 BATCH_SIZE = 1000
 BATCH_BYTES = 4 * 1024 * 1024  # a batch of big samples is cut sooner
@@ -91,9 +101,10 @@ class _Flight:
 
 
 class _Run:
-    """One call of ``SandboxPool.run``: batches in flight on up to ``pool.cap`` workers."""
+    """One call of ``SandboxPool.run``: batches in flight on the workers the pool gives
+    (at most its cap for one program)."""
 
-    def __init__(self, pool: SandboxPool, program: Program, items: Sequence[str]):
+    def __init__(self, pool: Workers, program: Program, items: Sequence[str]):
         self.pool = pool
         self.program = program
         self.items = items
@@ -127,7 +138,7 @@ class _Run:
             unscored = f"the sandbox failed ({type(exc).__name__})"
         finally:
             for worker in list(self.busy):  # only after an unexpected error
-                self.pool._discard(worker)
+                self.pool.discard(worker)
         return [r if r is not None else (False, unscored, None) for r in self.results]
 
     # -- handing out work -------------------------------------------------------------------
@@ -136,7 +147,7 @@ class _Run:
             if sum(1 for f in self.busy.values() if f.phase != "batch") >= len(self.pending):
                 return  # the workers starting will take what is left
             try:
-                worker = self.pool._checkout(self.program, wait=not self.busy)
+                worker = self.pool.checkout(self.program, wait=not self.busy)
             except OSError as exc:
                 self._fail_pending(f"the sandbox could not start a worker: {exc}")
                 return
@@ -155,7 +166,7 @@ class _Run:
     def _dispatch(self, worker: Worker) -> None:
         if not self.pending:
             self.busy.pop(worker, None)
-            self.pool._release(worker)
+            self.pool.release(worker)
             return
         batch = self.pending.popleft()
         flush_ms = 0 if batch.careful else round(FLUSH_S * 1000)
@@ -236,7 +247,7 @@ class _Run:
             if worker in self.busy:
                 self._on_invalid(worker, self.busy[worker], what)
             else:  # already settled and handed back (or out): it cannot be trusted again
-                self.pool._discard_if_idle(worker)
+                self.pool.discard_if_idle(worker)
 
     def _limit(self, flight: _Flight) -> int:
         if flight.phase != "batch":
@@ -268,7 +279,7 @@ class _Run:
             if type(message[1]) is not str:
                 raise BadFrame("a fatal error that is not text")
             del self.busy[worker]
-            self.pool._discard(worker)
+            self.pool.discard(worker)
             self._fail_pending(message[1][:2000])
             return
         raise BadFrame(what)
@@ -300,7 +311,7 @@ class _Run:
             if rest:
                 self.pending.appendleft(_Batch(rest, flight.careful))
         if retire or not worker.reusable():
-            self.pool._discard(worker)
+            self.pool.discard(worker)
         else:
             self._dispatch(worker)
 
@@ -328,7 +339,7 @@ class _Run:
     def _on_timeout(self, worker: Worker, flight: _Flight, now: float) -> None:
         self.busy.pop(worker, None)
         self.pool.restarts += 1
-        self.pool._discard(worker)
+        self.pool.discard(worker)
         if flight.phase == "spawned":
             self._fail_pending(f"the sandbox worker did not start within {START_TIMEOUT_S:g} s")
         elif flight.phase == "loading":
@@ -348,7 +359,7 @@ class _Run:
         now = time.monotonic()
         nearest = min((self._deadline(f) for f in self.busy.values()), default=now + 1.0)
         code = worker.exit_code(max(0.05, min(1.0, nearest - now)))
-        self.pool._discard(worker)
+        self.pool.discard(worker)
         if flight.phase != "batch":
             self._fail_pending(_died(code) + " while starting")
             return
@@ -357,7 +368,7 @@ class _Run:
     def _on_invalid(self, worker: Worker, flight: _Flight, what: str) -> None:
         self.busy.pop(worker, None)
         self.pool.restarts += 1
-        self.pool._discard(worker)
+        self.pool.discard(worker)
         error = f"the sandbox worker sent {what}"
         if flight.phase != "batch":
             self._fail_pending(error)
