@@ -153,24 +153,31 @@ class LiveServer:
             return db.execute(query, params).fetchall()
 
 
-CREATE_ADMIN = """
+TOKENS = """
 from django.contrib.auth import get_user_model
+from django.core.management import call_command
 from rest_framework.authtoken.models import Token
 user = get_user_model().objects.create_superuser("client-admin", "admin@example.com", None)
 print(Token.objects.create(user=user).key)
+call_command("create_integration_token", "client-bot")
 """
 
 
 @pytest.fixture(scope="module")
-def podium_server(tmp_path_factory, podium_bin):
+def podium_server(tmp_path_factory, request):
     server = LiveServer(var=tmp_path_factory.mktemp("client-server"), port=_free_port())
-    server.manage("migrate", "--noinput", "-v0")
-    server.admin_token = server.manage("shell", "-c", CREATE_ADMIN).strip().splitlines()[-1]
-    server.integration_token = (
-        server.manage("create_integration_token", "client-bot").strip().splitlines()[-1]
+    migrate = subprocess.Popen(
+        [sys.executable, "manage.py", "migrate", "--noinput", "-v0"],
+        cwd=ROOT, env=server.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    request.getfixturevalue("podium_bin")  # the virtualenv is made meanwhile
+    _, err = migrate.communicate(timeout=120)
+    assert migrate.returncode == 0, err
+    server.admin_token, server.integration_token = (
+        server.manage("shell", "-c", TOKENS).strip().splitlines()[-2:]
     )
     server.start()
     try:
         yield server
     finally:
-        server.stop()
+        server.kill()  # a temporary database: nothing to shut down cleanly

@@ -129,6 +129,22 @@ def test_a_bad_line_stops_the_upload_naming_the_line(podium_server, podium_bin, 
     assert dry.returncode == 0 and "3 attempts in 3 lines, all valid" in dry.stdout
 
 
+RESCORED = "client-rescore"
+SMALL = 200
+
+
+@pytest.fixture(scope="module")
+def small(podium_server) -> dict:
+    """A challenge of a few attempts, quick to rescore."""
+    made = podium_server.api(
+        "POST", "/api/challenges/",
+        {"name": "Client rescore", "slug": RESCORED, "scoring_strategy": "fastest"},
+    )  # fmt: skip
+    items = [{"player": f"r{n % 20}", "succeeded": True, "elapsed_ms": n} for n in range(SMALL)]
+    podium_server.api("POST", f"/api/challenges/{made['id']}/attempts/", items)
+    return made
+
+
 def _api_rows(server, challenge_id: int, limit: int) -> dict:
     first = server.api("GET", f"/api/challenges/{challenge_id}/leaderboard/?limit=500")
     second = server.api(
@@ -168,12 +184,12 @@ def test_board_show_reads_as_the_api_in_every_format(
 
 
 def test_rescore_wait_exits_1_with_the_reason_when_the_job_is_cancelled(
-    podium_server, podium_bin, uploaded
+    podium_server, podium_bin, small
 ):
-    podium_server.stop()
+    podium_server.kill()
     podium_server.start(worker=False)  # the job stays queued until it is cancelled
     waiting = subprocess.Popen(
-        [str(podium_bin), "rescore", SLUG, "--wait", "--every", "0.2"],
+        [str(podium_bin), "rescore", RESCORED, "--wait", "--every", "0.2"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         env={**os.environ, **as_admin(podium_server)},
     )  # fmt: skip
@@ -183,16 +199,16 @@ def test_rescore_wait_exits_1_with_the_reason_when_the_job_is_cancelled(
     _, err = waiting.communicate(timeout=60)
     assert waiting.returncode == 1, err
     assert f"rescore job {job} cancelled: Cancelled." in err
-    podium_server.stop()
+    podium_server.kill()
     podium_server.start()
 
 
-def test_rescore_wait_exits_0_when_the_job_succeeds(podium_server, podium_bin, uploaded):
-    done = run(podium_bin, "rescore", SLUG, "--wait", "--every", "0.2",
+def test_rescore_wait_exits_0_when_the_job_succeeds(podium_server, podium_bin, small):
+    done = run(podium_bin, "rescore", RESCORED, "--wait", "--every", "0.2",
                "--url", podium_server.url, "--token", podium_server.admin_token)  # fmt: skip
     assert done.returncode == 0, done.stderr
-    assert re.search(rf"succeeded: {ATTEMPTS} attempts", done.stdout)
-    refused = run(podium_bin, "rescore", SLUG, env=as_integration(podium_server))
+    assert re.search(rf"succeeded: {SMALL} attempts", done.stdout)
+    refused = run(podium_bin, "rescore", RESCORED, env=as_integration(podium_server))
     assert refused.returncode == 1 and "the server refused (403)" in refused.stderr
 
 
