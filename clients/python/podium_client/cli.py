@@ -53,7 +53,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"podium: the server could not be reached: {exc}", file=sys.stderr)
         return UNREACHABLE
     except KeyboardInterrupt:
-        print("podium: interrupted", file=sys.stderr)
+        print(
+            "podium: interrupted (an upload run again continues where it stopped)", file=sys.stderr
+        )
         return INTERRUPTED
 
 
@@ -88,6 +90,8 @@ def cmd_attempts_record(args: argparse.Namespace) -> int:
         raise Failed(f"{path}: no such file", USAGE)
     if args.batch < 1 or args.batch > 10_000:
         raise Failed("--batch takes 1 to 10000", USAGE)
+    if args.from_line < 1:
+        raise Failed("--from-line takes a line number, 1 or more", USAGE)
     checked = upload.file_check(path)
     for bad in checked.bad:
         print(f"{path}:{bad.line}: {'; '.join(bad.problems)}", file=sys.stderr)
