@@ -120,7 +120,9 @@ def test_a_bad_line_stops_the_upload_naming_the_line(podium_server, podium_bin, 
     remote.write_text("".join(json.dumps(item) + "\n" for item in lines))
     done = run(podium_bin, "attempts", "record", SLUG, str(remote), env=env)
     assert done.returncode == 1, done.stderr
-    assert re.search(rf"{remote}:2: the server refused line 2 \(400\): created_at", done.stderr)
+    assert re.search(
+        rf"{re.escape(str(remote))}:2: the server refused line 2 \(400\): created_at", done.stderr
+    )
     assert "--from-line 1" in done.stderr
     assert podium_server.sql(
         "SELECT count(*) FROM challenges_attempt WHERE output='bad-batch'"
