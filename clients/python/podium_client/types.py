@@ -150,6 +150,8 @@ class RescoreJob(TypedDict):
     created_at: str
     started_at: str | None
     finished_at: str | None
+    rate: float | None  # attempts scored per second so far
+    eta_seconds: float | None  # at that rate, until every attempt is scored
 
 
 COMPONENTS: dict[str, type] = {
