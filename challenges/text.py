@@ -97,6 +97,22 @@ def text_clean(value: Any, *, chars: re.Pattern[str] = SURROGATE) -> Any:
     return value
 
 
+ROW_ID_MAX = 2**63 - 1  # the largest id any of our integer columns can hold
+
+
+def row_id(value: Any) -> int | None:
+    """A row id from a URL or a query: an int, or text of ASCII digits, from 1 to what
+    the columns hold; None otherwise (SQLite raises OverflowError past it). The one id
+    parser of the admin, the API and the selectors."""
+    if isinstance(value, str):
+        if not (value.isascii() and value.isdigit()):
+            return None
+        value = int(value)
+    elif type(value) is not int:
+        return None
+    return value if 0 < value <= ROW_ID_MAX else None
+
+
 def line_breaks_normalised(value: Any) -> Any:
     """``value`` with every CRLF or lone CR in its text (keys aside) turned into LF. A
     browser posts a textarea's line breaks as CRLF whatever it showed, so a challenge's

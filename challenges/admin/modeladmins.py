@@ -56,6 +56,7 @@ from challenges.rescoring import jobs as rescoring
 from challenges.setup import services as setup_services
 from challenges.setup import versions
 from challenges.setup.probe import setup_probe, unknown_scores_warning
+from challenges.text import row_id
 from scoring.services import SetupInvalid
 
 
@@ -99,17 +100,6 @@ def _activation_message(done: versions.Activation) -> str:
             f"was last active were scored ({done.failed:,} failed)."
         )
     return f"Version {number} is active again (its scores were kept)."
-
-
-MAX_PK = 2**63 - 1  # the largest id any of our integer columns can hold
-
-
-def object_pk(raw: str) -> int | None:
-    """An admin URL's object id as an int, or None when it cannot be an id of ours (not
-    ASCII digits, or too large for the column: SQLite raises OverflowError on those)."""
-    if not (raw.isascii() and raw.isdigit()) or int(raw) > MAX_PK:
-        return None
-    return int(raw)
 
 
 # Podium's name on every admin page (templates/admin/base_site.html adds the icon).
@@ -398,7 +388,7 @@ class ChallengeAdmin(admin.ModelAdmin):
         return super().add_view(request, form_url, extra_context=context)
 
     def _scoring_context(self, request: HttpRequest, pk: str) -> dict[str, Any]:
-        if object_pk(pk) is None:
+        if row_id(pk) is None:
             return {}
         challenge = Challenge.objects.select_related("active_version").filter(pk=pk).first()
         return {
@@ -412,7 +402,7 @@ class ChallengeAdmin(admin.ModelAdmin):
     def _rescore_context(self, request: HttpRequest, pk: str) -> dict[str, Any]:
         """The button and the progress of the challenge's queued or running jobs (or, if
         none, the outcome of its latest job)."""
-        if not is_staff_member(request.user) or object_pk(pk) is None:
+        if not is_staff_member(request.user) or row_id(pk) is None:
             return {}
         jobs = RescoreJob.objects.filter(challenge_id=pk).select_related("challenge", "version")
         try:

@@ -21,6 +21,7 @@ from challenges.audit import Kind
 from challenges.ingestion import moderation, rules
 from challenges.models import Attempt, AuditEvent, Challenge, Player
 from challenges.permissions import IsScoringAdmin, IsStaffMember
+from challenges.text import row_id
 
 
 def refusal_response(exc: rules.ScheduleClosed | rules.LimitExceeded) -> Response:
@@ -156,15 +157,12 @@ class AuditList(APIView):
         for name in ("challenge", "before"):
             raw = params.get(name)
             if raw:
-                if not raw.isdigit() or len(raw) > 18:
+                pk = row_id(raw)
+                if pk is None:
                     errors[name] = ["Must be an id (a whole number)."]
                 else:
                     events = events.filter(
-                        **(
-                            {"challenge_id": int(raw)}
-                            if name == "challenge"
-                            else {"pk__lt": int(raw)}
-                        )
+                        **({"challenge_id": pk} if name == "challenge" else {"pk__lt": pk})
                     )
         if params.get("kind"):
             if params["kind"] not in Kind.ALL:

@@ -35,6 +35,7 @@ from challenges.models import (
     PlayerHide,
     ScoringVersion,
 )
+from challenges.text import row_id
 
 RANK_ORDER = (F("sort_key").asc(), F("created_at").asc())
 PAGE = R.PAGE  # the checkpoint spacing is the ranking module's: one name, one value
@@ -160,22 +161,10 @@ def _challenge_copy(pk: int, updated_at: datetime, version_id: int | None) -> Ch
     return copy.copy(challenge)
 
 
-PK_MAX = 2**63 - 1
-
-
-def _id(value: Any) -> int | None:
-    """A row id from a URL or a query (None: not a number, or beyond the column)."""
-    try:
-        pk = int(value)
-    except (TypeError, ValueError):
-        return None
-    return pk if 0 < pk <= PK_MAX else None
-
-
 def challenge_for_board(*, pk: Any, include_inactive: bool = False) -> Challenge | None:
     """A challenge by id for reading its leaderboard (None: unknown, not an id, or
     inactive and ``include_inactive`` is false), with ``ranking_state`` read fresh."""
-    pk = _id(pk)
+    pk = row_id(pk)
     if pk is None:
         return None
     found = sql.board_probe(pk, include_inactive)  # the page's probe, by id
@@ -191,7 +180,7 @@ def challenge_for_board(*, pk: Any, include_inactive: bool = False) -> Challenge
 def challenge_by_id(pk: Any) -> Challenge | None:
     """A challenge by id, active or not, read fresh (None: unknown or not an id), by one
     constant statement: what recording attempts reads on every request."""
-    pk = _id(pk)
+    pk = row_id(pk)
     return None if pk is None else sql.challenge_by_id(pk)
 
 

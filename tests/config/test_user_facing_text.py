@@ -30,3 +30,28 @@ def test_api_docs_page_has_no_inline_style(client):
     html = client.get(reverse("api-docs")).content.decode()
     assert "<style" not in html and " style=" not in html
     assert "/static/css/api-docs.css" in html
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("1", 1),
+        (7, 7),
+        (str(2**63 - 1), 2**63 - 1),
+        (str(2**63), None),
+        ("0", None),
+        ("-1", None),
+        ("+1", None),
+        (" 1", None),
+        ("١٢", None),  # digits, but not ASCII
+        ("1e3", None),
+        (True, None),
+        (1.0, None),
+        (None, None),
+    ],
+)
+def test_the_one_id_parser(raw, expected):
+    """Issue 27: one id parser for the admin, the API and the selectors."""
+    from challenges.text import row_id
+
+    assert row_id(raw) == expected
