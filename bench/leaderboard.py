@@ -311,7 +311,7 @@ def main() -> None:
     parser.add_argument(
         "--frozen",
         action="store_true",
-        help="freeze the board first: measure the public's frozen board (DESIGN.md freeze)",
+        help="freeze the board first: measure the public's frozen board (the README's freeze)",
     )
     args = parser.parse_args()
     _http.wrk_path()  # fail before loading a million attempts

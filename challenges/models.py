@@ -32,7 +32,7 @@ class ScoringStrategy(models.TextChoices):
 
 class ScoringSetupFields(models.Model):
     """The scoring setup, shared by a challenge (what is being edited) and its versions
-    (what was in force). Field names follow DESIGN.md."""
+    (what was in force). Field names follow docs/words-and-data.md."""
 
     scoring_strategy = models.CharField(
         max_length=32, choices=ScoringStrategy.choices, default=ScoringStrategy.FIRST
@@ -44,7 +44,7 @@ class ScoringSetupFields(models.Model):
     score_key = models.CharField(max_length=64, blank=True)
     metrics = models.JSONField(default=list, blank=True, decoder=TextSafeJSONDecoder)
     timeout_ms = models.PositiveIntegerField(default=5000)
-    # Several scorers of a python challenge (DESIGN.md "Python scorers, the full model");
+    # Several scorers of a python challenge (README, "Writing scorers");
     # empty: the single-scorer fields above are the one scorer.
     scorers = models.JSONField(default=list, blank=True)
     rank_by = models.CharField(max_length=200, blank=True)
@@ -100,7 +100,7 @@ class Challenge(ScoringSetupFields):
     active_version = models.ForeignKey(
         "ScoringVersion", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
-    # Running a competition (DESIGN.md): the window attempts are ranked in, and caps.
+    # Running a competition (the README's section): the window attempts rank in, caps.
     opens_at = models.DateTimeField(null=True, blank=True)
     closes_at = models.DateTimeField(null=True, blank=True)
     late_attempts = models.CharField(

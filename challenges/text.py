@@ -1,4 +1,4 @@
-"""Text that can be stored and shown everywhere (DESIGN.md "Recording attempts").
+"""Text that can be stored and shown everywhere (docs/api.md).
 
 A lone surrogate (U+D800–U+DFFF without its pair) cannot be encoded as UTF-8, so it makes
 a page, an export or an API answer fail; PostgreSQL refuses it and NUL (U+0000) in text

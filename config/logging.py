@@ -3,7 +3,7 @@
 Podium's events carry their context as ``extra`` fields (``challenge_id``, ``job_id``,
 ``chunk_id``, ``version``, ``plugin_id``, ``strategy``, counts and ``duration_ms``); both
 formats print them. Never log snippet output or secrets. A scorer's failure is logged
-with its error text cut to 500 characters (``scoring.failures``: DESIGN.md says failures
+with its error text cut to 500 characters (``scoring.failures``: the failure rules say failures
 are "caught and logged"); the full text stays in the database, for admins.
 """
 

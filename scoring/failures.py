@@ -1,4 +1,4 @@
-"""Every scorer failure is logged (DESIGN.md: "caught and logged"), a burst summarised.
+"""Every scorer failure is logged (docs/scorers.md, "Failure rules"), a burst summarised.
 
 One WARNING line per failed attempt — challenge, version, scorer, attempt id, the error
 (truncated) — for the first ``LIMIT`` attempts failing with the same error under the

@@ -46,7 +46,7 @@ class SetupInvalid(ValueError):
 
 
 def setup_validate(*, setup: dict[str, Any]) -> dict[str, Any]:
-    """Check a scoring setup (the DESIGN.md fields) and return it normalised.
+    """Check a scoring setup (the fields of docs/words-and-data.md) and return it normalised.
 
     Normalised: the registered entrypoint (never the alias or the caller's string),
     the plugin config with its schema defaults. Raises ``SetupInvalid``.

@@ -1,4 +1,4 @@
-"""Scorer plugins for tests: each misbehaves in one way DESIGN.md's failure rules cover.
+"""Scorer plugins for tests: each misbehaves in one way the failure rules (docs/scorers.md) cover.
 
 They live in an importable module because isolated plugins run in a child process that
 imports them by entrypoint.

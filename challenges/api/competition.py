@@ -1,6 +1,6 @@
-"""The API of running a competition (DESIGN.md): refusals of attempts outside the
-schedule or over a cap, moderation (hide / unhide a player or an attempt) and the audit
-trail. Views parse, call one service or selector, and render."""
+"""The API of running a competition (README, "Running a competition"): refusals of
+attempts outside the schedule or over a cap, moderation (hide / unhide a player or an
+attempt) and the audit trail. Views parse, call one service or selector, and render."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""OpenAPI post-processing: document the error responses DESIGN.md promises.
+"""OpenAPI post-processing: document the error responses docs/errors.md promises.
 
 Every operation can answer 401/403 (a bad token, a missing permission); operations with
 an id answer 404; operations that read input answer 400 naming the field; those with a
@@ -92,7 +92,7 @@ ID_PATTERN = "^[0-9]+$"
 
 
 def public_view_and_ids(result: dict[str, Any], generator: Any, request: Any, public: bool) -> dict:
-    """Mark the challenge fields only staff and admins see (DESIGN.md "Who sees what"),
+    """Mark the challenge fields only staff and admins see (docs/words-and-data.md, "Roles"),
     and document path ids as integers (the routes take ASCII digits only)."""
     from challenges.api.serializers import STAFF_ONLY_FIELDS
 

@@ -1,4 +1,4 @@
-"""``GET /api/scorers/``: the scorer catalogue (DESIGN.md, "Class scorer plugins").
+"""``GET /api/scorers/``: the scorer catalogue (docs/scorers.md, "Class scorer plugins").
 
 Authenticated users (integrators, admins) discover the strategies and the registered
 plugins: id, name, description, entrypoint and aliases, config schema with defaults,

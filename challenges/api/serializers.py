@@ -108,7 +108,7 @@ class ChallengeSerializer(StrictSerializer):
     timeout_ms = StrictIntegerField(
         min_value=1, max_value=MAX_TIMEOUT_MS, required=False, default=5000
     )
-    # Running a competition (DESIGN.md): the window, late attempts, caps per player.
+    # Running a competition (the README's section): the window, late attempts, player caps.
     opens_at = serializers.DateTimeField(required=False, allow_null=True, default=None)
     closes_at = serializers.DateTimeField(required=False, allow_null=True, default=None)
     late_attempts = serializers.ChoiceField(
@@ -176,7 +176,7 @@ class ChallengeSerializer(StrictSerializer):
         return value
 
 
-# Fields only staff and admins see (DESIGN.md "Who sees what"): the scoring setup (a
+# Fields only staff and admins see (docs/words-and-data.md, "Roles"): the scoring setup (a
 # snippet or a config may hold an answer key) and the integration ids.
 STAFF_ONLY_FIELDS = (
     "scoring_plugin_id",

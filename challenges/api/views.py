@@ -1,4 +1,4 @@
-"""The JSON API under /api/ (DESIGN.md, "HTTP API"). Views parse, call a service or a
+"""The JSON API under /api/ (docs/api.md). Views parse, call a service or a
 selector, and render."""
 
 from __future__ import annotations
@@ -128,7 +128,7 @@ class ChallengeViewSet(BodyCheckedMixin, viewsets.ModelViewSet):
 
     def get_serializer_class(self) -> Any:
         # Staff and admins see every field; the public and integration tokens the public
-        # view (DESIGN.md "Who sees what"). Writes are admins' only, with every field.
+        # view (docs/words-and-data.md, "Roles"). Writes are admins' only, with every field.
         if self.action in ("list", "retrieve") and not is_staff_member(self.request.user):
             return PublicChallengeSerializer
         return ChallengeSerializer

@@ -1,4 +1,4 @@
-"""The scoring budget of an attempts request (DESIGN.md "Recording attempts").
+"""The scoring budget of an attempts request (docs/api.md).
 
 A request scores its attempts inline only while the budget lasts
 (``PODIUM_SCORING_BUDGET_MS``); the attempts it did not reach are stored without a score

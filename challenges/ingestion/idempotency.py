@@ -1,5 +1,4 @@
-"""``Idempotency-Key`` on ``POST /api/challenges/{id}/attempts/`` (DESIGN.md, "Recording
-attempts").
+"""``Idempotency-Key`` on ``POST /api/challenges/{id}/attempts/`` (docs/api.md).
 
 A client that lost the response (a proxy timeout, a dropped connection after the commit)
 retries with the same key: it gets the first response back (same ids) and nothing is

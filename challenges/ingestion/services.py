@@ -86,7 +86,7 @@ class RecordedAttempt:
     attempt: Attempt
     score: AttemptScore | None  # under the active version (None: pending)
     version_number: int | None
-    status: str = PENDING  # scored | failed | pending (DESIGN.md "Recording attempts")
+    status: str = PENDING  # scored | failed | pending (docs/api.md)
 
 
 def _players_upsert(

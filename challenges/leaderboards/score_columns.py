@@ -1,6 +1,6 @@
-"""Score columns: every score of the ranking scorer on a leaderboard row (DESIGN.md
-"Python scorers, the full model"), the ranking one first; and what of an attempt's
-details the public may see."""
+"""Score columns: every score of the ranking scorer on a leaderboard row (README,
+"Writing scorers"), the ranking one first; and what of an attempt's details the public
+may see."""
 
 from __future__ import annotations
 

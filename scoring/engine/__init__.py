@@ -3,7 +3,7 @@
 It can be unit-tested, benchmarked and run in an isolated process on its own.
 Public surface:
 
-- ``protocol``: the types of DESIGN.md (AttemptMetrics, ScoringContext, ScoringResult,
+- ``protocol``: the types of docs/scorers.md (AttemptMetrics, ScoringContext, ScoringResult,
   ScorerProtocol) and the errors a plugin may raise;
 - ``strategies``: the four built-in strategies and the ranking direction of each;
 - ``registry``: the plugin registry (built-ins, entry points, settings, aliases);

@@ -1,4 +1,4 @@
-"""Aggregate metrics of a snippet challenge (DESIGN.md ``metrics``), in plain Python.
+"""Aggregate metrics of a snippet challenge (README, "custom metrics"), in plain Python.
 
 A challenge's ``metrics`` is a list of
 

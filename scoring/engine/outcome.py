@@ -14,7 +14,7 @@ MAX_DETAILS_BYTES = 16_384
 class Outcome(NamedTuple):
     """``score`` None means the attempt does not count; ``error`` says why, for admins.
 
-    For a failed plugin call ``details`` is ``{"error": ...}`` (DESIGN.md keeps the error
+    For a failed plugin call ``details`` is ``{"error": ...}`` (the failure rules keep the error
     in the details, for admins only); for an attempt a built-in strategy does not count,
     score, details and error are all empty.
     """
@@ -74,7 +74,7 @@ def _flat_plain_copy(details: Mapping[str, Any]) -> dict[str, Any] | None:
 
 
 def normalize_result(raw: Any) -> Outcome:
-    """Apply DESIGN.md's failure rules to what a scorer returned."""
+    """Apply the failure rules (docs/scorers.md) to what a scorer returned."""
     # Fast path for the usual shape (a plain dict, a float score, flat details): the same
     # checks with exact types, which cost a fraction of the ABC checks below.
     if type(raw) is dict:
@@ -122,7 +122,7 @@ def normalize_result(raw: Any) -> Outcome:
 
 
 def _clamped(score: float, details: dict[str, Any] | None) -> Outcome:
-    """A negative score is clamped to 0 (DESIGN.md); the outcome remembers it."""
+    """A negative score is clamped to 0 (docs/scorers.md); the outcome remembers it."""
     if score < 0.0:
         return Outcome(0.0, details, "", score)
     return Outcome(score, details)

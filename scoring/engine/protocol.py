@@ -1,4 +1,4 @@
-"""The scorer contract (DESIGN.md, "Class scorer plugins").
+"""The scorer contract (docs/scorers.md, "Class scorer plugins").
 
 A plugin author needs only this module:
 

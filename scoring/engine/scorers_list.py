@@ -1,4 +1,4 @@
-"""Several scorers per python challenge (DESIGN.md, "Python scorers, the full model").
+"""Several scorers per python challenge (README, "Writing scorers").
 
 A python challenge may carry ``scorers``, an ordered list of 1–8 of
 

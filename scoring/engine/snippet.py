@@ -1,4 +1,4 @@
-"""Python snippet scorers (DESIGN.md, "Python snippet scorers"): the contract.
+"""Python snippet scorers (docs/scorers.md, "Python snippet scorers"): the contract.
 
 A snippet author needs only this docstring:
 

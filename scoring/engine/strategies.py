@@ -1,4 +1,4 @@
-"""Built-in strategies and the ranking direction of every strategy (DESIGN.md table).
+"""Built-in strategies and the ranking direction of every strategy (docs/ranking.md).
 
 A strategy turns an attempt's metrics into its ranking value, or None when the attempt
 does not count. Ranking everywhere uses one ascending ``sort_key`` (the value itself for

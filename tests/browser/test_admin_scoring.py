@@ -38,7 +38,7 @@ def screenshot(page, name: str) -> Path:
 
 
 def expected_order(challenge: Challenge, weights: dict[str, float]) -> list[str]:
-    """The weighted scorer's leaderboard by hand (DESIGN.md's formula): best attempt
+    """The weighted scorer's leaderboard by hand (the formula of docs/scorers.md): best attempt
     per player, higher first, then the earlier attempt."""
     best: dict[int, tuple[float, object, str]] = {}
     for a in Attempt.objects.filter(challenge=challenge).select_related("player"):

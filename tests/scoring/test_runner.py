@@ -1,4 +1,4 @@
-"""build_scorer + score_many: built-in strategies and every failure rule of DESIGN.md.
+"""build_scorer + score_many: built-in strategies and every failure rule of docs/scorers.md.
 
 Third-party plugins run isolated (a child process); a built-in that declares itself pure
 runs in process. The failure rules are checked on both paths: the test plugins are

@@ -1,4 +1,4 @@
-"""The built-in weighted scorer, exactly as DESIGN.md states it.
+"""The built-in weighted scorer, exactly as docs/scorers.md states it.
 
 score = success_bonus (only if succeeded) + rating × rating_weight
         − elapsed_ms/1000 × time_penalty − tokens_total × token_penalty,

@@ -1,4 +1,4 @@
-"""API: recording attempts (DESIGN.md "HTTP API", "Attempt metrics", "Errors", the
+"""API: recording attempts (docs/api.md, "Attempt metrics", "Errors", the
 weighted scorer's formula and the failure rules)."""
 
 from __future__ import annotations

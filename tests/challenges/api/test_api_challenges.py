@@ -1,6 +1,6 @@
 """API: challenges CRUD, scoring-setup validation, versions on PATCH, and who may do what.
 
-DESIGN.md: "HTTP API", "Errors", "Roles", "Class scorer plugins".
+docs/api.md, docs/errors.md, docs/words-and-data.md ("Roles"), docs/scorers.md.
 """
 
 from __future__ import annotations
@@ -355,7 +355,7 @@ def test_retrieve_shows_the_challenge_fields(anon_api, staff_api):
     assert body["scoring_plugin_id"] == "builtin.weighted_scorer"
     assert body["scoring_config"] == WEIGHTED_SEED["scoring_config"]
     assert body["active_version"] == 1
-    # The public view (DESIGN.md "Who sees what"): tests/challenges/api/test_public_view.py
+    # The public view (docs/words-and-data.md, "Roles"): tests/challenges/api/test_public_view.py
     public = anon_api.get(detail_url(challenge.pk)).json()
     assert public["id"] == challenge.pk and public["active_version"] == 1
     assert "scoring_config" not in public

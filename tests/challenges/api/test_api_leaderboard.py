@@ -1,4 +1,4 @@
-"""API: the public leaderboard (DESIGN.md "HTTP API", "Strategies and ranking")."""
+"""API: the public leaderboard (docs/api.md, "Strategies and ranking")."""
 
 from __future__ import annotations
 

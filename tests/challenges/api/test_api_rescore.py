@@ -1,4 +1,4 @@
-"""The rescore routes of the API (DESIGN.md, "HTTP API") and `manage.py rescore`.
+"""The rescore routes of the API (docs/api.md) and `manage.py rescore`.
 
 Celery is eager here: a job's tasks run inline when its transaction's on-commit
 callbacks run (``django_capture_on_commit_callbacks(execute=True)``); without that the

@@ -1,4 +1,4 @@
-"""Text is valid or refused (DESIGN.md "Recording attempts"; issue 12, finding 5): a lone
+"""Text is valid or refused (docs/api.md; issue 12, finding 5): a lone
 surrogate or a NUL anywhere in a request's JSON, key or value, at any depth, is a 400
 naming the field, and nothing is written, on SQLite and on PostgreSQL."""
 

@@ -1,4 +1,4 @@
-"""Public readers see what is public (DESIGN.md "Who sees what"; issue 12, finding 8):
+"""Public readers see what is public (docs/words-and-data.md, "Roles"; issue 12, finding 8):
 anonymous users and integration tokens get the public view of a challenge, staff and
 admins every field; the API denies by default and every route says who may use it."""
 
@@ -28,7 +28,7 @@ PUBLIC_FIELDS = {
     "active_version",
     "created_at",
     "updated_at",
-    # the schedule and the caps (DESIGN.md, "Running a competition"): public, so an
+    # the schedule and the caps (README, "Running a competition"): public, so an
     # integration can tell its players when and how often they may submit
     "opens_at",
     "closes_at",

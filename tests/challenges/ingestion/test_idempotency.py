@@ -1,5 +1,5 @@
-"""Issue 13, finding 6: Idempotency-Key on attempts POSTs (DESIGN.md, "Recording
-attempts"): a retry returns the first response and writes nothing; another body → 409."""
+"""Issue 13, finding 6: Idempotency-Key on attempts POSTs (docs/api.md):
+a retry returns the first response and writes nothing; another body → 409."""
 
 from __future__ import annotations
 

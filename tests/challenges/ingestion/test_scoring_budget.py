@@ -1,4 +1,4 @@
-"""A scoring budget per request (DESIGN.md "Recording attempts"; issue 12, finding 4): an
+"""A scoring budget per request (docs/api.md; issue 12, finding 4): an
 attempts request scores inline only while PODIUM_SCORING_BUDGET_MS lasts; the rest are
 stored, answered ``score_status: "pending"``, scored by a task queued on commit, and on
 the leaderboard once scored. No scorer runs inside a database transaction."""

@@ -1,6 +1,6 @@
 """Leaderboards from the database equal a brute-force reference, for every strategy.
 
-The reference below is written from DESIGN.md's table alone (it does not use the
+The reference below is written from the table of docs/ranking.md alone (it does not use the
 engine): which attempts count, the best attempt per player, ascending/descending order,
 the earlier created_at first, competition ranks on a full tie. Data is randomised with
 fixed seeds and small value ranges, so ties and nulls are frequent.

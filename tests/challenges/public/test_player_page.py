@@ -1,4 +1,4 @@
-"""Player pages (DESIGN.md "Public pages (added)"): rank, best attempt, paginated attempt
+"""Player pages (docs/pages.md): rank, best attempt, paginated attempt
 history with breakdowns; every leaderboard row links to one; unknown players are 404."""
 
 from __future__ import annotations

@@ -103,7 +103,7 @@ def test_burst_of_200_attempts_is_one_run(
     top = result["results"][0]
     assert top["score"] == pytest.approx(196 / 199)  # length 49, four of them: ties
     assert top["scores"]["rank_norm"] == top["score"] and top["scores"]["length"] == 49.0
-    # Equal scores: the earlier attempt first (DESIGN.md ties).
+    # Equal scores: the earlier attempt first (docs/ranking.md, "The tie rule").
     assert [r["player"] for r in result["results"][:4]] == ["p049", "p099", "p149", "p199"]
     row = AttemptScore.objects.get(attempt_id=first["id"], version=challenge.active_version)
     assert row.details["scorers"]["basic"]["scores"] == {"has_answer": 1.0}
