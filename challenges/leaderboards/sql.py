@@ -701,3 +701,17 @@ def json_type(column: str, path: list[str]) -> RawSQL:
         "WHEN 'text' THEN 'string' WHEN 'true' THEN 'boolean' WHEN 'false' THEN 'boolean' END"
     )
     return RawSQL(statement, (compile_json_path(path),), CharField())  # noqa: S611 - bound
+
+
+# --- history records (challenges/leaderboards/history.py) -----------------------------------
+# A board in rank order, only what ranks need: one pass over the rank index.
+_BOARD_ORDER = f"""
+SELECT player_id, sort_key, created_at FROM {ENTRY} WHERE version_id = %s
+ORDER BY sort_key, created_at, attempt_id
+"""  # noqa: S608 - our table
+
+
+def board_order(board: int) -> list[tuple[Any, ...]]:
+    """(player_id, sort_key, created_at) of every entry of ``board`` in rank order;
+    ``created_at`` is only compared for equality (raw text on SQLite)."""
+    return fetch(_BOARD_ORDER, [board])

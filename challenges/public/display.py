@@ -181,3 +181,21 @@ def scoring_sentence(setup: Any) -> str:
         f"Each attempt is scored by the challenge's own code; players are ranked by their "
         f"highest {score_name(setup)}, earlier breaks ties."
     )
+
+
+def switch_summary(*, version: Any, previous: Any, reason: str) -> str:
+    """The setup change of a version switch in one public sentence, in the words of the
+    scoring summary (never the code or the configuration)."""
+    if reason == "batch":
+        return "The batch scorers re-scored the attempts; the scoring rule is unchanged."
+    now = scoring_sentence(version)
+    if previous is None:
+        return f"Scoring began: {now}"
+    before = scoring_sentence(previous)
+    if reason == "rollback":
+        lead = f"Version {version.number}'s scoring is back"
+    else:
+        lead = "The scoring changed"
+    if before == now:
+        return f"{lead}; the rule reads the same, its details changed: {now}"
+    return f"{lead}. Before: {before} Now: {now}"

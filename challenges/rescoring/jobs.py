@@ -47,7 +47,13 @@ from django.utils import timezone
 
 from challenges import audit
 from challenges.leaderboards import scores, sql
-from challenges.models import Challenge, RescoreChunk, RescoreJob, ScoringVersion
+from challenges.models import (
+    Challenge,
+    HistoryRecord,
+    RescoreChunk,
+    RescoreJob,
+    ScoringVersion,
+)
 from challenges.rescoring import batch as batch_scoring
 from challenges.rescoring.switch import version_switch
 from config.transient import retry_transient
@@ -581,6 +587,7 @@ def _switch(job_id: int) -> RescoreJob | None:
             version=version,
             after_id=planned_up_to,
             keep_job_id=job.pk,
+            reason=HistoryRecord.Reason.RESCORE,
             cancel_reason=f"Superseded: job {job.pk} switched to version {version.number}.",
         )
         job.status, job.finished_at = Status.SUCCEEDED, now

@@ -1,0 +1,242 @@
+"""History records: what a switch of the active version did to a challenge's board.
+
+A record compares two boards (the entries of the version that was active and of the one
+that replaces it; for a batch run, the same version's entries before and after). Entries
+already leave out practice attempts, hidden attempts and hidden players
+(``exclusions``), and QA results never make an entry, so neither does a record. Each
+board is one ordered read of its rank index; the rest is linear in the players, but for
+Kendall's tau-b (a merge sort, O(n log n)).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.db.models import Q, QuerySet
+from django.utils import timezone
+
+from challenges.leaderboards import exclusions, freeze, sql
+from challenges.models import Challenge, HistoryRecord, Player, ScoringVersion
+
+TOP = 10  # k of "entered / left the top k"
+LARGEST = 10  # players listed under largest_moves
+
+Board = list[tuple[Any, ...]]  # (player_id, sort_key, created_at) in rank order
+
+
+def board_rows(*, board: int) -> Board:
+    return sql.board_order(board)
+
+
+def competition_ranks(rows: Board) -> dict[int, int]:
+    """player_id → competition rank; rows equal on (sort_key, created_at) share one, as
+    on the public board (``ranking``)."""
+    ranks: dict[int, int] = {}
+    previous: tuple[Any, Any] | None = None
+    rank = 0
+    for place, (player_id, sort_key, created_at) in enumerate(rows, start=1):
+        if (sort_key, created_at) != previous:
+            rank, previous = place, (sort_key, created_at)
+        ranks[player_id] = rank
+    return ranks
+
+
+def _tie_pairs(values: Sequence[Any]) -> int:
+    """Pairs equal on a sorted sequence."""
+    pairs, run = 0, 1
+    for i in range(1, len(values)):
+        if values[i] == values[i - 1]:
+            run += 1
+        else:
+            pairs += run * (run - 1) // 2
+            run = 1
+    return pairs + run * (run - 1) // 2
+
+
+def _swaps(values: list[int]) -> int:
+    """Inversions (pairs i < j with values[i] > values[j]) by a bottom-up merge sort."""
+    n = len(values)
+    src, dst = values[:], [0] * n
+    swaps, width = 0, 1
+    while width < n:
+        for lo in range(0, n, 2 * width):
+            mid, hi = min(lo + width, n), min(lo + 2 * width, n)
+            i, j, k = lo, mid, lo
+            while i < mid and j < hi:
+                if src[j] < src[i]:
+                    dst[k] = src[j]
+                    swaps += mid - i
+                    j += 1
+                else:
+                    dst[k] = src[i]
+                    i += 1
+                k += 1
+            dst[k : k + mid - i] = src[i:mid]
+            k += mid - i
+            dst[k : k + hi - j] = src[j:hi]
+        src, dst = dst, src
+        width *= 2
+    return swaps
+
+
+def kendall_tau_b(pairs: Sequence[tuple[int, int]]) -> float | None:
+    """Kendall's tau-b of (x, y) pairs (Knight's O(n log n) algorithm, in the same terms
+    as ``scipy.stats.kendalltau``); None when fewer than 2 pairs or a constant side."""
+    n = len(pairs)
+    if n < 2:
+        return None
+    ordered = sorted(pairs)
+    total = n * (n - 1) // 2
+    x_ties = _tie_pairs([x for x, _ in ordered])
+    joint_ties = _tie_pairs(ordered)
+    ys = [y for _, y in ordered]
+    discordant = _swaps(ys)  # pairs tied on x are sorted by y: no swap among them
+    y_ties = _tie_pairs(sorted(ys))
+    if total == x_ties or total == y_ties:
+        return None
+    agree = total - x_ties - y_ties + joint_ties - 2 * discordant
+    tau = agree / math.sqrt(total - x_ties) / math.sqrt(total - y_ties)
+    return min(1.0, max(-1.0, tau))
+
+
+@dataclass(frozen=True)
+class Diff:
+    players_before: int
+    players_after: int
+    moved: int
+    entered_top: list[tuple[int, int | None, int]]  # (player_id, rank before, rank after)
+    left_top: list[tuple[int, int, int | None]]
+    largest_moves: list[tuple[int, int, int]]
+    kendall_tau: float | None
+
+
+def board_diff(before: Board, after: Board) -> Diff:
+    """Everything a record says about two boards, from their rows in rank order."""
+    old, new = competition_ranks(before), competition_ranks(after)
+    both = [(p, old[p], new[p]) for p in new if p in old]
+    entered = [(p, old.get(p), r) for p, r in new.items() if r <= TOP]
+    entered = [e for e in entered if e[1] is None or e[1] > TOP]
+    left = [(p, r, new.get(p)) for p, r in old.items() if r <= TOP]
+    left = [e for e in left if e[2] is None or e[2] > TOP]
+    moves = sorted(
+        (m for m in both if m[1] != m[2]), key=lambda m: (-abs(m[1] - m[2]), m[2], m[0])
+    )[:LARGEST]
+    return Diff(
+        players_before=len(old),
+        players_after=len(new),
+        moved=sum(1 for _, a, b in both if a != b),
+        entered_top=sorted(entered, key=lambda e: (e[2], e[0])),
+        left_top=sorted(left, key=lambda e: (e[1], e[0])),
+        largest_moves=moves,
+        kendall_tau=kendall_tau_b([(a, b) for _, a, b in both]),
+    )
+
+
+def _named(items: list[tuple[int, Any, Any]]) -> list[dict[str, Any]]:
+    ids = {item[0] for item in items}
+    names = {
+        pk: (external_id, name)
+        for pk, external_id, name in Player.objects.filter(pk__in=ids).values_list(
+            "pk", "external_id", "display_name"
+        )
+    }
+    return [
+        {
+            "player_id": pk,
+            "external_id": names[pk][0],
+            "display_name": names[pk][1],
+            "rank_before": before,
+            "rank_after": after,
+        }
+        for pk, before, after in items
+        if pk in names
+    ]
+
+
+def history_record(
+    *,
+    challenge: Challenge,
+    version: ScoringVersion,
+    previous_version_id: int | None,
+    before: Board,
+    reason: str,
+    switched_at: datetime | None = None,
+    backfilled: bool = False,
+) -> HistoryRecord:
+    """Write the record of a switch to ``version`` whose board before was ``before``
+    (call after the new board is complete, in the switch's transaction)."""
+    diff = board_diff(before, board_rows(board=version.pk))
+    return HistoryRecord.objects.create(
+        challenge=challenge,
+        version=version,
+        previous_version_id=previous_version_id,
+        switched_at=switched_at or timezone.now(),
+        reason=reason,
+        players_before=diff.players_before,
+        players_after=diff.players_after,
+        moved=diff.moved,
+        entered_top=_named(diff.entered_top),
+        left_top=_named(diff.left_top),
+        largest_moves=_named(diff.largest_moves),
+        kendall_tau=diff.kendall_tau,
+        backfilled=backfilled,
+    )
+
+
+# --- public reads ---------------------------------------------------------------------------
+def _visible(challenge: Challenge, user: Any) -> QuerySet[HistoryRecord]:
+    """The records ``user`` may read: during a freeze the public sees none of a switch
+    made after it (computed from boards holding post-freeze attempts) until the reveal."""
+    records = HistoryRecord.objects.filter(challenge_id=challenge.pk)
+    if freeze.frozen_for(challenge, user):
+        records = records.filter(switched_at__lt=challenge.freeze_at)
+    return records
+
+
+def history_public(*, challenge: Challenge, user: Any) -> list[HistoryRecord]:
+    """The challenge's records, newest first, as ``user`` may read them: players hidden
+    since a record was written are left out of its lists (its counts were made without
+    the players hidden then)."""
+    records = list(_visible(challenge, user).select_related("version", "previous_version"))
+    named = {
+        item["player_id"]
+        for record in records
+        for item in (*record.entered_top, *record.left_top, *record.largest_moves)
+    }
+    hidden = exclusions.hidden_player_ids(challenge_id=challenge.pk, player_ids=named)
+    if hidden:
+        for record in records:
+            for field in ("entered_top", "left_top", "largest_moves"):
+                kept = [i for i in getattr(record, field) if i["player_id"] not in hidden]
+                setattr(record, field, kept)
+    return records
+
+
+@dataclass(frozen=True)
+class VersionBoard:
+    version: ScoringVersion
+    board_id: int  # the version's entries, or its frozen board during a freeze
+    current: bool
+
+
+def version_board(*, challenge: Challenge, number: int, user: Any) -> VersionBoard | None:
+    """Version ``number``'s board as ``user`` may read it; None when the version was
+    never the active one publicly (or does not exist)."""
+    version = ScoringVersion.objects.filter(challenge_id=challenge.pk, number=number).first()
+    if version is None:
+        return None
+    current = version.pk == challenge.active_version_id
+    if not current:
+        was_public = _visible(challenge, user).filter(
+            Q(version_id=version.pk) | Q(previous_version_id=version.pk)
+        )
+        if not was_public.exists():
+            return None
+    board = version.pk
+    if freeze.frozen_for(challenge, user):
+        board = freeze.frozen_ensure(challenge=challenge, version_id=version.pk)
+    return VersionBoard(version, board, current)
