@@ -24,6 +24,7 @@ from challenges.models import Challenge, HistoryRecord, Player, ScoringVersion
 
 TOP = 10  # k of "entered / left the top k"
 LARGEST = 10  # players listed under largest_moves
+MAX_NUMBER = 2**31 - 1  # a version number the database can hold
 
 Board = list[tuple[Any, ...]]  # (player_id, sort_key, created_at) in rank order
 
@@ -226,6 +227,8 @@ class VersionBoard:
 def version_board(*, challenge: Challenge, number: int, user: Any) -> VersionBoard | None:
     """Version ``number``'s board as ``user`` may read it; None when the version was
     never the active one publicly (or does not exist)."""
+    if not 1 <= number <= MAX_NUMBER:
+        return None
     version = ScoringVersion.objects.filter(challenge_id=challenge.pk, number=number).first()
     if version is None:
         return None
