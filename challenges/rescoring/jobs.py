@@ -48,6 +48,7 @@ from django.utils import timezone
 from challenges import audit
 from challenges.leaderboards import scores, sql
 from challenges.models import (
+    AuditEvent,
     Challenge,
     HistoryRecord,
     RescoreChunk,
@@ -562,6 +563,17 @@ def _ready(job: RescoreJob) -> bool:
     return job.status == Status.RUNNING and job.chunks_done == job.chunks_total
 
 
+def _switch_reason(job: RescoreJob) -> str:
+    """A job that "make active again" queued (its version was never fully scored) ends
+    a rollback; any other, a rescore."""
+    activation = AuditEvent.objects.filter(
+        kind=audit.Kind.VERSION_ACTIVATE,
+        challenge_id=job.challenge_id,
+        after__rescore_job=job.pk,
+    )
+    return HistoryRecord.Reason.ROLLBACK if activation.exists() else HistoryRecord.Reason.RESCORE
+
+
 def _switch(job_id: int) -> RescoreJob | None:
     """Move the pointer; the finished job, or None when it was not this call's to do."""
     with transaction.atomic():
@@ -587,7 +599,7 @@ def _switch(job_id: int) -> RescoreJob | None:
             version=version,
             after_id=planned_up_to,
             keep_job_id=job.pk,
-            reason=HistoryRecord.Reason.RESCORE,
+            reason=_switch_reason(job),
             cancel_reason=f"Superseded: job {job.pk} switched to version {version.number}.",
         )
         job.status, job.finished_at = Status.SUCCEEDED, now

@@ -189,3 +189,21 @@ def test_a_batch_run_writes_a_batch_record(admin_api, integration_api):
     assert {e["external_id"] for e in newest.entered_top} == {
         p for p in after if after[p] <= 10 and before.get(p, 11) > 10
     }
+
+
+def test_make_active_again_through_a_rescore_is_a_rollback(monkeypatch):
+    challenge = seeded(8)
+    v1 = challenge.active_version
+    monkeypatch.setattr(rescoring, "_send", lambda job: None)
+    update = setup_services.challenge_update(
+        challenge=challenge, data={"scoring_strategy": "fewest_tokens"}
+    )
+    rescoring.job_cancel(job=update.job)  # version 2 never fully scored
+    monkeypatch.undo()
+    activation = versions.version_activate(version=update.new_version)
+    assert activation.job is not None
+    rescoring.job_run_inline(job=activation.job)
+    found = HistoryRecord.objects.get(challenge=challenge)
+    assert (found.version, found.previous_version) == (update.new_version, v1)
+    assert found.reason == "rollback"
+    assert_matches(found, expected_record(v1.pk, update.new_version.pk))
