@@ -19,7 +19,7 @@ from typing import Any
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
-from challenges.leaderboards import exclusions, freeze, sql
+from challenges.leaderboards import exclusions, freeze, selectors, sql
 from challenges.models import Challenge, HistoryRecord, Player, ScoringVersion
 
 TOP = 10  # k of "entered / left the top k"
@@ -243,3 +243,30 @@ def version_board(*, challenge: Challenge, number: int, user: Any) -> VersionBoa
     if freeze.frozen_for(challenge, user):
         board = freeze.frozen_ensure(challenge=challenge, version_id=version.pk)
     return VersionBoard(version, board, current)
+
+
+@dataclass(frozen=True)
+class VersionRank:
+    number: int
+    rank: int | None  # None: not ranked under that version
+    current: bool
+
+
+def player_version_ranks(*, challenge: Challenge, external_id: str, user: Any) -> list[VersionRank]:
+    """A player's rank under each version that was the active one publicly, newest
+    version first (each read from that version's board as ``user`` may see it)."""
+    numbers = {challenge.active_version.number} if challenge.active_version else set()
+    for version, previous in _visible(challenge, user).values_list(
+        "version__number", "previous_version__number"
+    ):
+        numbers.update(n for n in (version, previous) if n is not None)
+    found = []
+    for number in sorted(numbers, reverse=True):
+        board = version_board(challenge=challenge, number=number, user=user)
+        if board is None:
+            continue
+        page = selectors.leaderboard_player(
+            challenge=challenge, external_id=external_id, board_id=board.board_id
+        )
+        found.append(VersionRank(number, page.rows[0].rank if page.rows else None, board.current))
+    return found

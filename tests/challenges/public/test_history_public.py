@@ -232,3 +232,14 @@ def test_during_a_freeze_nothing_after_it_shows(anon_api, staff_api, client):
     assert "newcomer" in {
         r["player"] for r in board_json(anon_api, challenge, "&version=3")["results"]
     }
+
+
+def test_a_players_page_lists_their_rank_under_each_version(anon_api, client):
+    challenge = seeded()
+    old = {r["player"]: r["rank"] for r in board_json(anon_api, challenge)["results"]}
+    rescore_to(challenge, "fewest_tokens")
+    new = {r["player"]: r["rank"] for r in board_json(anon_api, challenge)["results"]}
+    html = client.get(f"/challenges/{challenge.slug}/players/p03/").content.decode()
+    assert f"Version 2</a> (current): rank {new['p03']}<" in html
+    assert f"Version 1</a>: rank {old['p03']}<" in html
+    assert html.index('data-version="2"') < html.index('data-version="1"')
