@@ -7,8 +7,11 @@ scorer and ``fastest`` (so every switch changes the ranks of most players), twic
 the record written and twice without (the order alternates per repeat). Measured: the
 switch (``job_finalize``: the leaderboard rebuild and the locked switch, as
 bench/rescore.py's "switch"), and the record alone. The versions are kept (a switch's
-record reads the previous version's board). Prints medians and the ratio; exits
-non-zero when the record adds more than 10 % to the switch. Needs PostgreSQL
+record reads the previous version's board). Then (``--seconds`` > 0) the read targets:
+requests/s of the history page, a past version's board (first page and page 1,000) and
+the history API under gunicorn (2 sync workers) driven by wrk, beside /healthz in the
+same rounds (as bench/leaderboard.py). Prints medians and the ratios; exits non-zero
+when the record adds more than 10 % to the switch or a read is under 0.6x /healthz. Needs PostgreSQL
 (BENCH_DATABASE_URL, default postgres://postgres@127.0.0.1:5432/podium_bench — dropped
 and recreated).
 
@@ -98,6 +101,8 @@ def main() -> None:
     parser.add_argument("--attempts", type=int, default=200_000)
     parser.add_argument("--players", type=int, default=100_000)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--seconds", type=float, default=3.0, help="per wrk run; 0: no reads")
+    parser.add_argument("--rounds", type=int, default=2)
     args = parser.parse_args()
     _pg.setup_django(os.environ.get("BENCH_DATABASE_URL", _pg.DEFAULT_URL))
     challenge = _pg.load(players=args.players, attempts=args.attempts, setup=WEIGHTED)
@@ -127,7 +132,63 @@ def main() -> None:
     print(f"  last record: {last.moved:,} of {last.players_after:,} moved, tau {last.kendall_tau}")
     ok = ratio <= TARGET
     print(f"ratio with / without: {ratio:.3f} (target <= {TARGET}: {'ok' if ok else 'OVER'})")
+    if args.seconds > 0:
+        ok &= reads(challenge.pk, args.seconds, args.rounds)
     sys.exit(0 if ok else 1)
+
+
+def reads(challenge_id: int, seconds: float, rounds: int) -> bool:
+    """Requests/s of the history reads beside /healthz, median over the rounds."""
+    import secrets
+
+    import _http
+
+    from challenges.models import Challenge
+
+    slug = Challenge.objects.get(pk=challenge_id).slug
+    targets = [
+        ("history page", f"/challenges/{slug}/history/"),
+        ("history API", f"/api/challenges/{challenge_id}/history/"),
+        ("version 2 board, first page", f"/challenges/{slug}/versions/2/"),
+        ("version 2 board, page 1,000", f"/challenges/{slug}/versions/2/?page=1000"),
+        ("API ?version=2", f"/api/challenges/{challenge_id}/leaderboard/?version=2"),
+    ]
+    env = {
+        "DATABASE_URL": os.environ["DATABASE_URL"],
+        "DEBUG": "false",
+        "SECRET_KEY": secrets.token_urlsafe(50),
+        "LOG_LEVEL": "WARNING",
+        "CELERY_BROKER_URL": "filesystem://localhost//",  # as bench/leaderboard.py
+    }
+    cache_url = os.environ.get("BENCH_CACHE_URL")
+    if cache_url:
+        env["CACHE_URL"] = cache_url
+    rates: dict[str, list[float]] = {}
+    errors = 0
+    paths = [("/healthz", "/healthz"), *targets]
+    with _http.Server(env, workers=2) as server:
+        for _, path in paths:  # warm each path in both workers
+            _http.wrk(server.base + path, seconds=1, connections=2)
+        for _ in range(rounds):
+            for name, path in paths:
+                result = _http.wrk(server.base + path, seconds=seconds, connections=8)
+                rates.setdefault(name, []).append(result.rate)
+                errors += result.errors
+    reference = statistics.median(rates["/healthz"])
+    print(f"\ngunicorn, 2 sync workers, wrk 8 connections, {rounds} rounds of {seconds:.0f}s:")
+    print(f"  {'/healthz (reference)':30s} {reference:8,.0f}/s  rounds {_all(rates['/healthz'])}")
+    ok = errors == 0
+    for name, _ in targets:
+        rate = statistics.median(rates[name])
+        ok &= rate / reference >= 0.6
+        print(
+            f"  {name:30s} {rate:8,.0f}/s  {rate / reference:4.2f}x /healthz "
+            f"{'ok' if rate / reference >= 0.6 else 'UNDER'} (target >= 0.6x)  "
+            f"rounds {_all(rates[name])}"
+        )
+    if errors:
+        print(f"  {errors} failed requests")
+    return ok
 
 
 def _all(values: list[float]) -> str:

@@ -10,10 +10,14 @@ Kendall's tau-b (a merge sort, O(n log n)).
 
 from __future__ import annotations
 
+import heapq
 import math
-from collections.abc import Sequence
+from bisect import bisect_right, insort
+from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 from django.db.models import Q, QuerySet
@@ -46,59 +50,59 @@ def competition_ranks(rows: Board) -> dict[int, int]:
     return ranks
 
 
-def _tie_pairs(values: Sequence[Any]) -> int:
-    """Pairs equal on a sorted sequence."""
-    pairs, run = 0, 1
-    for i in range(1, len(values)):
-        if values[i] == values[i - 1]:
-            run += 1
-        else:
-            pairs += run * (run - 1) // 2
-            run = 1
-    return pairs + run * (run - 1) // 2
+def _tie_pairs(values: Iterable[Any]) -> int:
+    """Pairs of equal values (a C-level count: no Python step per value)."""
+    return sum(k * (k - 1) // 2 for k in Counter(values).values() if k > 1)
+
+
+SWAP_BLOCK = 2048  # values counted by insertion before the merge passes
 
 
 def _swaps(values: list[int]) -> int:
-    """Inversions (pairs i < j with values[i] > values[j]) by a bottom-up merge sort."""
-    n = len(values)
-    src, dst = values[:], [0] * n
-    swaps, width = 0, 1
-    while width < n:
-        for lo in range(0, n, 2 * width):
-            mid, hi = min(lo + width, n), min(lo + 2 * width, n)
-            i, j, k = lo, mid, lo
-            while i < mid and j < hi:
-                if src[j] < src[i]:
-                    dst[k] = src[j]
-                    swaps += mid - i
-                    j += 1
-                else:
-                    dst[k] = src[i]
-                    i += 1
-                k += 1
-            dst[k : k + mid - i] = src[i:mid]
-            k += mid - i
-            dst[k : k + hi - j] = src[j:hi]
-        src, dst = dst, src
-        width *= 2
-    return swaps
+    """Inversions (pairs i < j with values[i] > values[j]), O(n log n): counted by
+    insertion within blocks (``insort`` moves a few kilobytes), then per merge pass
+    between neighbouring sorted blocks with ``bisect`` mapped in C."""
+    total = 0
+    blocks = []
+    for start in range(0, len(values), SWAP_BLOCK):
+        seen: list[int] = []
+        for placed, value in enumerate(values[start : start + SWAP_BLOCK]):
+            total += placed - bisect_right(seen, value)
+            insort(seen, value)
+        blocks.append(seen)
+    while len(blocks) > 1:
+        merged = []
+        for i in range(0, len(blocks) - 1, 2):
+            left, right = blocks[i], blocks[i + 1]
+            total += len(left) * len(right) - sum(map(partial(bisect_right, left), right))
+            left.extend(right)
+            left.sort()  # two runs: timsort merges them in linear time
+            merged.append(left)
+        if len(blocks) % 2:
+            merged.append(blocks[-1])
+        blocks = merged
+    return total
 
 
 def kendall_tau_b(pairs: Sequence[tuple[int, int]]) -> float | None:
     """Kendall's tau-b of (x, y) pairs (Knight's O(n log n) algorithm, in the same terms
     as ``scipy.stats.kendalltau``); None when fewer than 2 pairs or a constant side."""
-    n = len(pairs)
+    return _tau_sorted(sorted(pairs))
+
+
+def _tau_sorted(ordered: Sequence[tuple[int, int]]) -> float | None:
+    """``kendall_tau_b`` of pairs already sorted by (x, y)."""
+    n = len(ordered)
     if n < 2:
         return None
-    ordered = sorted(pairs)
     total = n * (n - 1) // 2
-    x_ties = _tie_pairs([x for x, _ in ordered])
+    x_ties = _tie_pairs(x for x, _ in ordered)
     joint_ties = _tie_pairs(ordered)
     ys = [y for _, y in ordered]
-    discordant = _swaps(ys)  # pairs tied on x are sorted by y: no swap among them
-    y_ties = _tie_pairs(sorted(ys))
+    y_ties = _tie_pairs(ys)
     if total == x_ties or total == y_ties:
         return None
+    discordant = _swaps(ys)  # pairs tied on x are sorted by y: no swap among them
     agree = total - x_ties - y_ties + joint_ties - 2 * discordant
     tau = agree / math.sqrt(total - x_ties) / math.sqrt(total - y_ties)
     return min(1.0, max(-1.0, tau))
@@ -115,26 +119,41 @@ class Diff:
     kendall_tau: float | None
 
 
-def board_diff(before: Board, after: Board) -> Diff:
-    """Everything a record says about two boards, from their rows in rank order."""
+def pairs_of(before: Board, after: Board) -> list[tuple[int | None, int | None, int]]:
+    """``sql.board_pairs`` in Python, from two boards' rows in rank order."""
     old, new = competition_ranks(before), competition_ranks(after)
-    both = [(p, old[p], new[p]) for p in new if p in old]
-    entered = [(p, old.get(p), r) for p, r in new.items() if r <= TOP]
-    entered = [e for e in entered if e[1] is None or e[1] > TOP]
-    left = [(p, r, new.get(p)) for p, r in old.items() if r <= TOP]
-    left = [e for e in left if e[2] is None or e[2] > TOP]
-    moves = sorted(
-        (m for m in both if m[1] != m[2]), key=lambda m: (-abs(m[1] - m[2]), m[2], m[0])
-    )[:LARGEST]
+    pairs = [(r, new.get(p), p) for p, r in old.items()]
+    pairs.sort(key=lambda t: (t[0], t[1] is None, t[1] or 0))
+    pairs.extend((None, r, p) for p, r in new.items() if p not in old)
+    return pairs
+
+
+def pairs_diff(pairs: Sequence[tuple[Any, Any, int]]) -> Diff:
+    """Everything a record says, from (rank before, rank after, player) of every player
+    on either board, those ranked before first by (rank before, rank after)."""
+    both = [(b, a) for b, a, _ in pairs if b is not None and a is not None]
+    entered = [
+        (p, b, a) for b, a, p in pairs if a is not None and a <= TOP and (b or TOP + 1) > TOP
+    ]
+    left = [(p, b, a) for b, a, p in pairs if b is not None and b <= TOP and (a or TOP + 1) > TOP]
+    moves = heapq.nsmallest(
+        LARGEST,
+        ((-abs(b - a), a, p, b) for b, a, p in pairs if b is not None and a is not None and b != a),
+    )
     return Diff(
-        players_before=len(old),
-        players_after=len(new),
-        moved=sum(1 for _, a, b in both if a != b),
+        players_before=sum(1 for b, _, _ in pairs if b is not None),
+        players_after=sum(1 for _, a, _ in pairs if a is not None),
+        moved=sum(1 for b, a in both if b != a),
         entered_top=sorted(entered, key=lambda e: (e[2], e[0])),
         left_top=sorted(left, key=lambda e: (e[1], e[0])),
-        largest_moves=moves,
-        kendall_tau=kendall_tau_b([(a, b) for _, a, b in both]),
+        largest_moves=[(p, b, a) for _, a, p, b in moves],
+        kendall_tau=_tau_sorted(both),
     )
+
+
+def board_diff(before: Board, after: Board) -> Diff:
+    """Everything a record says about two boards, from their rows in rank order."""
+    return pairs_diff(pairs_of(before, after))
 
 
 def _named(items: list[tuple[int, Any, Any]]) -> list[dict[str, Any]]:
@@ -163,14 +182,18 @@ def history_record(
     challenge: Challenge,
     version: ScoringVersion,
     previous_version_id: int | None,
-    before: Board,
     reason: str,
+    before: Board | None = None,
     switched_at: datetime | None = None,
     backfilled: bool = False,
 ) -> HistoryRecord:
-    """Write the record of a switch to ``version`` whose board before was ``before``
-    (call after the new board is complete, in the switch's transaction)."""
-    diff = board_diff(before, board_rows(board=version.pk))
+    """Write the record of a switch to ``version`` from ``previous_version_id`` (call
+    after the new board is complete, in the switch's transaction). ``before``: a
+    snapshot of the board before, when it is not kept (a batch run's)."""
+    if before is None:  # both boards kept: ranked and joined in SQL
+        diff = pairs_diff(sql.board_pairs(previous_version_id or 0, version.pk))
+    else:  # the board before is gone (a batch run rewrote it): its snapshot
+        diff = board_diff(before, board_rows(board=version.pk))
     return HistoryRecord.objects.create(
         challenge=challenge,
         version=version,

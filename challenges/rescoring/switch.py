@@ -65,12 +65,10 @@ def version_switch(
     previous_id = challenge.active_version_id
     challenge.active_version = version
     challenge.save(update_fields=["active_version", "updated_at", *also_save])
-    before = history.board_rows(board=previous_id) if previous_id else []
     history.history_record(
         challenge=challenge,
         version=version,
         previous_version_id=previous_id,
-        before=before,
         reason=reason,
         switched_at=challenge.updated_at,
     )

@@ -85,3 +85,24 @@ def test_diff_equals_a_brute_force(seed):
         assert diff.kendall_tau is None
     else:
         assert diff.kendall_tau == pytest.approx(expected, abs=1e-12)
+
+
+@pytest.mark.parametrize("block", [1, 2, 3, 16])
+def test_tau_b_merge_passes_equal_scipy(monkeypatch, block):
+    """Small blocks: the merge passes between blocks do most of the counting."""
+    monkeypatch.setattr(history, "SWAP_BLOCK", block)
+    rng = random.Random(block)
+    for n in (3, 5, 17, 64, 301):
+        pairs = [(i % 7, rng.randint(1, n)) for i in range(n - 1)] + [(8, n + 1)]
+        expected = kendalltau([x for x, _ in pairs], [y for _, y in pairs]).statistic
+        assert history.kendall_tau_b(pairs) == pytest.approx(expected, abs=1e-12)
+
+
+def test_tau_b_of_a_large_board_equals_scipy():
+    rng = random.Random(7)
+    n = 20_000  # several blocks of SWAP_BLOCK
+    ys = list(range(1, n + 1))
+    rng.shuffle(ys)
+    pairs = [(i // 3 + 1, y if rng.random() < 0.9 else 1) for i, y in enumerate(ys)]
+    expected = kendalltau([x for x, _ in pairs], [y for _, y in pairs]).statistic
+    assert history.kendall_tau_b(pairs) == pytest.approx(expected, abs=1e-12)
