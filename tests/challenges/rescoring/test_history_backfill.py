@@ -14,7 +14,7 @@ from challenges.setup import versions
 from tests.challenges.rescoring.test_history_records import rescore_to, seeded
 
 pytestmark = pytest.mark.django_db
-migration = importlib.import_module("challenges.migrations.0019_history_backfill")
+migration = importlib.import_module("challenges.migrations.0021_history_backfill")
 
 FIELDS = (
     "version_id",

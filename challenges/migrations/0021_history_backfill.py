@@ -97,7 +97,7 @@ def backfill(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("challenges", "0018_history_records"),
+        ("challenges", "0020_history_records"),
     ]
 
     operations = [migrations.RunPython(backfill, migrations.RunPython.noop)]

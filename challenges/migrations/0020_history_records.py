@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('challenges', '0017_ranking_lineage'),
+        ('challenges', '0019_integration_scopes'),
     ]
 
     operations = [
