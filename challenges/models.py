@@ -669,3 +669,56 @@ class IdempotencyRecord(models.Model):
 
     def __str__(self) -> str:
         return f"Idempotency key {self.key!r} of user {self.user_id}"
+
+
+class HistoryRecord(models.Model):
+    """What one switch of a challenge's active version did to its board, for the public
+    (challenges/leaderboards/history.py computes it from the two boards' entries, which
+    already leave out practice, hidden attempts and hidden players).
+
+    Append-only, like the audit trail: ``save`` refuses to update a stored record,
+    ``delete`` refuses, and the admin and the API offer neither."""
+
+    class Reason(models.TextChoices):
+        RESCORE = "rescore"
+        ROLLBACK = "rollback"
+        BATCH = "batch"
+
+    challenge = models.ForeignKey(Challenge, on_delete=models.CASCADE, related_name="history")
+    version = models.ForeignKey(ScoringVersion, on_delete=models.CASCADE, related_name="+")
+    previous_version = models.ForeignKey(
+        ScoringVersion, null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
+    switched_at = models.DateTimeField()
+    reason = models.CharField(max_length=16, choices=Reason.choices)
+    players_before = models.PositiveIntegerField(default=0)
+    players_after = models.PositiveIntegerField(default=0)
+    moved = models.PositiveIntegerField(default=0)
+    # [{"external_id", "display_name", "rank_before", "rank_after"}, ...]
+    entered_top = models.JSONField(default=list)
+    left_top = models.JSONField(default=list)
+    largest_moves = models.JSONField(default=list)
+    kendall_tau = models.FloatField(null=True, blank=True)
+    # Written by the data migration for a switch made before records existed.
+    backfilled = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["-switched_at", "-id"]
+        indexes = [models.Index(fields=["challenge", "switched_at"], name="history_challenge_at")]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(reason__in=["rescore", "rollback", "batch"]),
+                name="history_reason_known",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.challenge_id}: version {self.version_id} ({self.reason})"
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        if self.pk is not None and not self._state.adding:
+            raise ValueError("History records are append-only.")
+        super().save(*args, **kwargs)
+
+    def delete(self, *args: Any, **kwargs: Any) -> Any:
+        raise ValueError("History records are append-only.")

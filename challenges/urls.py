@@ -8,6 +8,7 @@ from challenges.api import scorers as scorer_api
 from challenges.api import views as api
 from challenges.public import views
 from challenges.public.player import player_detail
+from challenges.public.switches import history_page, version_page
 
 
 class APIRootView(routers.APIRootView):
@@ -49,6 +50,8 @@ urlpatterns = [
     path("challenges/<slug:slug>/charts.json", views.challenge_charts, name="charts"),
     path("challenges/<slug:slug>/leaderboard.csv", views.export_csv, name="export-csv"),
     path("challenges/<slug:slug>/leaderboard.json", views.export_json, name="export-json"),
+    path("challenges/<slug:slug>/history/", history_page, name="history"),
+    path("challenges/<slug:slug>/versions/<int:number>/", version_page, name="version"),
     path(
         "challenges/<slug:slug>/players/<external_id:external_id>/",
         player_detail,

@@ -82,3 +82,16 @@ def admin_url(model: str, view: str = "changelist", *args: object) -> str:
 def change_url(challenge: Any) -> str:
     """A challenge's admin page."""
     return admin_url("challenge", "change", challenge.pk)
+
+
+# --- scoring history (issue 30) ------------------------------------------------------------
+def history_url(pk: object) -> str:
+    return reverse("challenge-history", args=[pk])
+
+
+def history_page_url(slug: str) -> str:
+    return reverse("challenges:history", args=[slug])
+
+
+def version_page_url(slug: str, number: int) -> str:
+    return reverse("challenges:version", args=[slug, number])

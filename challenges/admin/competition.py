@@ -15,10 +15,13 @@ from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
+from django.urls import reverse
+from django.utils.html import format_html, format_html_join
 
 from challenges.ingestion import moderation
-from challenges.models import Attempt, AuditEvent, PlayerHide
+from challenges.models import Attempt, AuditEvent, HistoryRecord, PlayerHide
 from challenges.permissions import is_scoring_admin, is_staff_member
+from challenges.setup.versions import version_diff
 
 
 class ReasonForm(forms.Form):
@@ -187,17 +190,76 @@ class PlayerHideAdmin(admin.ModelAdmin):
 class AuditEventAdmin(admin.ModelAdmin):
     """The audit trail: read-only, for admins."""
 
-    list_display = ["at", "kind", "challenge_name", "actor_name", "via", "reason"]
+    list_display = ["at", "kind", "challenge_name", "actor_name", "via", "reason", "history"]
     list_filter = ["kind", "via", "challenge", "actor"]
     search_fields = ["reason", "challenge_name", "actor_name"]
     date_hierarchy = "at"
-    readonly_fields = [f.name for f in AuditEvent._meta.fields]
+    readonly_fields = [*(f.name for f in AuditEvent._meta.fields), "history"]
+
+    # The changes that end in a switch of the active version, hence a history record.
+    SWITCHING = ("scoring_change", "rescore_start", "version_activate")
+
+    @admin.display(description="history")
+    def history(self, obj: AuditEvent) -> str:
+        """A link to the challenge's history records (the switch this change led to)."""
+        if obj.kind not in self.SWITCHING or obj.challenge_id is None:
+            return ""
+        url = reverse("admin:challenges_historyrecord_changelist")
+        return format_html(
+            '<a href="{}?challenge__id__exact={}">records</a>', url, obj.challenge_id
+        )
 
     def has_module_permission(self, request: HttpRequest) -> bool:
         return is_scoring_admin(request.user)
 
     def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return is_scoring_admin(request.user)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(HistoryRecord)
+class HistoryRecordAdmin(admin.ModelAdmin):
+    """The public history records, with the setup diff of each switch: read-only (records
+    are append-only)."""
+
+    list_display = ["switched_at", "challenge", "version", "previous_version", "reason", "moved"]
+    list_filter = ["reason", "challenge"]
+    list_select_related = ["challenge", "version", "previous_version"]
+    readonly_fields = [*(f.name for f in HistoryRecord._meta.fields), "setup_diff"]
+
+    @admin.display(description="setup diff")
+    def setup_diff(self, obj: HistoryRecord) -> str:
+        previous = obj.previous_version
+        changes = version_diff(
+            previous.setup_dict() if previous else None, obj.version.setup_dict()
+        )
+        if not changes:
+            return "No change of the setup (a first version, a batch run or the same setup)."
+        return format_html(
+            "<ul>{}</ul>",
+            format_html_join(
+                "",
+                "<li>{}: {} → {}{}</li>",
+                (
+                    (c.label, c.before, c.after, "\n".join(c.lines) if c.lines else "")
+                    for c in changes
+                ),
+            ),
+        )
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return is_staff_member(request.user)
+
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        return is_staff_member(request.user)
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False

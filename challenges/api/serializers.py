@@ -420,6 +420,12 @@ class LeaderboardQuerySerializer(serializers.Serializer):
     limit = StrictIntegerField(min_value=1, max_value=500, required=False, default=50)
     offset = StrictIntegerField(min_value=0, max_value=10**9, required=False, default=0)
     player = serializers.CharField(max_length=255, required=False)
+    version = StrictIntegerField(
+        min_value=1,
+        max_value=2**31 - 1,
+        required=False,
+        help_text="A past version's board, as that version ranked it (404 if never active).",
+    )
 
     def to_internal_value(self, data: Any) -> Any:
         # Query strings are text: turn digit strings into ints before the strict checks.
@@ -427,7 +433,7 @@ class LeaderboardQuerySerializer(serializers.Serializer):
         for key, value in data.items():
             if key not in self.fields:
                 continue  # other query parameters (format=, cache busters) are not ours
-            if key in ("limit", "offset"):
+            if key in ("limit", "offset", "version"):
                 try:
                     value = int(value)
                 except ValueError:
@@ -454,3 +460,41 @@ class LeaderboardSerializer(serializers.Serializer):
     version = serializers.IntegerField(allow_null=True)
     count = serializers.IntegerField()
     results = LeaderboardRowSerializer(many=True)
+
+
+class HistoryPlayerSerializer(serializers.Serializer):
+    external_id = serializers.CharField()
+    display_name = serializers.CharField()
+    rank_before = serializers.IntegerField(allow_null=True)
+    rank_after = serializers.IntegerField(allow_null=True)
+
+
+class PlayersRankedSerializer(serializers.Serializer):
+    before = serializers.IntegerField()
+    after = serializers.IntegerField()
+
+
+class HistoryRecordSerializer(serializers.Serializer):
+    """One switch of the active version (``HistoryRecord``), as the public reads it."""
+
+    version = serializers.IntegerField(source="version.number")
+    previous_version = serializers.IntegerField(
+        source="previous_version.number", allow_null=True, default=None
+    )
+    switched_at = serializers.DateTimeField()
+    reason = serializers.ChoiceField(choices=["rescore", "rollback", "batch"])
+    summary = serializers.SerializerMethodField()
+    players_ranked = serializers.SerializerMethodField()
+    moved = serializers.IntegerField()
+    entered_top = HistoryPlayerSerializer(many=True)
+    left_top = HistoryPlayerSerializer(many=True)
+    largest_moves = HistoryPlayerSerializer(many=True)
+    kendall_tau = serializers.FloatField(allow_null=True)
+
+    def get_summary(self, record: Any) -> str:
+        return display.switch_summary(
+            version=record.version, previous=record.previous_version, reason=record.reason
+        )
+
+    def get_players_ranked(self, record: Any) -> dict[str, int]:
+        return {"before": record.players_before, "after": record.players_after}

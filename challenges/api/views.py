@@ -32,6 +32,7 @@ from challenges.api.serializers import (
     AttemptInSerializer,
     AttemptOutSerializer,
     ChallengeSerializer,
+    HistoryRecordSerializer,
     LeaderboardQuerySerializer,
     LeaderboardSerializer,
     PublicChallengeSerializer,
@@ -41,7 +42,7 @@ from challenges.api.serializers import (
 )
 from challenges.api.throttles import AttemptsThrottle
 from challenges.ingestion import idempotency, moderation, rules, services
-from challenges.leaderboards import freeze, precision, selectors
+from challenges.leaderboards import freeze, history, precision, selectors
 from challenges.leaderboards.kept import kept_board
 from challenges.leaderboards.metrics import challenge_metrics, public_metrics
 from challenges.leaderboards.rules import TIE_RULE
@@ -106,6 +107,7 @@ class ChallengeViewSet(BodyCheckedMixin, viewsets.ModelViewSet):
         "retrieve": AllowAny,
         "leaderboard": AllowAny,
         "metrics": AllowAny,
+        "history": AllowAny,
         "attempts": CanRecordAttempts,
         "rescore": IsStaffMember,
         "reveal": IsScoringAdmin,
@@ -282,6 +284,8 @@ class ChallengeViewSet(BodyCheckedMixin, viewsets.ModelViewSet):
             params = _LEADERBOARD_QUERY.run_validation(request.query_params)
         except serializers.ValidationError as exc:
             raise serializers.ValidationError(serializers.as_serializer_error(exc)) from None
+        if "version" in params:
+            return Response(_version_read(challenge, params, user))
         board_id = freeze.board_id(challenge=challenge, user=user)  # frozen: as of then
         # While the board's ranking is current, its JSON is kept under a key naming every
         # row (selectors.board_settled): a poll then reads no row (a lagging board: as
@@ -306,6 +310,19 @@ class ChallengeViewSet(BodyCheckedMixin, viewsets.ModelViewSet):
         if live_in_freeze or not challenge.is_active:
             patch_cache_control(response, private=True)
         return response
+
+    @extend_schema(
+        responses={200: HistoryRecordSerializer(many=True)},
+        description=(
+            "Every switch of the challenge's active version, newest first: what changed "
+            "on the public board (docs/api.md)."
+        ),
+    )
+    @action(detail=True, methods=["get"])
+    def history(self, request: Request, pk: str | None = None) -> Response:
+        challenge = self.get_object()
+        records = history.history_public(challenge=challenge, user=request.user)
+        return Response(HistoryRecordSerializer(records, many=True).data)
 
     @extend_schema(
         responses={
@@ -418,8 +435,17 @@ def _leaderboard_body(page: selectors.LeaderboardPage) -> dict[str, Any]:
     }
 
 
+def _version_read(challenge: Any, params: dict[str, Any], user: Any) -> dict[str, Any]:
+    """A past (or the current) version's board, as that version ranked it."""
+    found = history.version_board(challenge=challenge, number=params["version"], user=user)
+    if found is None:
+        raise NotFound("This version was never the challenge's active version.")
+    body = _leaderboard_read(challenge, params, found.board_id, version=found.version)
+    return {**body, "version": found.version.number, "current": found.current}
+
+
 def _leaderboard_read(
-    challenge: Any, params: dict[str, Any], board_id: int | None
+    challenge: Any, params: dict[str, Any], board_id: int | None, version: Any = None
 ) -> dict[str, Any]:
     """The API leaderboard's body: a page of rows or a player's row, with every score of
     the ranking scorer for python setups."""
@@ -435,8 +461,9 @@ def _leaderboard_read(
             board_id=board_id,
         )
     body = _leaderboard_body(page)
-    if page.version is not None and page.version.scoring_strategy == "python":
-        found = row_scores(version=page.version, attempt_ids=[r.attempt_id for r in page.rows])
+    version = version or page.version
+    if version is not None and version.scoring_strategy == "python":
+        found = row_scores(version=version, attempt_ids=[r.attempt_id for r in page.rows])
         for row in body["results"]:  # every score of the ranking scorer, ranking first
             row["scores"] = precision.served_json(found.get(row["attempt_id"], {}))
     return body

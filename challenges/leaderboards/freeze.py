@@ -72,10 +72,11 @@ def _built(board: int) -> bool:
     return LeaderboardRanking.objects.filter(version_id=board, stale=False).exists()
 
 
-def frozen_ensure(*, challenge: Challenge) -> int:
-    """Build the frozen board of the challenge's active version unless it is there; its
-    id. Its ranking row marks it built (a board with no player has one too)."""
-    version_id = challenge.active_version_id
+def frozen_ensure(*, challenge: Challenge, version_id: int | None = None) -> int:
+    """Build the frozen board of the challenge's active version (or of its version
+    ``version_id``: a past version's board, ``history``) unless it is there; its id. Its
+    ranking row marks it built (a board with no player has one too)."""
+    version_id = version_id or challenge.active_version_id
     board = frozen_id(version_id)
     if _built(board):
         return board

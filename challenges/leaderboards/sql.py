@@ -722,3 +722,39 @@ def json_type(column: str, path: list[str]) -> RawSQL:
         "WHEN 'text' THEN 'string' WHEN 'true' THEN 'boolean' WHEN 'false' THEN 'boolean' END"
     )
     return RawSQL(statement, (compile_json_path(path),), CharField())  # noqa: S611 - bound
+
+
+# --- history records (challenges/leaderboards/history.py) -----------------------------------
+# A board in rank order, only what ranks need: one pass over the rank index.
+_BOARD_ORDER = f"""
+SELECT player_id, sort_key, created_at FROM {ENTRY} WHERE version_id = %s
+ORDER BY sort_key, created_at, attempt_id
+"""  # noqa: S608 - our table
+
+
+def board_order(board: int) -> list[tuple[Any, ...]]:
+    """(player_id, sort_key, created_at) of every entry of ``board`` in rank order;
+    ``created_at`` is only compared for equality (raw text on SQLite)."""
+    return fetch(_BOARD_ORDER, [board])
+
+
+# Every player on either of two boards with their competition rank on each (NULL: not on
+# that board), the players ranked on the first board first, by (rank before, rank after):
+# the order Kendall's tau wants. One pass over each board's rank index and a hash join,
+# so the history record of a 100,000-player switch reads 100,000 pairs of integers
+# instead of two boards of keys.
+_BOARD_PAIRS = f"""
+WITH b AS (SELECT player_id, RANK() OVER (ORDER BY sort_key, created_at) AS r
+           FROM {ENTRY} WHERE version_id = %s),
+     a AS (SELECT player_id, RANK() OVER (ORDER BY sort_key, created_at) AS r
+           FROM {ENTRY} WHERE version_id = %s)
+SELECT b.r, a.r, COALESCE(b.player_id, a.player_id)
+FROM b FULL OUTER JOIN a ON a.player_id = b.player_id
+ORDER BY b.r IS NULL, b.r, a.r
+"""  # noqa: S608 - our table
+
+
+def board_pairs(before: int, after: int) -> list[tuple[Any, ...]]:
+    """(rank before | None, rank after | None, player_id) of every player on either
+    board, ordered as ``_BOARD_PAIRS`` says."""
+    return fetch(_BOARD_PAIRS, [before, after])

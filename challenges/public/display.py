@@ -193,3 +193,51 @@ def scoring_sentence(setup: Any) -> str:
         f"Each attempt is scored by the challenge's own code; players are ranked by their "
         f"highest {score_name(setup)}, earlier breaks ties."
     )
+
+
+def switch_summary(*, version: Any, previous: Any, reason: str) -> str:
+    """The setup change of a version switch in one public sentence, in the words of the
+    scoring summary (never the code or the configuration)."""
+    if reason == "batch":
+        return "The batch scorers re-scored the attempts; the scoring rule is unchanged."
+    now = scoring_sentence(version)
+    if previous is None:
+        return f"Scoring began: {now}"
+    before = scoring_sentence(previous)
+    if reason == "rollback":
+        lead = f"Version {version.number}'s scoring is back"
+    else:
+        lead = "The scoring changed"
+    if before == now:
+        return f"{lead}; the rule reads the same, its details changed: {now}"
+    return f"{lead}. Before: {before} Now: {now}"
+
+
+def _names(items: list[dict[str, Any]]) -> str:
+    names = [str(i["display_name"] or i["external_id"]) for i in items]
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def switch_sentence(record: Any) -> str:
+    """A history record in words: "Version 3 replaced version 2 on 26 Nov 2026 14:05
+    UTC: 212 of 480 ranked players moved; Ada entered the top 10; rank agreement τ =
+    0.94"."""
+    when = record.switched_at.astimezone(UTC).strftime("%d %b %Y %H:%M UTC")
+    number = record.version.number
+    previous = record.previous_version
+    if record.reason == "batch":
+        head = f"Version {number} was re-scored by its batch scorers on {when}"
+    elif previous is None:
+        head = f"Version {number} became the first active version on {when}"
+    else:
+        again = " again" if record.reason == "rollback" else ""
+        head = f"Version {number} replaced version {previous.number}{again} on {when}"
+    ranked = record.players_after
+    parts = [f"{record.moved} of {ranked} ranked player{'s' if ranked != 1 else ''} moved"]
+    if record.entered_top:
+        parts.append(f"{_names(record.entered_top)} entered the top 10")
+    if record.left_top:
+        parts.append(f"{_names(record.left_top)} left the top 10")
+    if record.kendall_tau is not None:
+        parts.append(f"rank agreement τ = {record.kendall_tau:.2f}")
+    return f"{head}: " + "; ".join(parts) + "."

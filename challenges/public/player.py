@@ -10,6 +10,7 @@ from django.shortcuts import render
 from django.utils import timezone
 from django.views.decorators.http import require_safe
 
+from challenges.leaderboards import history as switch_history
 from challenges.leaderboards import selectors
 from challenges.leaderboards.player import player_page
 from challenges.leaderboards.rules import TIE_RULE
@@ -89,5 +90,8 @@ def player_detail(request: HttpRequest, slug: str, external_id: str) -> HttpResp
             "numbers": selectors.page_numbers(found.page, found.pages),
             "strategy_words": display.strategy_words(setup),
             "tie_rule": TIE_RULE,
+            "version_ranks": switch_history.player_version_ranks(
+                challenge=challenge, external_id=found.player.external_id, user=request.user
+            ),
         },
     )

@@ -35,8 +35,15 @@ from django.db.models import F, Max
 from django.dispatch import Signal
 from django.utils import timezone
 
-from challenges.leaderboards import exclusions, freeze, scores
-from challenges.models import Attempt, AttemptScore, BatchState, Challenge, ScoringVersion
+from challenges.leaderboards import exclusions, freeze, history, scores
+from challenges.models import (
+    Attempt,
+    AttemptScore,
+    BatchState,
+    Challenge,
+    HistoryRecord,
+    ScoringVersion,
+)
 from scoring import sandbox
 from scoring import services as scoring
 from scoring.engine import strategies as S
@@ -263,9 +270,19 @@ def batch_run(*, challenge_id: int) -> BatchRun | None:
         if locked.active_version_id != version.pk:  # a rescore switched meanwhile
             transaction.on_commit(lambda: batch_request(challenge_id=challenge_id))
             return None
+        before = history.board_rows(board=version.pk)
         covered, public = _write(version, ids, results)
+        now = timezone.now()
         if public:  # same version, new scores: cached pages are keyed by updated_at
-            Challenge.objects.filter(pk=challenge_id).update(updated_at=timezone.now())
+            Challenge.objects.filter(pk=challenge_id).update(updated_at=now)
+        history.history_record(
+            challenge=locked,
+            version=version,
+            previous_version_id=version.pk,
+            before=before,
+            reason=HistoryRecord.Reason.BATCH,
+            switched_at=now,
+        )
         BatchState.objects.filter(pk=challenge_id).update(
             version=version,
             covered=covered,

@@ -47,7 +47,14 @@ from django.utils import timezone
 
 from challenges import audit
 from challenges.leaderboards import scores, sql
-from challenges.models import Challenge, RescoreChunk, RescoreJob, ScoringVersion
+from challenges.models import (
+    AuditEvent,
+    Challenge,
+    HistoryRecord,
+    RescoreChunk,
+    RescoreJob,
+    ScoringVersion,
+)
 from challenges.rescoring import batch as batch_scoring
 from challenges.rescoring.switch import version_switch
 from config.transient import retry_transient
@@ -586,6 +593,17 @@ def _ready(job: RescoreJob) -> bool:
     return job.status == Status.RUNNING and job.chunks_done == job.chunks_total
 
 
+def _switch_reason(job: RescoreJob) -> str:
+    """A job that "make active again" queued (its version was never fully scored) ends
+    a rollback; any other, a rescore."""
+    activation = AuditEvent.objects.filter(
+        kind=audit.Kind.VERSION_ACTIVATE,
+        challenge_id=job.challenge_id,
+        after__rescore_job=job.pk,
+    )
+    return HistoryRecord.Reason.ROLLBACK if activation.exists() else HistoryRecord.Reason.RESCORE
+
+
 def _switch(job_id: int) -> RescoreJob | None:
     """Move the pointer; the finished job, or None when it was not this call's to do."""
     with transaction.atomic():
@@ -611,6 +629,7 @@ def _switch(job_id: int) -> RescoreJob | None:
             version=version,
             after_id=planned_up_to,
             keep_job_id=job.pk,
+            reason=_switch_reason(job),
             cancel_reason=f"Superseded: job {job.pk} switched to version {version.number}.",
         )
         job.status, job.finished_at = Status.SUCCEEDED, now

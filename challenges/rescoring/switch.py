@@ -12,7 +12,9 @@ one, never a mix, and no attempt recorded meanwhile is missed:
    recomputed (ingestion scores a pending version but writes none of its entries);
 3. every other queued or running rescore job of the challenge is cancelled (it would
    switch to its own version later and undo this one);
-4. the pointer moves.
+4. the pointer moves;
+5. the history record of the switch is written (``leaderboards.history``): the public
+   rank diff of the previous version's board and this one's.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from dataclasses import dataclass
 
 from django.utils import timezone
 
-from challenges.leaderboards import scores
+from challenges.leaderboards import history, scores
 from challenges.models import AttemptScore, Challenge, RescoreJob, ScoringVersion
 
 LATE_PLAYERS_BATCH = 500
@@ -42,13 +44,14 @@ def version_switch(
     version: ScoringVersion,
     after_id: int,
     cancel_reason: str,
+    reason: str,
     keep_job_id: int | None = None,
     also_save: Sequence[str] = (),
 ) -> Switched:
     """Make ``version`` the active version of ``challenge``, whose row the caller's
     transaction holds (``select_for_update``). ``keep_job_id``: the job that is
     switching (not cancelled); ``also_save``: other challenge fields the caller changed
-    (its setup)."""
+    (its setup); ``reason``: the record's (``HistoryRecord.Reason``)."""
     version.challenge = challenge
     scored, failed = scores.score_missing(version=version, after_id=after_id)
     late = AttemptScore.objects.filter(version=version, attempt_id__gt=after_id)
@@ -59,6 +62,14 @@ def version_switch(
     RescoreJob.objects.filter(challenge=challenge, status__in=RescoreJob.ACTIVE_STATUSES).exclude(
         pk=keep_job_id
     ).update(status=RescoreJob.Status.CANCELLED, finished_at=timezone.now(), error=cancel_reason)
+    previous_id = challenge.active_version_id
     challenge.active_version = version
     challenge.save(update_fields=["active_version", "updated_at", *also_save])
+    history.history_record(
+        challenge=challenge,
+        version=version,
+        previous_version_id=previous_id,
+        reason=reason,
+        switched_at=challenge.updated_at,
+    )
     return Switched(scored, failed, late.count(), late.exclude(error="").count())

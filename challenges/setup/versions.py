@@ -22,7 +22,14 @@ from django.db.models import Exists, Max, OuterRef
 
 from challenges import audit
 from challenges.leaderboards import scores
-from challenges.models import Attempt, AttemptScore, Challenge, RescoreJob, ScoringVersion
+from challenges.models import (
+    Attempt,
+    AttemptScore,
+    Challenge,
+    HistoryRecord,
+    RescoreJob,
+    ScoringVersion,
+)
 from challenges.rescoring import jobs as rescoring
 from challenges.rescoring.switch import version_switch
 from scoring import services as scoring
@@ -305,6 +312,7 @@ def version_activate(*, version: ScoringVersion, by: Any = None) -> Activation:
             challenge=challenge,
             version=version,
             after_id=seen,
+            reason=HistoryRecord.Reason.ROLLBACK,
             cancel_reason=f"Superseded: version {version.number} was made active again.",
             also_save=Challenge.SETUP_FIELDS,
         )

@@ -80,6 +80,7 @@ def test_the_switch_scores_late_attempts_makes_their_entries_and_cancels_other_j
             after_id=planned_up_to,
             keep_job_id=job.pk,
             cancel_reason="Superseded in a test.",
+            reason="rescore",
         )
 
     assert (done.scored, done.failed, done.late, done.late_failed) == (1, 0, 2, 0)

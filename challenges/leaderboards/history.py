@@ -1,0 +1,295 @@
+"""History records: what a switch of the active version did to a challenge's board.
+
+A record compares two boards (the entries of the version that was active and of the one
+that replaces it; for a batch run, the same version's entries before and after). Entries
+already leave out practice attempts, hidden attempts and hidden players
+(``exclusions``), and QA results never make an entry, so neither does a record. Each
+board is one ordered read of its rank index; the rest is linear in the players, but for
+Kendall's tau-b (a merge sort, O(n log n)).
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from bisect import bisect_right, insort
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from functools import partial
+from typing import Any
+
+from django.db.models import Q, QuerySet
+from django.utils import timezone
+
+from challenges.leaderboards import exclusions, freeze, selectors, sql
+from challenges.models import Challenge, HistoryRecord, Player, ScoringVersion
+
+TOP = 10  # k of "entered / left the top k"
+LARGEST = 10  # players listed under largest_moves
+MAX_NUMBER = 2**31 - 1  # a version number the database can hold
+
+Board = list[tuple[Any, ...]]  # (player_id, sort_key, created_at) in rank order
+
+
+def board_rows(*, board: int) -> Board:
+    return sql.board_order(board)
+
+
+def competition_ranks(rows: Board) -> dict[int, int]:
+    """player_id → competition rank; rows equal on (sort_key, created_at) share one, as
+    on the public board (``ranking``)."""
+    ranks: dict[int, int] = {}
+    previous: tuple[Any, Any] | None = None
+    rank = 0
+    for place, (player_id, sort_key, created_at) in enumerate(rows, start=1):
+        if (sort_key, created_at) != previous:
+            rank, previous = place, (sort_key, created_at)
+        ranks[player_id] = rank
+    return ranks
+
+
+def _tie_pairs(values: Iterable[Any]) -> int:
+    """Pairs of equal values (a C-level count: no Python step per value)."""
+    return sum(k * (k - 1) // 2 for k in Counter(values).values() if k > 1)
+
+
+SWAP_BLOCK = 2048  # values counted by insertion before the merge passes
+
+
+def _swaps(values: list[int]) -> int:
+    """Inversions (pairs i < j with values[i] > values[j]), O(n log n): counted by
+    insertion within blocks (``insort`` moves a few kilobytes), then per merge pass
+    between neighbouring sorted blocks with ``bisect`` mapped in C."""
+    total = 0
+    blocks = []
+    for start in range(0, len(values), SWAP_BLOCK):
+        seen: list[int] = []
+        for placed, value in enumerate(values[start : start + SWAP_BLOCK]):
+            total += placed - bisect_right(seen, value)
+            insort(seen, value)
+        blocks.append(seen)
+    while len(blocks) > 1:
+        merged = []
+        for i in range(0, len(blocks) - 1, 2):
+            left, right = blocks[i], blocks[i + 1]
+            total += len(left) * len(right) - sum(map(partial(bisect_right, left), right))
+            left.extend(right)
+            left.sort()  # two runs: timsort merges them in linear time
+            merged.append(left)
+        if len(blocks) % 2:
+            merged.append(blocks[-1])
+        blocks = merged
+    return total
+
+
+def kendall_tau_b(pairs: Sequence[tuple[int, int]]) -> float | None:
+    """Kendall's tau-b of (x, y) pairs (Knight's O(n log n) algorithm, in the same terms
+    as ``scipy.stats.kendalltau``); None when fewer than 2 pairs or a constant side."""
+    return _tau_sorted(sorted(pairs))
+
+
+def _tau_sorted(ordered: Sequence[tuple[int, int]]) -> float | None:
+    """``kendall_tau_b`` of pairs already sorted by (x, y)."""
+    n = len(ordered)
+    if n < 2:
+        return None
+    total = n * (n - 1) // 2
+    x_ties = _tie_pairs(x for x, _ in ordered)
+    joint_ties = _tie_pairs(ordered)
+    ys = [y for _, y in ordered]
+    y_ties = _tie_pairs(ys)
+    if total == x_ties or total == y_ties:
+        return None
+    discordant = _swaps(ys)  # pairs tied on x are sorted by y: no swap among them
+    agree = total - x_ties - y_ties + joint_ties - 2 * discordant
+    tau = agree / math.sqrt(total - x_ties) / math.sqrt(total - y_ties)
+    return min(1.0, max(-1.0, tau))
+
+
+@dataclass(frozen=True)
+class Diff:
+    players_before: int
+    players_after: int
+    moved: int
+    entered_top: list[tuple[int, int | None, int]]  # (player_id, rank before, rank after)
+    left_top: list[tuple[int, int, int | None]]
+    largest_moves: list[tuple[int, int, int]]
+    kendall_tau: float | None
+
+
+def pairs_of(before: Board, after: Board) -> list[tuple[int | None, int | None, int]]:
+    """``sql.board_pairs`` in Python, from two boards' rows in rank order."""
+    old, new = competition_ranks(before), competition_ranks(after)
+    pairs = [(r, new.get(p), p) for p, r in old.items()]
+    pairs.sort(key=lambda t: (t[0], t[1] is None, t[1] or 0))
+    pairs.extend((None, r, p) for p, r in new.items() if p not in old)
+    return pairs
+
+
+def pairs_diff(pairs: Sequence[tuple[Any, Any, int]]) -> Diff:
+    """Everything a record says, from (rank before, rank after, player) of every player
+    on either board, those ranked before first by (rank before, rank after)."""
+    both = [(b, a) for b, a, _ in pairs if b is not None and a is not None]
+    entered = [
+        (p, b, a) for b, a, p in pairs if a is not None and a <= TOP and (b or TOP + 1) > TOP
+    ]
+    left = [(p, b, a) for b, a, p in pairs if b is not None and b <= TOP and (a or TOP + 1) > TOP]
+    moves = heapq.nsmallest(
+        LARGEST,
+        ((-abs(b - a), a, p, b) for b, a, p in pairs if b is not None and a is not None and b != a),
+    )
+    return Diff(
+        players_before=sum(1 for b, _, _ in pairs if b is not None),
+        players_after=sum(1 for _, a, _ in pairs if a is not None),
+        moved=sum(1 for b, a in both if b != a),
+        entered_top=sorted(entered, key=lambda e: (e[2], e[0])),
+        left_top=sorted(left, key=lambda e: (e[1], e[0])),
+        largest_moves=[(p, b, a) for _, a, p, b in moves],
+        kendall_tau=_tau_sorted(both),
+    )
+
+
+def board_diff(before: Board, after: Board) -> Diff:
+    """Everything a record says about two boards, from their rows in rank order."""
+    return pairs_diff(pairs_of(before, after))
+
+
+def _named(items: list[tuple[int, Any, Any]]) -> list[dict[str, Any]]:
+    ids = {item[0] for item in items}
+    names = {
+        pk: (external_id, name)
+        for pk, external_id, name in Player.objects.filter(pk__in=ids).values_list(
+            "pk", "external_id", "display_name"
+        )
+    }
+    return [
+        {
+            "player_id": pk,
+            "external_id": names[pk][0],
+            "display_name": names[pk][1],
+            "rank_before": before,
+            "rank_after": after,
+        }
+        for pk, before, after in items
+        if pk in names
+    ]
+
+
+def history_record(
+    *,
+    challenge: Challenge,
+    version: ScoringVersion,
+    previous_version_id: int | None,
+    reason: str,
+    before: Board | None = None,
+    switched_at: datetime | None = None,
+    backfilled: bool = False,
+) -> HistoryRecord:
+    """Write the record of a switch to ``version`` from ``previous_version_id`` (call
+    after the new board is complete, in the switch's transaction). ``before``: a
+    snapshot of the board before, when it is not kept (a batch run's)."""
+    if before is None:  # both boards kept: ranked and joined in SQL
+        diff = pairs_diff(sql.board_pairs(previous_version_id or 0, version.pk))
+    else:  # the board before is gone (a batch run rewrote it): its snapshot
+        diff = board_diff(before, board_rows(board=version.pk))
+    return HistoryRecord.objects.create(
+        challenge=challenge,
+        version=version,
+        previous_version_id=previous_version_id,
+        switched_at=switched_at or timezone.now(),
+        reason=reason,
+        players_before=diff.players_before,
+        players_after=diff.players_after,
+        moved=diff.moved,
+        entered_top=_named(diff.entered_top),
+        left_top=_named(diff.left_top),
+        largest_moves=_named(diff.largest_moves),
+        kendall_tau=diff.kendall_tau,
+        backfilled=backfilled,
+    )
+
+
+# --- public reads ---------------------------------------------------------------------------
+def _visible(challenge: Challenge, user: Any) -> QuerySet[HistoryRecord]:
+    """The records ``user`` may read: during a freeze the public sees none of a switch
+    made after it (computed from boards holding post-freeze attempts) until the reveal."""
+    records = HistoryRecord.objects.filter(challenge_id=challenge.pk)
+    if freeze.frozen_for(challenge, user):
+        records = records.filter(switched_at__lt=challenge.freeze_at)
+    return records
+
+
+def history_public(*, challenge: Challenge, user: Any) -> list[HistoryRecord]:
+    """The challenge's records, newest first, as ``user`` may read them: players hidden
+    since a record was written are left out of its lists (its counts were made without
+    the players hidden then)."""
+    records = list(_visible(challenge, user).select_related("version", "previous_version"))
+    named = {
+        item["player_id"]
+        for record in records
+        for item in (*record.entered_top, *record.left_top, *record.largest_moves)
+    }
+    hidden = exclusions.hidden_player_ids(challenge_id=challenge.pk, player_ids=named)
+    if hidden:
+        for record in records:
+            for field in ("entered_top", "left_top", "largest_moves"):
+                kept = [i for i in getattr(record, field) if i["player_id"] not in hidden]
+                setattr(record, field, kept)
+    return records
+
+
+@dataclass(frozen=True)
+class VersionBoard:
+    version: ScoringVersion
+    board_id: int  # the version's entries, or its frozen board during a freeze
+    current: bool
+
+
+def version_board(*, challenge: Challenge, number: int, user: Any) -> VersionBoard | None:
+    """Version ``number``'s board as ``user`` may read it; None when the version was
+    never the active one publicly (or does not exist)."""
+    if not 1 <= number <= MAX_NUMBER:
+        return None
+    version = ScoringVersion.objects.filter(challenge_id=challenge.pk, number=number).first()
+    if version is None:
+        return None
+    current = version.pk == challenge.active_version_id
+    if not current:
+        was_public = _visible(challenge, user).filter(
+            Q(version_id=version.pk) | Q(previous_version_id=version.pk)
+        )
+        if not was_public.exists():
+            return None
+    board = version.pk
+    if freeze.frozen_for(challenge, user):
+        board = freeze.frozen_ensure(challenge=challenge, version_id=version.pk)
+    return VersionBoard(version, board, current)
+
+
+@dataclass(frozen=True)
+class VersionRank:
+    number: int
+    rank: int | None  # None: not ranked under that version
+    current: bool
+
+
+def player_version_ranks(*, challenge: Challenge, external_id: str, user: Any) -> list[VersionRank]:
+    """A player's rank under each version that was the active one publicly, newest
+    version first (each read from that version's board as ``user`` may see it)."""
+    numbers = {challenge.active_version.number} if challenge.active_version else set()
+    for version, previous in _visible(challenge, user).values_list(
+        "version__number", "previous_version__number"
+    ):
+        numbers.update(n for n in (version, previous) if n is not None)
+    found = []
+    for number in sorted(numbers, reverse=True):
+        board = version_board(challenge=challenge, number=number, user=user)
+        if board is None:
+            continue
+        page = selectors.leaderboard_player(
+            challenge=challenge, external_id=external_id, board_id=board.board_id
+        )
+        found.append(VersionRank(number, page.rows[0].rank if page.rows else None, board.current))
+    return found

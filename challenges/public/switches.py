@@ -1,0 +1,82 @@
+"""The public scoring history (issue 30): every switch of a challenge's active version in
+words, and the permalinked board of each version that was once the active one."""
+
+from __future__ import annotations
+
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.utils import timezone
+from django.views.decorators.http import require_safe
+
+from challenges.leaderboards import history, selectors
+from challenges.leaderboards.rules import TIE_RULE
+from challenges.public import display
+from challenges.public.views import board_rows
+
+
+def _missing(request: HttpRequest, slug: str) -> HttpResponse:
+    return render(request, "404.html", {"missing": "challenge", "slug": slug}, status=404)
+
+
+@require_safe
+def history_page(request: HttpRequest, slug: str) -> HttpResponse:
+    challenge = selectors.challenge_public(slug=slug)
+    if challenge is None:
+        return _missing(request, slug)
+    records = history.history_public(challenge=challenge, user=request.user)
+    items = [
+        {
+            "record": r,
+            "sentence": display.switch_sentence(r),
+            "summary": display.switch_summary(
+                version=r.version, previous=r.previous_version, reason=r.reason
+            ),
+            "when_iso": r.switched_at.isoformat(),
+        }
+        for r in records
+    ]
+    return render(request, "challenges/history.html", {"challenge": challenge, "items": items})
+
+
+def _page_number(raw: str | None) -> int:
+    try:
+        return min(max(1, int(raw or "1")), 10**6)
+    except ValueError:
+        return 1
+
+
+@require_safe
+def version_page(request: HttpRequest, slug: str, number: int) -> HttpResponse:
+    challenge = selectors.challenge_public(slug=slug)
+    if challenge is None:
+        return _missing(request, slug)
+    found = history.version_board(challenge=challenge, number=number, user=request.user)
+    if found is None:
+        return render(
+            request,
+            "404.html",
+            {"missing": "version", "slug": slug, "challenge": challenge},
+            status=404,
+        )
+    version = found.version
+    board = selectors.board_page(
+        challenge=challenge,
+        page=_page_number(request.GET.get("page")),
+        board_id=found.board_id,
+    )
+    rows = board_rows(board, version.scoring_strategy, {}, timezone.now(), version, challenge.slug)
+    return render(
+        request,
+        "challenges/version.html",
+        {
+            "challenge": challenge,
+            "version": version,
+            "current": found.current,
+            "board": board,
+            "rows": rows,
+            "numbers": selectors.page_numbers(board.page, board.pages),
+            "strategy_words": display.strategy_words(version),
+            "scoring_sentence": display.scoring_sentence(version),
+            "tie_rule": TIE_RULE,
+        },
+    )
