@@ -478,8 +478,8 @@ class HistoryRecordSerializer(serializers.Serializer):
     """One switch of the active version (``HistoryRecord``), as the public reads it."""
 
     version = serializers.IntegerField(source="version.number")
-    previous_version = serializers.IntegerField(
-        source="previous_version.number", allow_null=True, default=None
+    previous_version = serializers.IntegerField(  # always there: null for the first
+        source="previous_version.number", allow_null=True
     )
     switched_at = serializers.DateTimeField()
     reason = serializers.ChoiceField(choices=["rescore", "rollback", "batch"])

@@ -154,6 +154,32 @@ class RescoreJob(TypedDict):
     eta_seconds: float | None  # at that rate, until every attempt is scored
 
 
+HistoryReason = Literal["rescore", "rollback", "batch"]
+
+
+class HistoryPlayer(TypedDict):
+    external_id: str
+    display_name: str
+    rank_before: int | None
+    rank_after: int | None
+
+
+class HistoryRecord(TypedDict):
+    """One switch of a challenge's active version, as the public reads it."""
+
+    version: int
+    previous_version: int | None
+    switched_at: str
+    reason: HistoryReason
+    summary: str
+    players_ranked: dict[str, int]  # {"before": n, "after": n}
+    moved: int
+    entered_top: list[HistoryPlayer]
+    left_top: list[HistoryPlayer]
+    largest_moves: list[HistoryPlayer]
+    kendall_tau: float | None
+
+
 COMPONENTS: dict[str, type] = {
     "AttemptInRequest": AttemptIn,
     "AttemptOut": AttemptOut,
@@ -163,6 +189,8 @@ COMPONENTS: dict[str, type] = {
     "ChallengeMetric": ChallengeMetric,
     "RescoreStarted": RescoreStarted,
     "RescoreJob": RescoreJob,
+    "HistoryPlayer": HistoryPlayer,
+    "HistoryRecord": HistoryRecord,
 }
 
 # (method, path) → (the component of the JSON body sent or None, the component answered;
