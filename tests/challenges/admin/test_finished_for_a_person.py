@@ -1,0 +1,62 @@
+"""Issue 31, the admin: every date through the one formatter ("… 14:05:09 UTC"), Try it's
+numbers with two decimals, the lockout page's command."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.template.loader import render_to_string
+
+from challenges.admin import preview
+from challenges.admin.views import TRY_TEMPLATE, when_html
+from challenges.models import RescoreJob
+from challenges.public.display import exact_time
+from challenges.setup import services as setup_services
+from tests.factories import WEIGHTED_SEED, attempt_input, make_challenge, record
+from tests.urls import admin_url
+
+pytestmark = pytest.mark.django_db
+EXACT = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC")
+SHORT = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d(?!:\d\d UTC)")  # a date without seconds or zone
+
+
+@pytest.fixture
+def weighted():
+    challenge = make_challenge(**WEIGHTED_SEED)
+    record(challenge, attempt_input("a", rating=5, elapsed_ms=12_345, tokens_total=1200))
+    return challenge
+
+
+def test_versions_page_writes_dates_with_seconds_and_zone(admin_client, weighted):
+    html = admin_client.get(admin_url("challenge", "versions", weighted.pk)).text
+    version = weighted.versions.get()
+    assert exact_time(version.created_at) in html
+    assert not SHORT.search(html)
+
+
+def test_rescore_box_writes_dates_with_seconds_and_zone(
+    admin_client, weighted, django_capture_on_commit_callbacks
+):
+    with django_capture_on_commit_callbacks(execute=True):
+        job = setup_services.challenge_rescore(challenge=weighted)
+    job.refresh_from_db()
+    assert job.status == RescoreJob.Status.SUCCEEDED
+    html = admin_client.get(admin_url("rescorejob", "progress", job.pk)).text
+    assert f"(since {exact_time(job.finished_at)})" in html
+    # The jobs list: the full date, or on the job's own day the time with its zone.
+    assert EXACT.search(when_html(job.created_at))
+    assert re.search(r">\d\d:\d\d:\d\d UTC<", when_html(job.finished_at, day_of=job.created_at))
+
+
+def test_try_it_writes_dates_with_seconds_and_zone(weighted):
+    result = preview.try_setup(challenge=weighted, setup=weighted.setup_dict())
+    html = render_to_string(TRY_TEMPLATE, {"result": result, "challenge": weighted})
+    attempt = weighted.attempts.get()
+    assert exact_time(attempt.created_at) in html
+    assert not SHORT.search(html)
+
+
+def test_dashboard_writes_the_last_attempt_with_seconds(admin_client, weighted):
+    html = admin_client.get("/admin/").text
+    assert exact_time(weighted.attempts.get().created_at) in html
