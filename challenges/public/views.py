@@ -439,7 +439,15 @@ def challenge_charts(request: HttpRequest, slug: str) -> HttpResponse:
 
 
 # --- export ------------------------------------------------------------------------------
-EXPORT_COLUMNS = ("rank", "player", "display_name", "score", "attempt_id", "created_at")
+EXPORT_COLUMNS = (
+    "rank",
+    "player",
+    "display_name",
+    "score",
+    "score_unit",  # the score's unit (display.score_unit): "ms" under fastest, …
+    "attempt_id",
+    "created_at",
+)
 CSV_FORMULA_START = ("=", "+", "-", "@", "|", "\t", "\r")
 
 
@@ -475,12 +483,14 @@ def _export_rows(challenge: Challenge, board_id: int | None) -> Iterator[tuple[A
     if board_id is None:
         return
     rows = selectors.leaderboard_stream(version_id=board_id)
+    unit = display.score_unit((challenge.active_version or challenge).scoring_strategy)
     for row, scores in score_columns.with_scores(rows, challenge.active_version):
         yield (
             row.rank,
             row.player_external_id,
             row.display_name,
             precision.served(row.score),
+            unit,
             row.attempt_id,
             row.created_at.isoformat().replace("+00:00", "Z"),
             precision.served_json(scores),
@@ -523,7 +533,11 @@ def export_json(request: HttpRequest, slug: str) -> HttpResponse:
     board_id = freeze.board_id(challenge=challenge, user=request.user)
 
     def chunks() -> Iterator[str]:
-        head = {"challenge": challenge.slug, "version": version.number if version else None}
+        head = {
+            "challenge": challenge.slug,
+            "version": version.number if version else None,
+            "score_unit": display.score_unit((version or challenge).scoring_strategy),
+        }
         yield json.dumps(head)[:-1] + ', "results": ['
         first = True
         for *row, scores in _export_rows(challenge, board_id):

@@ -29,3 +29,17 @@ def test_player_history_page_past_the_end_is_a_404(client, speed):
     url = "/challenges/speed/players/p1/"
     assert client.get(url + "?page=1").status_code == 200
     assert client.get(url + "?page=5").status_code == 404
+
+
+def test_exports_say_the_scores_unit(client, speed):
+    import csv
+    import io
+    import json
+
+    def text(response):
+        return b"".join(response.streaming_content).decode()
+
+    rows = list(csv.DictReader(io.StringIO(text(client.get("/challenges/speed/leaderboard.csv")))))
+    assert rows[0]["score"] == "100.0" and rows[0]["score_unit"] == "ms"
+    data = json.loads(text(client.get("/challenges/speed/leaderboard.json")))
+    assert data["score_unit"] == "ms" and data["results"][0]["score_unit"] == "ms"
