@@ -60,3 +60,20 @@ def test_try_it_writes_dates_with_seconds_and_zone(weighted):
 def test_dashboard_writes_the_last_attempt_with_seconds(admin_client, weighted):
     html = admin_client.get("/admin/").text
     assert exact_time(weighted.attempts.get().created_at) in html
+
+
+def test_try_it_and_preview_numbers_have_two_decimals():
+    from challenges.templatetags.podium_admin import detail_text, score_text, signed
+
+    assert [score_text(227.1), score_text(0.0), score_text(1234.5)] == [
+        "227.10",
+        "0.00",
+        "1,234.50",
+    ]
+    assert [signed(27.1), signed(-3), signed(0.001), signed(None)] == [
+        "+27.10",
+        "−3.00",
+        "0.00",
+        "",
+    ]
+    assert detail_text(94.1) == "94.10"
