@@ -77,3 +77,30 @@ def test_try_it_and_preview_numbers_have_two_decimals():
         "",
     ]
     assert detail_text(94.1) == "94.10"
+
+
+def test_rescore_now_on_an_unchanged_setup_makes_a_new_version_and_switches_whole(
+    admin_client, weighted
+):
+    """Item 8, decided (docs/ranking.md): a new number, the board on the old one until
+    the new one is complete, the version marked "rescore"."""
+    from challenges.leaderboards import selectors
+
+    before = weighted.active_version
+    response = admin_client.post(admin_url("challenge", "rescore", weighted.pk))
+    assert response.status_code == 302
+    weighted.refresh_from_db()
+    new = weighted.versions.order_by("-number").first()
+    assert (new.number, new.reason) == (before.number + 1, "rescore")
+    assert (new.scoring_strategy, new.scoring_config) == (
+        before.scoring_strategy,
+        before.scoring_config,
+    )
+    page = selectors.leaderboard_page(challenge=weighted, limit=50, offset=0)
+    assert page.version.number == before.number  # the job has not run: v1 still shows
+    html = admin_client.get(admin_url("challenge", "versions", weighted.pk)).text
+    assert "· rescore" in html
+    from pathlib import Path
+
+    docs = (Path(__file__).resolve().parents[3] / "docs" / "ranking.md").read_text()
+    assert '"Rescore now" on an unchanged setup also makes a new version number' in docs
