@@ -44,6 +44,8 @@ from scoring.services import SetupInvalid, setup_same, setup_validate
 CONFIRM_OVER = 1000
 WEIGHT_PREFIX = "weights."
 TEMPLATE_PREFIX = "template."
+# The engine's words for a placeholder without a value (scoring.engine.snippet.prepare).
+MISSING_VALUE = re.compile(r"no value for << config\.(\w+) >>")
 METRIC_PREFIX = "metric."
 # The metric types and their words, from the engine (scoring/engine/metrics.py).
 METRIC_TYPES = [(kind, M.LABELS[kind]) for kind in M.TYPES]
@@ -578,6 +580,9 @@ class ChallengeAdminForm(forms.ModelForm):
             return
         for part in message.split("; "):
             key, sep, _ = part.partition(": ")
+            unset = MISSING_VALUE.match(part)
+            if strategy == S.PYTHON and unset and f"{TEMPLATE_PREFIX}{unset[1]}" in self._errors:
+                continue  # said on the template input already ("The code uses …")
             if strategy == S.PYTHON:
                 name = f"{TEMPLATE_PREFIX}{key}"
             elif plugin is not None and self._weights_used:

@@ -29,6 +29,7 @@ from challenges.admin import preview
 from challenges.admin import scorers as admin_scorers
 from challenges.models import RescoreJob
 from challenges.permissions import is_staff_member
+from challenges.public import display
 from challenges.rescoring import jobs as rescoring
 from challenges.setup import versions
 
@@ -174,18 +175,14 @@ def failures_link(count: int, version_id: int, user: Any) -> str:
 
 
 def when_html(moment: datetime | None, *, day_of: datetime | None = None) -> str:
-    """A short local timestamp, "2026-11-21 11:01"; only the time, "11:01:07", on the
-    same (local) day as ``day_of``."""
+    """A timestamp as every page writes it, "2026-11-21 11:01:07 UTC"; only the time,
+    "11:01:07 UTC", on the same (UTC) day as ``day_of``."""
     if moment is None:
         return ""
-    local = timezone.localtime(moment)
-    if day_of is not None and timezone.localtime(day_of).date() == local.date():
-        return format_html(
-            '<time datetime="{}">{}</time>', local.isoformat(), local.strftime("%H:%M:%S")
-        )
-    return format_html(
-        '<time datetime="{}">{}</time>', local.isoformat(), local.strftime("%Y-%m-%d %H:%M")
-    )
+    text = display.exact_time(moment)
+    if day_of is not None and display.exact_time(day_of)[:10] == text[:10]:
+        text = text[11:]
+    return format_html('<time datetime="{}">{}</time>', moment.isoformat(), text)
 
 
 # --- the scoring section: Try it, Preview, versions ---------------------------------------

@@ -165,6 +165,29 @@ def page_columns(
     first = ranking_score_name(version) or (names[0] if len(names) == 1 else "")
     scorer = ranking_scorer(version)
     label = (scorer or {}).get("display_name") or ""
+    # The ranking score is the row's value ("Best value"): not a second column, nor a
+    # term of its breakdown ("Is complete +1.00" beside the value "1").
+    shown = [n for n in names if n != first]
+    ranked_term = first.replace("_", " ").strip().capitalize() if first else None
     for row, scores in zip(rows, per_row, strict=True):
-        row["scores"] = [_cell(scores.get(name)) for name in names]
-    return [{"name": n, "ranks": n == first, "scorer": label} for n in names]
+        row["scores"] = [_cell(scores.get(name)) for name in shown]
+        row["terms"] = [t for t in row["terms"] if t[0] != ranked_term]
+    titles = _metric_names(version)
+    return [
+        {
+            "name": titles.get(n) or n.replace("_", " ").strip(),
+            "key": n,
+            "ranks": False,
+            "scorer": label,
+        }
+        for n in shown
+    ]
+
+
+def _metric_names(version: Any) -> dict[str, str]:
+    """A score key's display name: the name of the first metric over it."""
+    names: dict[str, str] = {}
+    for metric in getattr(version, "metrics", None) or []:
+        if isinstance(metric, dict) and metric.get("field") and metric.get("name"):
+            names.setdefault(str(metric["field"]), str(metric["name"]))
+    return names

@@ -44,6 +44,18 @@ def format_value(score: float, strategy: str, setup: Any = None) -> str:
     return f"{score:,.2f} pts"
 
 
+UNITS = {"epoch_ms": "epoch_ms", "ms": "ms", "tokens": "tokens", "rating": "rating_0_10"}
+
+
+def score_unit(strategy: str) -> str:
+    """The unit of a raw ``score`` in the exports: "ms" (fastest: 3084.0 is 3.084 s),
+    "epoch_ms" (first: the attempt's time), "tokens", "rating_0_10", "points" (a scorer
+    plugin's) or "number" (a snippet's own score)."""
+    if strategy == "python":
+        return "number"
+    return UNITS.get(get_strategy(strategy).unit, "points")
+
+
 def medal(rank: int, score: float, setup: Any) -> tuple[str, str] | None:
     """A medal for the top three, only for a value above the lowest possible one: a
     higher-is-better score of 0 (or a rating of 0) wins nothing."""

@@ -29,12 +29,15 @@ def player_detail(request: HttpRequest, slug: str, external_id: str) -> HttpResp
     challenge = selectors.challenge_public(slug=slug)
     if challenge is None:
         return render(request, "404.html", {"missing": "challenge", "slug": slug}, status=404)
-    found = player_page(
-        challenge=challenge,
-        external_id=external_id,
-        page=_page_number(request.GET.get("page")),
-        user=request.user,
-    )
+    asked = _page_number(request.GET.get("page"))
+    found = player_page(challenge=challenge, external_id=external_id, page=asked, user=request.user)
+    if found is not None and asked > found.pages:  # past the last page: 404 (docs/pages.md)
+        return render(
+            request,
+            "404.html",
+            {"missing": "page", "slug": slug, "pages": found.pages},
+            status=404,
+        )
     if found is None:
         return render(
             request,

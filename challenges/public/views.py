@@ -40,6 +40,16 @@ logger = logging.getLogger(__name__)
 SEARCH_MAX = 100  # characters of a name search: display names are at most 200
 
 
+class PageOutOfRange(Exception):
+    """``?page=`` past a board's last page: a 404 (docs/pages.md), never page 1 again."""
+
+
+def _page_not_found(request: HttpRequest, slug: str, pages: int) -> HttpResponse:
+    return render(
+        request, "404.html", {"missing": "page", "slug": slug, "pages": pages}, status=404
+    )
+
+
 def _not_found(request: HttpRequest, slug: str) -> HttpResponse:
     """The friendly 404 for an unknown or inactive challenge (also under DEBUG)."""
     return render(
@@ -157,9 +167,10 @@ class BoardView:
         self.frozen_live = not self.frozen and freeze.is_frozen(challenge)
         if self.frozen:
             challenge.last_activity = freeze.last_activity(challenge, challenge.last_activity)
-        self.board = selectors.board_page(
-            challenge=challenge, board_id=self.board_id, **_board_request(request)
-        )
+        asked = _board_request(request)
+        self.board = selectors.board_page(challenge=challenge, board_id=self.board_id, **asked)
+        if not asked["query"] and not asked["player"] and asked["page"] > self.board.pages:
+            raise PageOutOfRange(self.board.pages)
         # Relative times are worded against the minute, so a minute shares one render.
         self.now = timezone.now().replace(second=0, microsecond=0)
         query_string = _board_query(request)
@@ -323,7 +334,10 @@ def board_rebuild(*, kind: str, slug: str, query: str) -> None:
     if challenge is None or kind not in _BUILDS:
         return
     request = _anonymous_get(query)
-    _board_html(request, challenge, kind, _BUILDS[kind](request, challenge), ahead=True)
+    try:
+        _board_html(request, challenge, kind, _BUILDS[kind](request, challenge), ahead=True)
+    except PageOutOfRange:
+        return  # the page is gone (fewer players now): its readers get a 404
 
 
 def _anonymous_get(query: str = "") -> HttpRequest:
@@ -357,7 +371,11 @@ def challenge_detail(request: HttpRequest, slug: str) -> HttpResponse:
     challenge = selectors.challenge_public(slug=slug)
     if challenge is None:
         return _not_found(request, slug)
-    return HttpResponse(_board_html(request, challenge, "page", _page_build(request, challenge)))
+    try:
+        html = _board_html(request, challenge, "page", _page_build(request, challenge))
+    except PageOutOfRange as past:
+        return _page_not_found(request, slug, past.args[0])
+    return HttpResponse(html)
 
 
 def _page_build(request: HttpRequest, challenge: Challenge) -> Callable[[int | None], str]:
@@ -407,9 +425,11 @@ def challenge_board(request: HttpRequest, slug: str) -> HttpResponse:
     challenge = selectors.challenge_public(slug=slug)
     if challenge is None:
         return _not_found(request, slug)
-    response = HttpResponse(
-        _board_html(request, challenge, "board", _fragment_build(request, challenge))
-    )
+    try:
+        html = _board_html(request, challenge, "board", _fragment_build(request, challenge))
+    except PageOutOfRange as past:
+        return _page_not_found(request, slug, past.args[0])
+    response = HttpResponse(html)
     response["Cache-Control"] = "no-cache"
     return response
 
@@ -432,7 +452,15 @@ def challenge_charts(request: HttpRequest, slug: str) -> HttpResponse:
 
 
 # --- export ------------------------------------------------------------------------------
-EXPORT_COLUMNS = ("rank", "player", "display_name", "score", "attempt_id", "created_at")
+EXPORT_COLUMNS = (
+    "rank",
+    "player",
+    "display_name",
+    "score",
+    "score_unit",  # the score's unit (display.score_unit): "ms" under fastest, …
+    "attempt_id",
+    "created_at",
+)
 CSV_FORMULA_START = ("=", "+", "-", "@", "|", "\t", "\r")
 
 
@@ -468,12 +496,14 @@ def _export_rows(challenge: Challenge, board_id: int | None) -> Iterator[tuple[A
     if board_id is None:
         return
     rows = selectors.leaderboard_stream(version_id=board_id)
+    unit = display.score_unit((challenge.active_version or challenge).scoring_strategy)
     for row, scores in score_columns.with_scores(rows, challenge.active_version):
         yield (
             row.rank,
             row.player_external_id,
             row.display_name,
             precision.served(row.score),
+            unit,
             row.attempt_id,
             row.created_at.isoformat().replace("+00:00", "Z"),
             precision.served_json(scores),
@@ -516,7 +546,11 @@ def export_json(request: HttpRequest, slug: str) -> HttpResponse:
     board_id = freeze.board_id(challenge=challenge, user=request.user)
 
     def chunks() -> Iterator[str]:
-        head = {"challenge": challenge.slug, "version": version.number if version else None}
+        head = {
+            "challenge": challenge.slug,
+            "version": version.number if version else None,
+            "score_unit": display.score_unit((version or challenge).scoring_strategy),
+        }
         yield json.dumps(head)[:-1] + ', "results": ['
         first = True
         for *row, scores in _export_rows(challenge, board_id):

@@ -18,5 +18,11 @@ def ranking_value(score: float, strategy: str) -> str:
 
 
 @register.filter
+def exact_time(value) -> str:
+    """A moment as every page writes it: "2026-11-26 14:05:09 UTC" ("" for none)."""
+    return display.exact_time(value) if value else ""
+
+
+@register.filter
 def strategy_label(strategy: str) -> str:
     return get_strategy(strategy).label

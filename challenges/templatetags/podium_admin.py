@@ -13,19 +13,19 @@ register = template.Library()
 
 @register.filter
 def score_text(score: float | None) -> str:
-    """A score as the admin pages show it: "145.5", "–" for no score."""
+    """A score as the admin pages show it, two decimals: "145.50", "0.00"; "–" for none."""
     if score is None:
         return "–"
-    return f"{score:,.2f}".rstrip("0").rstrip(".") if score != int(score) else f"{score:,.0f}"
+    return f"{score:,.2f}"
 
 
 @register.filter
 def signed(delta: float | None) -> str:
-    """A score change: "+12.5", "−3", "0"; "" when there is none to compare."""
+    """A score change: "+12.50", "−3.00", "0.00"; "" when there is none to compare."""
     if delta is None:
         return ""
-    if abs(delta) < 1e-9:
-        return "0"
+    if abs(delta) < 0.005:  # rounds to 0.00: no sign
+        return "0.00"
     text = score_text(abs(delta))
     return f"+{text}" if delta > 0 else f"−{text}"
 

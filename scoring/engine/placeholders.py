@@ -50,6 +50,21 @@ def _refuse(code: str, offset: int, why: str) -> PlaceholderInvalid:
     return PlaceholderInvalid(f"Line {line}: {why}")
 
 
+def _unreadable(code: str, exc: Exception) -> str:
+    """Why the code is not Python, as the parser says it (its line and words: an
+    unclosed bracket is reported where it opens, "'{' was never closed"), not as the
+    tokenizer does (at the end of the file: "EOF in multi-line statement")."""
+    try:
+        ast.parse(code, "<snippet>")
+    except SyntaxError as parsed:
+        return f"Line {parsed.lineno or 1}: {parsed.msg}."
+    except (ValueError, RecursionError, MemoryError):
+        pass
+    at = exc.args[1][0] if isinstance(exc, tokenize.TokenError) else exc.lineno or 1
+    why = exc.args[0] if exc.args else exc
+    return f"Line {at}: the code cannot be read as Python ({why})."
+
+
 def _sites(code: str) -> list[_Site]:
     """Where each placeholder stands, by the tokenizer's own offsets. Raises
     PlaceholderInvalid for one that may not stand there."""
@@ -70,9 +85,7 @@ def _sites(code: str) -> list[_Site]:
             if token.type == _FSTRING_END:
                 depth -= 1
     except (tokenize.TokenError, SyntaxError) as exc:
-        at = exc.args[1][0] if isinstance(exc, tokenize.TokenError) else exc.lineno or 1
-        why = exc.args[0] if exc.args else exc
-        raise PlaceholderInvalid(f"Line {at}: the code cannot be read as Python ({why}).") from None
+        raise PlaceholderInvalid(_unreadable(code, exc)) from None
     sites = []
     for match in PLACEHOLDER.finditer(code):
         start, end, key = match.start(), match.end(), match.group(1)

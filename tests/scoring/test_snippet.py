@@ -118,6 +118,15 @@ def test_syntax_errors_name_line_and_message(code, line, text):
     assert text in message
 
 
+def test_syntax_error_beside_a_placeholder_is_on_pythons_line():
+    # Issue 31: the tokenizer (placeholder sites) said "Line 4: … EOF in multi-line
+    # statement" for a bracket left open on line 3; Python's own line and words now.
+    code = 'def compute_scores(sample):\n    f = "<< config.f >>"\n    return {{"a": 1,\n'
+    with pytest.raises(SnippetInvalid) as caught:
+        prepare(code, {"f": "x"})
+    assert caught.value.errors["scoring_code"] == "Line 3: '{' was never closed."
+
+
 @pytest.mark.parametrize(
     ("code", "text"),
     [

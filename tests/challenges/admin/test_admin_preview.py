@@ -203,7 +203,7 @@ def test_try_view_scores_the_unsaved_page(admin_client, contest):
     assert "Try it: the latest 4 attempts" in html
     assert "rating_contribution" in html and "time_penalty" in html and " ms</td>" in html
     slow = response.content.decode().split('data-attempt="')[3]
-    assert ">200<" in slow and ">50<" in slow  # now 200, new 100 − 30 − 20
+    assert ">200.00<" in slow and ">50.00<" in slow  # now 200, new 100 − 30 − 20
     assert counts() == before
     contest.refresh_from_db()
     assert contest.scoring_config["rating_weight"] == 15.0

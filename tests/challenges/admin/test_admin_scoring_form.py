@@ -525,3 +525,12 @@ def test_the_api_refuses_scoring_changes_from_staff(staff_api, weighted):
     )
     assert response.status_code == 403
     assert counts() == before
+
+
+def test_missing_template_value_is_said_once(admin_client, python_challenge):
+    # Issue 31: the error is on the template input only, not repeated on the page.
+    code = SNIPPET.replace("<< config.scale >>", "<< config.scale >> + << config.offset >>")
+    response = save(admin_client, python_challenge, scoring_code=code)
+    errors = field_errors(response)
+    assert sum(len(v) for v in errors.values()) == 1, errors
+    assert response.content.decode().count("config.offset &gt;&gt;: give it a value") == 1

@@ -25,7 +25,7 @@ def test_snippet_scores_are_a_table_and_the_sample_is_shown():
     html = render_to_string(TRY_TEMPLATE, {"result": result, "challenge": challenge})
     assert "{'" not in html and "&#x27;" not in html  # no Python repr
     assert '<table class="scoring-scores">' in html
-    assert '<th scope="row">is_complete</th><td class="num">1</td>' in html
+    assert '<th scope="row">is_complete</th><td class="num">1.00</td>' in html
     assert "length" in html  # the metadata, labelled
     assert "&quot;answer&quot;: &quot;Paris&quot;" in html  # the sample, as JSON
     assert 'class="quiet nowrap"' in html  # the attempt's date stays on one line
@@ -37,4 +37,4 @@ def test_plugin_details_are_a_label_value_grid():
     result = preview.try_setup(challenge=challenge, setup=challenge.setup_dict())
     html = render_to_string(TRY_TEMPLATE, {"result": result, "challenge": challenge})
     assert '<dl class="scoring-details">' in html
-    assert "<dt>rating_contribution</dt><dd>75</dd>" in html
+    assert "<dt>rating_contribution</dt><dd>75.00</dd>" in html

@@ -43,7 +43,15 @@ def test_csv_export(client, board):
     assert response["Content-Type"] == "text/csv; charset=utf-8"
     assert 'filename="race-leaderboard.csv"' in response["Content-Disposition"]
     rows = list(csv.reader(io.StringIO(body(response))))
-    assert rows[0] == ["rank", "player", "display_name", "score", "attempt_id", "created_at"]
+    assert rows[0] == [
+        "rank",
+        "player",
+        "display_name",
+        "score",
+        "score_unit",
+        "attempt_id",
+        "created_at",
+    ]
     assert [(r[0], r[1], r[2], r[3]) for r in rows[1:]] == [
         ("1", "a", "'=HYPERLINK(1)", "100.0"),
         ("2", "b", "'+plus", "200.0"),
@@ -51,7 +59,7 @@ def test_csv_export(client, board):
         ("4", "d", '\'@at, "quoted"', "300.0"),
         ("5", "e", "Plain Pat", "400.0"),
     ]
-    assert rows[5][5] == "2026-01-01T00:00:05Z"
+    assert rows[5][6] == "2026-01-01T00:00:05Z"
 
 
 def test_csv_cell_escapes_formula_starts_only():
@@ -79,6 +87,7 @@ def test_json_export(client, board):
         "player",
         "display_name",
         "score",
+        "score_unit",
         "attempt_id",
         "created_at",
     }
@@ -88,7 +97,7 @@ def test_empty_exports(client):
     make_challenge(slug="quiet")
     assert json.loads(body(client.get(page_url("quiet", "export-json"))))["results"] == []
     assert body(client.get(page_url("quiet", "export-csv"))).strip() == (
-        "rank,player,display_name,score,attempt_id,created_at"
+        "rank,player,display_name,score,score_unit,attempt_id,created_at"
     )
 
 

@@ -204,8 +204,8 @@ def test_pages_of_fifty(client, speed):
     assert 'rel="prev"' in second and 'rel="next"' not in second
 
 
-@pytest.mark.parametrize(("raw", "shown"), [("abc", 1), ("0", 1), ("-3", 1), ("", 1), ("99", 2)])
-def test_page_numbers_out_of_range_are_clamped(client, speed, raw, shown):
+@pytest.mark.parametrize(("raw", "shown"), [("abc", 1), ("0", 1), ("-3", 1), ("", 1)])
+def test_page_numbers_out_of_range_are_clamped(client, speed, raw, shown):  # past the end: 404
     html = page(client, speed, page=raw)
     assert f"page {shown} of 2" in html
 

@@ -68,13 +68,15 @@ def test_field_completeness_through_the_command_api_pages_and_exports(
     assert rows["none"]["scores"] == {"is_complete": 0.0, "has_field": 0.0, "empty_field": 0.0}
     assert next(iter(rows["paris"]["scores"])) == "is_complete"  # the ranking one first
 
-    # The page: the metric and the score columns, the ranking one marked.
+    # The page: the metric and the score columns.
     page = client.get(page_url(challenge.slug)).content.decode()
     assert "Field Completeness" in page and "0.3333" in page
     assert "Completeness:" in page  # metrics grouped by scorer
     header = page[page.index("<thead>") : page.index("</thead>")]
-    assert header.index("is_complete") < header.index("has_field") < header.index("empty_field")
-    assert 'aria-label="ranks the leaderboard"' in header
+    # Issue 31: scores in words, the ranking one only as the value (not a second column).
+    assert header.index("Best value") < header.index("has field") < header.index("empty field")
+    assert "is_complete" not in header and "is complete" not in header
+    assert "<dt>Is complete</dt>" not in page and "<dt>Has field</dt>" in page
 
     # The exports.
     data = json.loads(body(client.get(page_url(challenge.slug, "export-json"))))
