@@ -55,18 +55,6 @@ def challenge(admin_api) -> Challenge:
     return Challenge.objects.get(pk=response.json()["id"])
 
 
-@pytest.fixture
-def runs_queued(monkeypatch):
-    """Batch runs queued (the task is not run: the tests run it when they choose)."""
-    from challenges import tasks
-
-    queued: list[tuple] = []
-    monkeypatch.setattr(
-        tasks.batch_score, "apply_async", lambda args, countdown: queued.append((args, countdown))
-    )
-    return queued
-
-
 def post(api, challenge, player, answer, when):
     body = {"player": player, "succeeded": True, "sample": {"answer": answer}, "created_at": when}
     response = api.post(attempts_url(challenge.pk), body, format="json")

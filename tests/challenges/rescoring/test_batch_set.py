@@ -48,23 +48,17 @@ def _needs_the_sandbox():
     sandbox_or_skip()
 
 
+@pytest.fixture(autouse=True)
+def _runs_by_hand(runs_queued):
+    """Batch runs are queued, not run (conftest): each test runs them when it chooses."""
+    return runs_queued
+
+
 @pytest.fixture
 def challenge(admin_api) -> Challenge:
     response = admin_api.post(challenges_url(), BODY, format="json")
     assert response.status_code == 201, response.content
     return Challenge.objects.get(pk=response.json()["id"])
-
-
-@pytest.fixture(autouse=True)
-def runs_queued(monkeypatch):
-    """Batch runs are queued, not run: each test runs them when it chooses."""
-    from challenges import tasks
-
-    queued: list[tuple] = []
-    monkeypatch.setattr(
-        tasks.batch_score, "apply_async", lambda args, countdown: queued.append((args, countdown))
-    )
-    return queued
 
 
 def post(api, challenge, player, answer):
