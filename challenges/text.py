@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import UTC, datetime
 from typing import Any
 
 from scoring.engine.outcome import Outcome
@@ -95,6 +96,11 @@ def text_clean(value: Any, *, chars: re.Pattern[str] = SURROGATE) -> Any:
     if isinstance(value, list):
         return [text_clean(v, chars=chars) for v in value]
     return value
+
+
+def exact_time(value: datetime) -> str:
+    """A moment as every page, the admin and exports write it: 2026-11-26 14:05:09 UTC."""
+    return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 ROW_ID_MAX = 2**63 - 1  # the largest id any of our integer columns can hold

@@ -37,7 +37,6 @@ SIDEWAYS = {
     ("transfer", "api"): "an imported file is validated by the API's own serializers",
     ("api", "public"): "the API's public view explains the scoring in the page's own words",
     ("templatetags", "admin"): "the admin templates' tags render the admin's progress box",
-    ("admin", "public"): "the admin writes times with the pages' one date formatter",
     ("templatetags", "public"): "the public templates' filters wrap public.display",
     ("tasks", "public"): "the ranking refresh builds the public's page of the new ranking ahead",
 }

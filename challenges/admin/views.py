@@ -29,9 +29,9 @@ from challenges.admin import preview
 from challenges.admin import scorers as admin_scorers
 from challenges.models import RescoreJob
 from challenges.permissions import is_staff_member
-from challenges.public import display
 from challenges.rescoring import jobs as rescoring
 from challenges.setup import versions
+from challenges.text import exact_time
 
 FRAGMENT_TEMPLATE = "admin/challenges/rescorejob/progress.html"
 POLL_SECONDS = 2
@@ -179,8 +179,8 @@ def when_html(moment: datetime | None, *, day_of: datetime | None = None) -> str
     "11:01:07 UTC", on the same (UTC) day as ``day_of``."""
     if moment is None:
         return ""
-    text = display.exact_time(moment)
-    if day_of is not None and display.exact_time(day_of)[:10] == text[:10]:
+    text = exact_time(moment)
+    if day_of is not None and exact_time(day_of)[:10] == text[:10]:
         text = text[11:]
     return format_html('<time datetime="{}">{}</time>', moment.isoformat(), text)
 

@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from challenges.leaderboards import precision
+from challenges.text import exact_time  # noqa: F401 - the pages' formatter, written once
 from scoring.engine.registry import RegistryError
 from scoring.engine.strategies import get_strategy
 from scoring.registry import registry
@@ -64,10 +65,6 @@ def medal(rank: int, score: float, setup: Any) -> tuple[str, str] | None:
     if get_strategy(setup.scoring_strategy).descending and score <= 0:
         return None
     return MEDALS[rank]
-
-
-def exact_time(value: datetime) -> str:
-    return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def relative_time(value: datetime, now: datetime) -> str:
