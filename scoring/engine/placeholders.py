@@ -60,7 +60,10 @@ def _unreadable(code: str, exc: Exception) -> str:
         return f"Line {parsed.lineno or 1}: {parsed.msg}."
     except (ValueError, RecursionError, MemoryError):
         pass
-    at = exc.args[1][0] if isinstance(exc, tokenize.TokenError) else exc.lineno or 1
+    if isinstance(exc, tokenize.TokenError):
+        at = exc.args[1][0]
+    else:  # a SyntaxError of the tokenizer (an indentation error, say)
+        at = getattr(exc, "lineno", None) or 1
     why = exc.args[0] if exc.args else exc
     return f"Line {at}: the code cannot be read as Python ({why})."
 
