@@ -155,6 +155,8 @@ def attempts_score_pending(
                 break
             reached = clock.compute(version=version, challenge=challenge, attempts=batch)
             outcomes = [o for o in reached if o is not None]  # a prefix: scored in order
+            if not outcomes:
+                break  # the slice ran out before the first: the next turn takes them
             batch = batch[: len(outcomes)]
         last_pk = batch[-1].pk
         with transaction.atomic():
@@ -168,10 +170,12 @@ def attempts_score_pending(
             }
             kept = [a for a in batch if a.pk in stored]  # an attempt deleted meanwhile: none
             scores.entries_upsert(version=version, attempts=kept, rows=[stored[a.pk] for a in kept])
-            if freeze.is_frozen(challenge) and any(
-                a.recorded_at < challenge.freeze_at for a in kept
-            ):  # recorded before the freeze: the frozen board is rebuilt with it
-                freeze.frozen_drop(challenge_ids=[challenge.pk])
+            if freeze.is_frozen(challenge):
+                early = Attempt.objects.filter(
+                    pk__in=[a.pk for a in kept], recorded_at__lt=challenge.freeze_at
+                )  # one query: recorded_at is not among the fields read for scoring
+                if early.exists():  # the frozen board is rebuilt with them
+                    freeze.frozen_drop(challenge_ids=[challenge.pk])
         scored += len(batch)
     if clock is not None and todo.filter(pk__gt=last_pk).exists():
         pending_enqueue(challenge_id=challenge_id, attempt_ids=attempt_ids)  # the next turn
