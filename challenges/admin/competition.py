@@ -186,8 +186,21 @@ class PlayerHideAdmin(admin.ModelAdmin):
         )
 
 
+class AppendOnly:
+    """An admin of append-only rows: read, never added, changed or deleted here."""
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
 @admin.register(AuditEvent)
-class AuditEventAdmin(admin.ModelAdmin):
+class AuditEventAdmin(AppendOnly, admin.ModelAdmin):
     """The audit trail: read-only, for admins."""
 
     list_display = ["at", "kind", "challenge_name", "actor_name", "via", "reason", "history"]
@@ -215,18 +228,9 @@ class AuditEventAdmin(admin.ModelAdmin):
     def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return is_scoring_admin(request.user)
 
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
 
 @admin.register(HistoryRecord)
-class HistoryRecordAdmin(admin.ModelAdmin):
+class HistoryRecordAdmin(AppendOnly, admin.ModelAdmin):
     """The public history records, with the setup diff of each switch: read-only (records
     are append-only)."""
 
@@ -260,12 +264,3 @@ class HistoryRecordAdmin(admin.ModelAdmin):
 
     def has_module_permission(self, request: HttpRequest) -> bool:
         return is_staff_member(request.user)
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
