@@ -101,12 +101,19 @@ def _top_history(
     )
     points: dict[int, list[dict[str, float]]] = {p: [] for p, _ in top}
     best: dict[int, float] = {}
+    newest = None
     for player_id, created_at, value in attempts:
+        x = R.to_us(created_at) // 1000
+        newest = x
         current = best.get(player_id)
         if current is None or (value > current if descending else value < current):
             best[player_id] = value
-            x = R.to_us(created_at) // 1000
             points[player_id].append({"x": x, "y": round(value / scale, 3)})
+    # Each line runs on to the newest of these attempts at its best value: a player who
+    # improved once is a line, not a lone dot the eye cannot follow.
+    for line in points.values():
+        if line and newest is not None and line[-1]["x"] < newest:
+            line.append({"x": newest, "y": line[-1]["y"]})
     return [{"label": name, "points": points[p]} for p, name in top]
 
 

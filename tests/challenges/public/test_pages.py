@@ -404,3 +404,22 @@ def test_search_wildcards_are_literal(client):
     )
     assert names_in_table(page(client, challenge, q="%")) == ["100% Pat"]
     assert names_in_table(page(client, challenge, q="_")) == ["Under_score"]
+
+
+def test_top_10_lines_run_on_to_the_newest_attempt(client):
+    """Issue 31, item 2: a line stopped at the player's last improvement, so a player who
+    improved once was a lone dot; it runs on, at its best, to the newest attempt."""
+    c = make_challenge(name="Lines", scoring_strategy="fastest")
+    record(
+        c,
+        attempt_input("ada", player_name="Ada", elapsed_ms=1000, created_at=0),
+        attempt_input("bob", player_name="Bob", elapsed_ms=3000, created_at=60),
+        attempt_input("bob", player_name="Bob", elapsed_ms=2000, created_at=120),
+    )
+    top = {
+        line["label"]: line["points"]
+        for line in client.get(page_url(c.slug, "charts")).json()["top"]
+    }
+    t0 = 1767225600000
+    assert top["Ada"] == [{"x": t0, "y": 1.0}, {"x": t0 + 120_000, "y": 1.0}]
+    assert top["Bob"] == [{"x": t0 + 60_000, "y": 3.0}, {"x": t0 + 120_000, "y": 2.0}]
