@@ -15,6 +15,7 @@ import os
 import re
 import shutil
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -240,3 +241,55 @@ def _lua_string(text: str) -> str:
     while f"]{'=' * level}]" in text + "]":  # (the text's last "]" meets the closing)
         level += 1
     return f"[{'=' * level}[{text}]{'=' * level}]"
+
+
+READ_TARGET = 0.6  # a read's requests/s over /healthz's, measured in the same rounds
+
+
+def reads_beside_healthz(
+    env: dict[str, str],
+    targets: list[tuple[str, str]],
+    *,
+    seconds: float,
+    rounds: int,
+    connections: int,
+) -> bool:
+    """Requests/s of each read under gunicorn (2 sync workers) driven by wrk, beside
+    /healthz (a trivial view touching the database and the broker) in the same rounds:
+    each target's median over the rounds, over /healthz's median; printed, and True when
+    every target is at least READ_TARGET and no request failed."""
+    rates: dict[str, list[float]] = {}
+    errors = 0
+    paths = [("/healthz", "/healthz"), *targets]
+    with Server(env, workers=2) as server:
+        for _, path in paths:  # warm each path in both workers
+            wrk(server.base + path, seconds=1, connections=2)
+        for _ in range(rounds):
+            for name, path in paths:
+                result = wrk(server.base + path, seconds=seconds, connections=connections)
+                rates.setdefault(name, []).append(result.rate)
+                errors += result.errors
+    reference = statistics.median(rates["/healthz"])
+    print(
+        f"\ngunicorn, 2 sync workers (CPUs {server_cpus()}), wrk 1 thread "
+        f"{connections} connections (CPU {client_cpus()}), {rounds} rounds of "
+        f"{seconds:.0f}s, median requests/s:"
+    )
+    print(f"  {'/healthz (reference)':32s} {reference:8,.0f}   rounds {_rounds(rates['/healthz'])}")
+    ok = errors == 0
+    for name, _ in targets:
+        rate = statistics.median(rates[name])
+        ratio = rate / reference
+        ok &= ratio >= READ_TARGET
+        print(
+            f"  {name:32s} {rate:8,.0f}   {ratio:4.2f}x /healthz  "
+            f"{'ok' if ratio >= READ_TARGET else 'UNDER'} (target >= {READ_TARGET}x)   "
+            f"rounds {_rounds(rates[name])}"
+        )
+    if errors:
+        print(f"  {errors} failed requests (non-2xx, socket errors or timeouts)")
+    return ok
+
+
+def _rounds(values: list[float]) -> str:
+    return "/".join(f"{v:,.0f}" for v in values)

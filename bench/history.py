@@ -163,32 +163,7 @@ def reads(challenge_id: int, seconds: float, rounds: int) -> bool:
     cache_url = os.environ.get("BENCH_CACHE_URL")
     if cache_url:
         env["CACHE_URL"] = cache_url
-    rates: dict[str, list[float]] = {}
-    errors = 0
-    paths = [("/healthz", "/healthz"), *targets]
-    with _http.Server(env, workers=2) as server:
-        for _, path in paths:  # warm each path in both workers
-            _http.wrk(server.base + path, seconds=1, connections=2)
-        for _ in range(rounds):
-            for name, path in paths:
-                result = _http.wrk(server.base + path, seconds=seconds, connections=8)
-                rates.setdefault(name, []).append(result.rate)
-                errors += result.errors
-    reference = statistics.median(rates["/healthz"])
-    print(f"\ngunicorn, 2 sync workers, wrk 8 connections, {rounds} rounds of {seconds:.0f}s:")
-    print(f"  {'/healthz (reference)':30s} {reference:8,.0f}/s  rounds {_all(rates['/healthz'])}")
-    ok = errors == 0
-    for name, _ in targets:
-        rate = statistics.median(rates[name])
-        ok &= rate / reference >= 0.6
-        print(
-            f"  {name:30s} {rate:8,.0f}/s  {rate / reference:4.2f}x /healthz "
-            f"{'ok' if rate / reference >= 0.6 else 'UNDER'} (target >= 0.6x)  "
-            f"rounds {_all(rates[name])}"
-        )
-    if errors:
-        print(f"  {errors} failed requests")
-    return ok
+    return _http.reads_beside_healthz(env, targets, seconds=seconds, rounds=rounds, connections=8)
 
 
 def _all(values: list[float]) -> str:

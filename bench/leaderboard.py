@@ -264,39 +264,9 @@ def throughput(challenge_id: int, seconds: float, rounds: int, connections: int)
         # broker, and against Redis it opens a connection per request (half the rate).
         "CELERY_BROKER_URL": "filesystem://localhost//",
     }
-    rates: dict[str, list[float]] = {}
-    errors = 0
-    with _http.Server(env, workers=2) as server:
-        for _, path in [("/healthz", "/healthz"), *targets]:  # warm each path in both workers
-            _http.wrk(server.base + path, seconds=1, connections=2)
-        for _ in range(rounds):
-            for name, path in [("/healthz", "/healthz"), *targets]:
-                result = _http.wrk(server.base + path, seconds=seconds, connections=connections)
-                rates.setdefault(name, []).append(result.rate)
-                errors += result.errors
-    reference = statistics.median(rates["/healthz"])
-    print(
-        f"\ngunicorn, 2 sync workers (CPUs {_http.server_cpus()}), wrk 1 thread "
-        f"{connections} connections (CPU {_http.client_cpus()}), {rounds} rounds of "
-        f"{seconds:.0f}s, median requests/s:"
+    return _http.reads_beside_healthz(
+        env, targets, seconds=seconds, rounds=rounds, connections=connections
     )
-    print(f"  {'/healthz (reference)':32s} {reference:8,.0f}   rounds {_rounds(rates['/healthz'])}")
-    ok = errors == 0
-    for name, _ in targets:
-        rate = statistics.median(rates[name])
-        ratio = rate / reference
-        ok &= ratio >= 0.6
-        print(
-            f"  {name:32s} {rate:8,.0f}   {ratio:4.2f}x /healthz  "
-            f"{'ok' if ratio >= 0.6 else 'UNDER'} (target >= 0.6x)   rounds {_rounds(rates[name])}"
-        )
-    if errors:
-        print(f"  {errors} failed requests (non-2xx, socket errors or timeouts)")
-    return ok
-
-
-def _rounds(values: list[float]) -> str:
-    return "/".join(f"{v:,.0f}" for v in values)
 
 
 def main() -> None:
