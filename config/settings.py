@@ -251,6 +251,18 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
     }
     DATABASES["default"]["TEST"] = {"NAME": env_str("SQLITE_TEST_NAME", "") or None}
+# Behind PgBouncer in transaction pooling (deploy/pgbouncer.ini), a session lasts one
+# transaction: no server-side cursors (Django's iterator() would declare them outside a
+# transaction) and no prepared statements (psycopg prepares a query run five times).
+# Podium's locks and settings are transaction-level already (leaderboards/sql.py).
+PODIUM_DATABASE_POOLER = env_choice("PODIUM_DATABASE_POOLER", "none", ("none", "pgbouncer"))
+if PODIUM_DATABASE_POOLER == "pgbouncer":
+    if DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql":
+        raise ImproperlyConfigured(
+            "PODIUM_DATABASE_POOLER=pgbouncer needs a postgres:// DATABASE_URL"
+        )
+    DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = True
+    DATABASES["default"].setdefault("OPTIONS", {})["prepare_threshold"] = None
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -378,6 +390,10 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
         "processed_folder": str(VAR_DIR / "celery-processed"),
         "store_processed": False,
     }
+elif CELERY_BROKER_URL.split("://", 1)[0].lower() in ("redis", "rediss"):
+    # kombu's Redis transport with a guard that keeps a worker alive through a broker
+    # outage (config/broker.py says what it guards and when to remove it).
+    CELERY_BROKER_TRANSPORT = "config.broker:Transport"
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_TASK_DEFAULT_QUEUE", "celery")
 CELERY_TASK_EAGER_PROPAGATES = True
