@@ -722,3 +722,22 @@ class HistoryRecord(models.Model):
 
     def delete(self, *args: Any, **kwargs: Any) -> Any:
         raise ValueError("History records are append-only.")
+
+
+class HistoryDue(models.Model):
+    """A switch whose history record is still to be written. The switch writes this row
+    in its transaction (a moment); the record itself (a rank diff of two boards, about a
+    second for 100,000 players) is computed after the switch commits, outside its lock,
+    by whoever switched, or by the rescore watchdog if that process died meanwhile
+    (``leaderboards.history.records_write_due``)."""
+
+    challenge = models.ForeignKey(Challenge, on_delete=models.CASCADE, related_name="+")
+    version = models.ForeignKey(ScoringVersion, on_delete=models.CASCADE, related_name="+")
+    previous_version = models.ForeignKey(
+        ScoringVersion, null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
+    switched_at = models.DateTimeField()
+    reason = models.CharField(max_length=16, choices=HistoryRecord.Reason.choices)
+
+    def __str__(self) -> str:
+        return f"{self.challenge_id}: version {self.version_id} due ({self.reason})"

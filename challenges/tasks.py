@@ -20,13 +20,16 @@ from django.conf import settings
 from django.dispatch import receiver
 
 from challenges.ingestion import budget, idempotency
-from challenges.leaderboards import ranking
+from challenges.leaderboards import history, ranking
 from challenges.public import views as public_views
 from challenges.rescoring import batch
 from challenges.rescoring import jobs as rescoring
 from config.transient import TRANSIENT, forget_connection, is_transient
 
 logger = logging.getLogger(__name__)
+# The watchdog writes a history record left due this long after its switch (a switch's
+# own process writes it within seconds; younger ones may be being written now).
+HISTORY_DUE_GRACE_S = 30.0
 RETRIES = {
     "autoretry_for": TRANSIENT,
     "retry_backoff": 1,
@@ -111,16 +114,21 @@ def rescore_resume() -> None:
     rescoring.jobs_resume(
         send_dispatch=rescore_dispatch.delay, stalled_for_s=settings.PODIUM_RESCORE_STALL_S
     )
+    # History records whose switch committed but whose process died before writing them.
+    history.records_write_due(older_than_s=HISTORY_DUE_GRACE_S)
 
 
 @shared_task(
     name="challenges.tasks.rescore_watchdog", acks_late=False, ignore_result=True, **RETRIES
 )
 def rescore_watchdog() -> None:
-    """Periodic (Celery beat, ``CELERY_BEAT_SCHEDULE``): resume stalled jobs."""
+    """Periodic (Celery beat, ``CELERY_BEAT_SCHEDULE``): resume stalled jobs, write the
+    history records left due."""
     rescoring.jobs_resume(
         send_dispatch=rescore_dispatch.delay, stalled_for_s=settings.PODIUM_RESCORE_STALL_S
     )
+    # History records whose switch committed but whose process died before writing them.
+    history.records_write_due(older_than_s=HISTORY_DUE_GRACE_S)
 
 
 @receiver(rescoring.job_queued)

@@ -16,15 +16,16 @@ from bisect import bisect_right, insort
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from functools import partial
 from typing import Any
 
+from django.db import transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from challenges.leaderboards import exclusions, freeze, selectors, sql
-from challenges.models import Challenge, HistoryRecord, Player, ScoringVersion
+from challenges.models import Challenge, HistoryDue, HistoryRecord, Player, ScoringVersion
 
 TOP = 10  # k of "entered / left the top k"
 LARGEST = 10  # players listed under largest_moves
@@ -188,18 +189,26 @@ def history_record(
     backfilled: bool = False,
 ) -> HistoryRecord:
     """Write the record of a switch to ``version`` from ``previous_version_id`` (call
-    after the new board is complete, in the switch's transaction). ``before``: a
-    snapshot of the board before, when it is not kept (a batch run's)."""
+    after the new board is complete). ``before``: a snapshot of the board before, when
+    it is not kept (a batch run's)."""
     if before is None:  # both boards kept: ranked and joined in SQL
         diff = pairs_diff(sql.board_pairs(previous_version_id or 0, version.pk))
     else:  # the board before is gone (a batch run rewrote it): its snapshot
         diff = board_diff(before, board_rows(board=version.pk))
-    return HistoryRecord.objects.create(
-        challenge=challenge,
-        version=version,
+    return _record_create(
+        diff,
+        challenge_id=challenge.pk,
+        version_id=version.pk,
         previous_version_id=previous_version_id,
-        switched_at=switched_at or timezone.now(),
         reason=reason,
+        switched_at=switched_at or timezone.now(),
+        backfilled=backfilled,
+    )
+
+
+def _record_create(diff: Diff, *, backfilled: bool = False, **fields: Any) -> HistoryRecord:
+    return HistoryRecord.objects.create(
+        **fields,
         players_before=diff.players_before,
         players_after=diff.players_after,
         moved=diff.moved,
@@ -209,6 +218,56 @@ def history_record(
         kendall_tau=diff.kendall_tau,
         backfilled=backfilled,
     )
+
+
+def record_due(
+    *,
+    challenge: Challenge,
+    version: ScoringVersion,
+    previous_version_id: int | None,
+    reason: str,
+    switched_at: datetime,
+) -> HistoryDue:
+    """In the switch's transaction: note that its record is to be written (both boards
+    are kept, so it can be computed after the switch commits, outside its lock). The
+    caller then calls ``records_write_due`` once its transaction has committed."""
+    return HistoryDue.objects.create(
+        challenge_id=challenge.pk,
+        version_id=version.pk,
+        previous_version_id=previous_version_id,
+        reason=reason,
+        switched_at=switched_at,
+    )
+
+
+def records_write_due(*, challenge_id: int | None = None, older_than_s: float = 0) -> int:
+    """Write the records of switches that are due (of one challenge, or all), each
+    computed outside any transaction, then stored and its due row removed in one short
+    transaction; a due row another process has just written (or is writing) is
+    skipped. Returns how many records this call wrote."""
+    dues = HistoryDue.objects.order_by("pk")
+    if challenge_id is not None:
+        dues = dues.filter(challenge_id=challenge_id)
+    if older_than_s:
+        dues = dues.filter(switched_at__lte=timezone.now() - timedelta(seconds=older_than_s))
+    written = 0
+    for due in list(dues):
+        diff = pairs_diff(sql.board_pairs(due.previous_version_id or 0, due.version_id))
+        with transaction.atomic():
+            mine = HistoryDue.objects.select_for_update(skip_locked=True).filter(pk=due.pk)
+            if not mine.exists():
+                continue  # written by another process meanwhile
+            _record_create(
+                diff,
+                challenge_id=due.challenge_id,
+                version_id=due.version_id,
+                previous_version_id=due.previous_version_id,
+                reason=due.reason,
+                switched_at=due.switched_at,
+            )
+            mine.delete()
+        written += 1
+    return written
 
 
 # --- public reads ---------------------------------------------------------------------------

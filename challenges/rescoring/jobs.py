@@ -56,7 +56,7 @@ from challenges.models import (
     ScoringVersion,
 )
 from challenges.rescoring import batch as batch_scoring
-from challenges.rescoring.switch import version_switch
+from challenges.rescoring.switch import history_after_switch, version_switch
 from config.transient import retry_transient
 from scoring import services as scoring
 
@@ -542,6 +542,8 @@ def job_finalize(*, job_id: int) -> bool:
         scores.entries_rebuild(version=ScoringVersion.objects.get(pk=job.version_id), parts=parts)
         rebuilt = time.perf_counter()
         job = _switch(job_id)
+    if job is not None:
+        history_after_switch(challenge_id=job.challenge_id)
     if job is not None and job.version.scorers and batch_scoring.has_batch(job.version):
         batch_scoring.batch_request(
             challenge_id=job.challenge_id

@@ -13,12 +13,15 @@ one, never a mix, and no attempt recorded meanwhile is missed:
 3. every other queued or running rescore job of the challenge is cancelled (it would
    switch to its own version later and undo this one);
 4. the pointer moves;
-5. the history record of the switch is written (``leaderboards.history``): the public
-   rank diff of the previous version's board and this one's.
+5. the history record of the switch is noted as due (``leaderboards.history``): the
+   public rank diff of the previous version's board and this one's is computed after
+   the switch commits, outside the lock (the caller calls ``history.records_write_due``),
+   so the switch does not wait for it.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -28,6 +31,7 @@ from challenges.leaderboards import history, scores
 from challenges.models import AttemptScore, Challenge, RescoreJob, ScoringVersion
 
 LATE_PLAYERS_BATCH = 500
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -65,7 +69,7 @@ def version_switch(
     previous_id = challenge.active_version_id
     challenge.active_version = version
     challenge.save(update_fields=["active_version", "updated_at", *also_save])
-    history.history_record(
+    history.record_due(
         challenge=challenge,
         version=version,
         previous_version_id=previous_id,
@@ -73,3 +77,14 @@ def version_switch(
         switched_at=challenge.updated_at,
     )
     return Switched(scored, failed, late.count(), late.exclude(error="").count())
+
+
+def history_after_switch(*, challenge_id: int) -> None:
+    """Once a switch has committed: write its history record now. If that fails, the
+    record stays due and the rescore watchdog writes it (``history.records_write_due``)."""
+    try:
+        history.records_write_due(challenge_id=challenge_id)
+    except Exception:
+        logger.exception(
+            "history record left for the watchdog", extra={"challenge_id": challenge_id}
+        )

@@ -31,7 +31,7 @@ from challenges.models import (
     ScoringVersion,
 )
 from challenges.rescoring import jobs as rescoring
-from challenges.rescoring.switch import version_switch
+from challenges.rescoring.switch import history_after_switch, version_switch
 from scoring import services as scoring
 from scoring.engine import strategies as S
 
@@ -317,4 +317,5 @@ def version_activate(*, version: ScoringVersion, by: Any = None) -> Activation:
             also_save=Challenge.SETUP_FIELDS,
         )
         _audit_activation(challenge, previous, version, by)
+    history_after_switch(challenge_id=challenge.pk)
     return Activation(version, scored + switched.scored, failed + switched.failed, None)
