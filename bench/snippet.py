@@ -14,8 +14,12 @@ Rounds alternate the two; the medians of their rates and the ratio are printed.
   call per worker, every answer checked): attempts/s and the largest batch that ran
   within the 60 s ceiling and the 1 GB memory limit (``--batch`` sizes).
 
+- spread: a 40 ms snippet over ``--spread`` attempts in a rescore's slices of 25, on a
+  pool whose per-program cap is 1 and on one whose cap is 2: the run spreads over every
+  worker its program may hold (target: within 0.9 of the ideal on 2 workers).
+
 Run: .venv/bin/python bench/snippet.py [--n 100000] [--fresh 20] [--rounds 5]
-     [--batch 10000,50000,100000,200000]
+     [--batch 10000,50000,100000,200000] [--spread 400]
 """
 
 from __future__ import annotations
@@ -117,11 +121,47 @@ def batch_line(pool, sizes: list[int]) -> None:
     )
 
 
+SLOW = (
+    "import time\ndef compute_scores(sample):\n    time.sleep({s})\n    return {{'score': 1.0}}\n"
+)
+RESCORE_SLICE = 25  # a rescore's batch of a 40 ms snippet (about 1 s of scoring)
+TARGET_SPREAD = 0.9  # the spread run over its ideal (n × sleep / cap)
+
+
+def spread_line(mode: str, interp, n: int, sleep_ms: int, rounds: int) -> None:
+    """A slow snippet (``sleep_ms`` per attempt) scored in the rescore's slices on a pool
+    whose cap is 1 (everything on one worker) and on one whose cap is 2 (this machine's
+    pool: a worker per core plus the spare slot), alternating; each beside its ideal."""
+    items, payloads = attempts(n)
+    code = SLOW.format(s=sleep_ms / 1000)
+    took: dict[int, list[float]] = {1: [], 2: []}
+    for _ in range(rounds):
+        for cap in (1, 2):
+            pool = SandboxPool(mode, interp, size=cap + 1)
+            run = SnippetScorer(SnippetSetup(code, {}, "score", 5000, "spread"), pool)
+            run.score_many(items[:4], payloads[:4])  # the workers start
+            started = time.perf_counter()
+            for at in range(0, n, RESCORE_SLICE):
+                cut = slice(at, at + RESCORE_SLICE)
+                outcomes = run.score_many(items[cut], payloads[cut])
+                assert all(o.score == 1.0 for o in outcomes), outcomes[:3]
+            took[cap].append(time.perf_counter() - started)
+            pool.close()
+    one, two = statistics.median(took[1]), statistics.median(took[2])
+    ideal = n * sleep_ms / 1000 / 2
+    print(
+        f"spread: {n} attempts x {sleep_ms} ms in slices of {RESCORE_SLICE}: cap 1 {one:.2f} s, "
+        f"cap 2 {two:.2f} s ({one / two:.2f}x faster); ideal on 2 workers {ideal:.2f} s, "
+        f"ratio ideal / cap 2 {ideal / two:.2f} (target >= {TARGET_SPREAD})"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=100_000, help="attempts per pool round")
     parser.add_argument("--fresh", type=int, default=20, help="attempts per fresh round")
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--spread", type=int, default=400, help="slow attempts (0: skip)")
     parser.add_argument(
         "--batch", default="10000,50000,100000,200000", help="batch sizes (empty: skip)"
     )
@@ -152,6 +192,8 @@ def main() -> None:
     print("rounds (fresh): " + ", ".join(f"{r:,.1f}" for r in fresh))
     if args.batch:
         batch_line(pool, [int(n) for n in args.batch.split(",")])
+    if args.spread:
+        spread_line(found.mode, interp, args.spread, 40, 3)
 
 
 if __name__ == "__main__":

@@ -47,6 +47,7 @@ class Workers(Protocol):
     this module needs only that, not the pool."""
 
     restarts: int
+    cap: int  # the most workers one program may hold at once
 
     def checkout(self, program: Program, wait: bool) -> Worker | None: ...
     def release(self, worker: Worker) -> None: ...
@@ -55,6 +56,7 @@ class Workers(Protocol):
 
 
 BATCH_SIZE = 1000
+SPREAD_MIN = 4  # a run's attempts are split across the program's workers down to this
 BATCH_BYTES = 4 * 1024 * 1024  # a batch of big samples is cut sooner
 GRACE_S = 0.5  # past the worker's own alarm, before the parent kills it
 SLACK = 0.05  # per attempt, in a batch's deadline: 5% of its timeout (a late alarm)...
@@ -115,9 +117,14 @@ class _Run:
         self.timed_out = f"timed out after {program.timeout_ms} ms"
 
     def _batches(self) -> list[list[int]]:
+        """Consecutive batches, split so that every worker the program may hold gets
+        one (a run of 25 attempts on a cap of 2: 13 and 12, scored at once), but none
+        under SPREAD_MIN attempts nor over BATCH_SIZE attempts or BATCH_BYTES."""
+        spread = max(1, self.pool.cap)
+        most = min(BATCH_SIZE, max(SPREAD_MIN, -(-len(self.items) // spread)))
         batches, current, size = [], [], 0
         for index, item in enumerate(self.items):
-            if current and (len(current) >= BATCH_SIZE or size + len(item) > BATCH_BYTES):
+            if current and (len(current) >= most or size + len(item) > BATCH_BYTES):
                 batches.append(current)
                 current, size = [], 0
             current.append(index)
