@@ -43,7 +43,7 @@ from challenges.api.serializers import (
 from challenges.api.throttles import AttemptsThrottle
 from challenges.ingestion import idempotency, moderation, rules, services
 from challenges.leaderboards import freeze, history, precision, selectors
-from challenges.leaderboards.kept import kept_board
+from challenges.leaderboards.kept import kept, kept_board
 from challenges.leaderboards.metrics import challenge_metrics, public_metrics
 from challenges.leaderboards.rules import TIE_RULE
 from challenges.leaderboards.score_columns import public_details, row_scores
@@ -321,8 +321,13 @@ class ChallengeViewSet(BodyCheckedMixin, viewsets.ModelViewSet):
     @action(detail=True, methods=["get"])
     def history(self, request: Request, pk: str | None = None) -> Response:
         challenge = self.get_object()
-        records = history.history_public(challenge=challenge, user=request.user)
-        return Response(HistoryRecordSerializer(records, many=True).data)
+
+        def build() -> Any:
+            records = history.history_public(challenge=challenge, user=request.user)
+            return [dict(item) for item in HistoryRecordSerializer(records, many=True).data]
+
+        stamp = history.history_stamp(challenge=challenge, user=request.user)
+        return Response(kept("history-api", (challenge.pk, stamp), build))
 
     @extend_schema(
         responses={

@@ -16,7 +16,7 @@ from bisect import bisect_right, insort
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from functools import partial
 from typing import Any
 
@@ -278,6 +278,18 @@ def _visible(challenge: Challenge, user: Any) -> QuerySet[HistoryRecord]:
     if freeze.frozen_for(challenge, user):
         records = records.filter(switched_at__lt=challenge.freeze_at)
     return records
+
+
+def history_stamp(*, challenge: Challenge, user: Any) -> tuple[Any, ...]:
+    """Names everything ``history_public`` returns for ``user``, in one small query: the
+    records they may read (append-only: how many and the newest) and who is hidden
+    (hides are added with a higher id or removed: how many and the highest id name the
+    set). What is built from the records (the page, the API answer) is kept under it."""
+    before = challenge.freeze_at if freeze.frozen_for(challenge, user) else _NEVER
+    return sql.history_stamp(challenge.pk, before)
+
+
+_NEVER = datetime(9999, 12, 31, tzinfo=UTC)  # no freeze: every record is readable
 
 
 def history_public(*, challenge: Challenge, user: Any) -> list[HistoryRecord]:

@@ -30,6 +30,7 @@ from challenges.models import (
     Attempt,
     AttemptScore,
     Challenge,
+    HistoryRecord,
     LeaderboardEntry,
     LeaderboardRanking,
     Player,
@@ -45,6 +46,7 @@ ENTRY = LeaderboardEntry._meta.db_table
 RANKING = LeaderboardRanking._meta.db_table
 PLAYER = Player._meta.db_table
 HIDE = PlayerHide._meta.db_table
+HISTORY = HistoryRecord._meta.db_table
 JOB = RescoreJob._meta.db_table
 VERSION = ScoringVersion._meta.db_table
 
@@ -444,6 +446,21 @@ def hidden_among(challenge_id: int, player_ids: list[int]) -> set[int]:
         marks = ", ".join(["%s"] * len(player_ids))
         rows = fetch(_HIDDEN_AMONG["default"].format(marks=marks), [challenge_id, *player_ids])
     return {player_id for (player_id,) in rows}
+
+
+_HISTORY_STAMP = f"""SELECT
+ (SELECT count(*) FROM {HISTORY} WHERE challenge_id = %s AND switched_at < %s),
+ (SELECT max(id) FROM {HISTORY} WHERE challenge_id = %s AND switched_at < %s),
+ (SELECT count(*) FROM {HIDE} WHERE challenge_id = %s OR challenge_id IS NULL),
+ (SELECT max(id) FROM {HIDE} WHERE challenge_id = %s OR challenge_id IS NULL)"""  # noqa: S608
+
+
+def history_stamp(challenge_id: int, before: datetime) -> tuple[Any, ...]:
+    """(records switched before ``before``: how many, the highest id; hides of the
+    challenge or of every challenge: how many, the highest id), in one round trip."""
+    at = timestamp(before)
+    found = fetch_one(_HISTORY_STAMP, [challenge_id, at] * 2 + [challenge_id] * 2)
+    return tuple(found or ())
 
 
 # --- players ---------------------------------------------------------------------------

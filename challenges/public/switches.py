@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.template.loader import render_to_string
 from django.utils import timezone
 from django.views.decorators.http import require_safe
 
 from challenges.leaderboards import history, selectors
+from challenges.leaderboards.kept import kept
 from challenges.leaderboards.rules import TIE_RULE
 from challenges.public import display
 from challenges.public.views import board_rows
@@ -23,19 +25,27 @@ def history_page(request: HttpRequest, slug: str) -> HttpResponse:
     challenge = selectors.challenge_public(slug=slug)
     if challenge is None:
         return _missing(request, slug)
-    records = history.history_public(challenge=challenge, user=request.user)
-    items = [
-        {
-            "record": r,
-            "sentence": display.switch_sentence(r),
-            "summary": display.switch_summary(
-                version=r.version, previous=r.previous_version, reason=r.reason
-            ),
-            "when_iso": r.switched_at.isoformat(),
-        }
-        for r in records
-    ]
-    return render(request, "challenges/history.html", {"challenge": challenge, "items": items})
+
+    def build() -> str:
+        records = history.history_public(challenge=challenge, user=request.user)
+        items = [
+            {
+                "record": r,
+                "sentence": display.switch_sentence(r),
+                "summary": display.switch_summary(
+                    version=r.version, previous=r.previous_version, reason=r.reason
+                ),
+                "when_iso": r.switched_at.isoformat(),
+            }
+            for r in records
+        ]
+        context = {"challenge": challenge, "items": items}
+        return render_to_string("challenges/history.html", context, request=request)
+
+    # The page shows the challenge's name and its records: kept until either changes.
+    stamp = history.history_stamp(challenge=challenge, user=request.user)
+    parts = (challenge.pk, challenge.slug, challenge.updated_at, stamp)
+    return HttpResponse(kept("history-page", parts, build))
 
 
 def _page_number(raw: str | None) -> int:

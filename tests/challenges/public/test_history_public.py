@@ -243,3 +243,46 @@ def test_a_players_page_lists_their_rank_under_each_version(anon_api, client):
     assert f"Version 2</a> (current): rank {new['p03']}<" in html
     assert f"Version 1</a>: rank {old['p03']}<" in html
     assert html.index('data-version="2"') < html.index('data-version="1"')
+
+
+def test_kept_history_follows_every_change(anon_api, client, monkeypatch):
+    """The page and the API answer are kept (built once while nothing changes), and a
+    new record, a hide, an unhide and a rename each show at once."""
+    from challenges.leaderboards import history
+
+    challenge = seeded()
+    rescore_to(challenge, "fewest_tokens")
+
+    def both():
+        return (
+            anon_api.get(history_url(challenge.pk)).json(),
+            client.get(history_page_url(challenge.slug)).content.decode(),
+        )
+
+    body, html = both()
+    named = sorted({e["external_id"] for e in body[0]["largest_moves"]})[0]
+    player = Player.objects.get(external_id=named)
+    assert f">{player.display_name}<" in html
+
+    builds = []
+    real = history.history_public
+    monkeypatch.setattr(history, "history_public", lambda **kw: builds.append(1) or real(**kw))
+    assert both() == (body, html)
+    assert builds == []  # served as kept: nothing rebuilt
+
+    moderation.player_hide(player=player, challenge=challenge, reason="spam")
+    body, html = both()
+    assert named not in {e["external_id"] for e in body[0]["largest_moves"]}
+    assert f">{player.display_name}<" not in html
+
+    moderation.player_unhide(player=player, challenge=challenge, reason="appeal")
+    body, html = both()
+    assert named in {e["external_id"] for e in body[0]["largest_moves"]}
+    assert f">{player.display_name}<" in html
+
+    rescore_to(challenge, "fastest")
+    body, html = both()
+    assert len(body) == 2 and html.count('class="switch"') == 2
+
+    setup_services.challenge_update(challenge=challenge, data={"name": "Renamed challenge"})
+    assert "Renamed challenge" in client.get(history_page_url(challenge.slug)).content.decode()
