@@ -2,6 +2,7 @@ from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
+from challenges.api.reference import reference_page
 from challenges.urls import api_urlpatterns
 from config.health import healthz
 
@@ -9,9 +10,15 @@ urlpatterns = [
     path("healthz", healthz, name="healthz"),
     path("admin/", admin.site.urls),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
-    # The split view serves Swagger UI's start-up code as a script file, not inline:
-    # the Content-Security-Policy allows no inline script.
-    path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="schema"), name="api-docs"),
+    # The reference: the schema as a server-rendered page (no script, a few kilobytes).
+    path("api/docs/", reference_page, name="api-docs"),
+    # The interactive explorer (Swagger UI). The split view serves its start-up code as a
+    # script file, not inline: the Content-Security-Policy allows no inline script.
+    path(
+        "api/docs/explorer/",
+        SpectacularSwaggerSplitView.as_view(url_name="schema"),
+        name="api-explorer",
+    ),
     path("api/", include(api_urlpatterns)),
     path("", include("challenges.urls")),
 ]

@@ -292,6 +292,15 @@ class ChallengeAdminForm(forms.ModelForm):
         model = Challenge
         fields = list(setup_services.INFO_FIELDS)
 
+    def _name_split_datetimes(self) -> None:
+        """Django's date-and-time widget shows "Date:" and "Time:" as text, not as
+        labels: each of its two inputs gets its field's name for screen readers."""
+        for field in self.fields.values():
+            parts = getattr(field.widget, "widgets", None)
+            if isinstance(field, forms.SplitDateTimeField) and parts and len(parts) == 2:
+                parts[0].attrs["aria-label"] = f"{field.label}: date"
+                parts[1].attrs["aria-label"] = f"{field.label}: time"
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         if "late_attempts" in self.fields:
@@ -303,6 +312,7 @@ class ChallengeAdminForm(forms.ModelForm):
         if instance.pk:
             for name in setup_services.SETUP_FIELDS:
                 self.initial.setdefault(name, getattr(instance, name))
+        self._name_split_datetimes()
         self.plugins = plugin_catalogue()
         self._plugin_select()
         self._weight_fields()

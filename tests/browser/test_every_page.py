@@ -113,6 +113,7 @@ def test_public_pages(page, live_server, data, client):
     check(page, base + page_url("no-such"), "not-found", status=404)
     check(page, base + player_url("prompting", "nobody"), "player-not-found", status=404)
     check(page, base + reverse("api-docs"), "api-docs")
+    check(page, base + reverse("api-explorer"), "api-explorer")
 
 
 def test_numbers_on_the_pages_equal_the_api(page, live_server, data, client):

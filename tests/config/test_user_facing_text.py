@@ -27,7 +27,7 @@ def test_lockout_page_gives_the_duration_and_a_way_back(django_user_model, setti
 
 def test_api_docs_page_has_no_inline_style(client):
     """The CSP allows no inline style: the Swagger page must not carry one."""
-    html = client.get(reverse("api-docs")).content.decode()
+    html = client.get(reverse("api-explorer")).content.decode()
     assert "<style" not in html and " style=" not in html
     assert "/static/css/api-docs.css" in html
 

@@ -1,4 +1,5 @@
-"""API: the OpenAPI schema at /api/schema/ and the docs at /api/docs/ (no CDN)."""
+"""API: the OpenAPI schema at /api/schema/, the reference at /api/docs/ (the schema as a
+page, no script) and the explorer at /api/docs/explorer/ (no CDN)."""
 
 from __future__ import annotations
 
@@ -112,8 +113,8 @@ def test_schema_generates_without_warnings(tmp_path):
     assert "/api/challenges/{id}/leaderboard/" in out.read_text()
 
 
-def test_docs_page_references_no_cdn_and_only_local_assets(anon_api):
-    resp = anon_api.get(reverse("api-docs"))
+def test_explorer_page_references_no_cdn_and_only_local_assets(anon_api):
+    resp = anon_api.get(reverse("api-explorer"))
 
     assert resp.status_code == 200
     assert resp["Content-Type"].startswith("text/html")
@@ -125,7 +126,7 @@ def test_docs_page_references_no_cdn_and_only_local_assets(anon_api):
     assets = re.findall(r'(?:src|href)="([^"]+)"', html)
     assert any(a.endswith("swagger-ui-bundle.js") for a in assets)
     (init,) = [a for a in assets if not a.startswith(settings.STATIC_URL)]
-    assert init.startswith(reverse("api-docs"))
+    assert init.startswith(reverse("api-explorer"))
     script = anon_api.get(init.replace("&amp;", "&"))
     assert script.status_code == 200
     assert "javascript" in script["Content-Type"]
@@ -138,3 +139,21 @@ def test_docs_page_references_no_cdn_and_only_local_assets(anon_api):
         assert finders.find(asset[len(settings.STATIC_URL) :]) is not None, (
             f"{asset} is not served locally"
         )
+
+
+def test_the_reference_lists_every_operation_of_the_schema_without_a_script(anon_api, schema):
+    resp = anon_api.get(reverse("api-docs"))
+    assert resp.status_code == 200 and resp["Content-Type"].startswith("text/html")
+    html = resp.content.decode()
+    assert "<script" not in html and "<style" not in html and " style=" not in html
+    assert CDN.search(html) is None
+    for path, item in schema["paths"].items():
+        for method in ("get", "post", "put", "patch", "delete"):
+            if method in item:
+                assert f"<code>{method.upper()} {path}</code>" in html, (method, path)
+                assert f'id="{item[method]["operationId"]}"' in html
+    # A body field, a header and a response of the attempts route are spelled out.
+    assert "<code>Idempotency-Key</code>" in html and "<code>player</code>" in html
+    assert "Outside the challenge&#x27;s window" in html
+    assert 'href="/api/docs/explorer/"' in html and 'href="/api/schema/"' in html
+    assert len(resp.content) < 200_000
