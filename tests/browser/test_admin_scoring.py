@@ -189,3 +189,35 @@ def test_admin_code_editor_numbers_lines_and_adds_template_inputs(page, live_ser
     else:
         assert "sandbox" in page.locator(".field-scoring_strategy").inner_text()
     assert page.errors == []
+
+
+CLIPPED = """() => {
+  const out = [];
+  for (const e of document.querySelectorAll('#content input[type=text], #content textarea')) {
+    if (e.offsetParent && e.scrollWidth > e.clientWidth + 1) out.push('text of ' + e.id);
+  }
+  for (const e of document.querySelectorAll('#content .help')) {
+    if (!e.offsetParent) continue;
+    const right = e.getBoundingClientRect().right;
+    for (let box = e.parentElement; box; box = box.parentElement) {
+      if (getComputedStyle(box).overflowX !== 'visible'
+          && right > box.getBoundingClientRect().right + 1) { out.push('help ' + e.id); break; }
+    }
+  }
+  return out;
+}"""
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_the_weighted_setup_shows_every_text_whole(page, live_server, admin, width):
+    """The read-only entrypoint and every help text of a weighted challenge's form show
+    whole: no input whose text is cut, no help clipped by its row."""
+    seed_demo()
+    challenge = Challenge.objects.get(slug="advanced-prompt-challenge")
+    page.set_viewport_size({"width": width, "height": 900})
+    log_in(page, live_server, username="admin", password="pw")
+    page.goto(live_server.url + change_url(challenge))
+    assert page.get_by_label("Rating weight").is_visible()
+    screenshot(page, f"admin-weighted-{width}.png")
+    assert page.evaluate(CLIPPED) == []
+    assert page.evaluate("document.documentElement.scrollWidth") <= width
