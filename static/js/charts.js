@@ -86,8 +86,10 @@
         maintainAspectRatio: false,
         animation: false,
         parsing: false,
-        plugins: { legend: { position: "bottom", display: !phone || top.length <= 5,
-                             labels: { boxWidth: 10, font: { size: phone ? 10 : 12 } } } },
+        // On a phone the names go in a list under the chart (below): inside the canvas
+        // ten names would take its whole height.
+        plugins: { legend: { position: "bottom", display: !phone,
+                             labels: { boxWidth: 10, font: { size: 12 } } } },
         scales: {
           // The axis ends at the newest attempt (no empty stretch after it).
           x: { type: "linear", min: span[0], max: span[1] > span[0] ? span[1] : span[0] + 1000,
@@ -99,8 +101,35 @@
         }
       }
     });
+    if (phone) {
+      legendList(document.getElementById("chart-top"), top.map(function (series, i) {
+        return { label: series.label, colour: palette[i % palette.length] };
+      }));
+    }
     status.textContent = "";
     section.dataset.drawn = "true";
+  }
+
+  // A legend as a list after the chart's box: each name beside its line's colour (set
+  // through the DOM: the Content-Security-Policy allows no style attribute in markup).
+  function legendList(canvas, items) {
+    var box = canvas.parentNode;
+    var old = box.parentNode.querySelector(".chart-legend");
+    if (old) { old.remove(); }
+    var list = document.createElement("ul");
+    list.className = "chart-legend";
+    list.setAttribute("aria-label", "Players in the chart");
+    items.forEach(function (item) {
+      var entry = document.createElement("li");
+      var swatch = document.createElement("span");
+      swatch.className = "swatch";
+      swatch.setAttribute("aria-hidden", "true");
+      swatch.style.backgroundColor = item.colour;
+      entry.appendChild(swatch);
+      entry.appendChild(document.createTextNode(item.label));
+      list.appendChild(entry);
+    });
+    box.parentNode.insertBefore(list, box.nextSibling);
   }
 
   fetch(section.dataset.chartsUrl, { headers: { Accept: "application/json" } })

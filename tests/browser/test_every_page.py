@@ -232,6 +232,36 @@ def test_charts_empty_state_and_time_axis(page, live_server):
         assert not page.errors, page.errors
 
 
+def test_the_top_chart_names_its_lines_at_both_widths(page, live_server, data, client):
+    """Ten lines need their names: in the chart's own legend on a desk, in a list under
+    the chart on a phone, each beside its line's colour, in the chart's order."""
+    weighted = data["weighted"]
+    for name, size in WIDTHS.items():
+        page.set_viewport_size(size)
+        page.goto(live_server.url + page_url(weighted.slug))
+        page.wait_for_selector("section.charts[data-drawn=true]")
+        chart = page.evaluate(
+            """() => { const c = Chart.getChart(document.getElementById('chart-top'));
+                       return {shown: c.options.plugins.legend.display,
+                               lines: c.data.datasets.map(d => [d.label, d.borderColor])}; }"""
+        )
+        assert len(chart["lines"]) == 10
+        listed = page.evaluate(
+            """() => [...document.querySelectorAll('.chart-legend li')].map(li =>
+                 [li.textContent, getComputedStyle(li.querySelector('.swatch')).backgroundColor])"""
+        )
+        if size["width"] < 640:
+            assert not chart["shown"]
+            assert [label for label, _ in listed] == [label for label, _ in chart["lines"]]
+            assert all(colour not in ("", "rgba(0, 0, 0, 0)") for _, colour in listed)
+            assert page.evaluate("document.documentElement.scrollWidth") <= size["width"]
+        else:
+            assert chart["shown"] and listed == []
+        (ARTIFACTS / "pages").mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "pages" / f"chart-legend-{name}.png"), full_page=True)
+        assert not page.errors, page.errors
+
+
 def test_try_it_results_are_readable_at_both_widths(page, live_server, data, admin):
     """Try it on a snippet challenge: scores as a table, the sample shown, no repr, no
     sideways scroll of the page."""
