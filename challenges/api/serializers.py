@@ -19,6 +19,7 @@ from challenges.api.fields import (
     JSONObjectField,
     StrictBooleanField,
     StrictCharField,
+    StrictFloatField,
     StrictIntegerField,
 )
 from challenges.ingestion.budget import SCORE_STATUSES
@@ -139,6 +140,56 @@ class ChallengeSerializer(StrictSerializer):
         default=None,
         help_text="From then until the reveal the public sees the standings as of it.",
     )
+    # The evaluation board (docs/ranking.md, "Evaluation boards").
+    board = serializers.ChoiceField(
+        choices=["best_attempt", "aggregate"],
+        required=False,
+        default="best_attempt",
+        help_text="best_attempt: each player's best attempt; aggregate: a statistic over "
+        "all their counted attempts, with intervals, rank intervals and tiers.",
+    )
+    aggregate = serializers.ChoiceField(
+        choices=["mean", "sum"],
+        required=False,
+        default="mean",
+        help_text="Aggregate boards: the per-player statistic of the ranking score.",
+    )
+    min_attempts = StrictIntegerField(
+        min_value=1,
+        max_value=1_000_000,
+        required=False,
+        default=1,
+        help_text="Aggregate boards: fewer counted attempts → listed as not ranked.",
+    )
+    ci_level = StrictFloatField(
+        min_value=0.5,
+        required=False,
+        default=0.95,
+        help_text="Aggregate boards: the level of the intervals, from 0.5 up to 1 (excluded).",
+    )
+    bootstrap_samples = StrictIntegerField(
+        min_value=100,
+        max_value=10_000,
+        required=False,
+        default=1000,
+        help_text="Aggregate boards: bootstrap replicates (100–10000).",
+    )
+    sample_key = StrictCharField(
+        max_length=64,
+        required=False,
+        allow_blank=True,
+        default="id",
+        help_text="Aggregate boards: the field of `sample` naming the test item (paired "
+        "bootstrap); empty: each player's attempts are resampled on their own.",
+    )
+    slice_by = StrictCharField(
+        max_length=64,
+        required=False,
+        allow_blank=True,
+        allow_null=True,
+        default=None,
+        help_text="Aggregate boards: a field of `sample` whose values split the board.",
+    )
     revealed_at = serializers.DateTimeField(
         read_only=True,
         allow_null=True,
@@ -163,6 +214,14 @@ class ChallengeSerializer(StrictSerializer):
     def get_scoring_summary(self, obj: Challenge) -> str:
         setup = obj.active_version if obj.active_version_id else obj  # what the page shows
         return f"{display.strategy_words(setup)}. {display.scoring_sentence(setup)}"
+
+    def validate_ci_level(self, value: float) -> float:
+        if value >= 1:
+            raise serializers.ValidationError("Ensure this value is less than 1.")
+        return value
+
+    def validate_slice_by(self, value: str | None) -> str | None:
+        return value or None  # empty: no slices
 
     def validate_metrics(self, value: list[Any] | None) -> list[Any]:
         return [] if value is None else value  # the reference's default is None
@@ -193,6 +252,13 @@ STAFF_ONLY_FIELDS = (
     "app_id",
     "workflow_id",
     "timeout_ms",
+    "board",
+    "aggregate",
+    "min_attempts",
+    "ci_level",
+    "bootstrap_samples",
+    "sample_key",
+    "slice_by",
 )
 
 

@@ -18,6 +18,8 @@ ScoreStatus = Literal["scored", "failed", "pending"]
 RescoreJobStatus = Literal["queued", "running", "succeeded", "failed", "cancelled"]
 ScoringStrategy = Literal["first", "fastest", "fewest_tokens", "highest_rating", "custom", "python"]
 LateAttempts = Literal["refuse", "practice"]
+Board = Literal["best_attempt", "aggregate"]
+Aggregate = Literal["mean", "sum"]
 MetricType = Literal[
     "mean", "max", "min", "std_dev", "frequency", "precision", "recall", "f1",
     "binary_classification", "multiclass_classification", "python",
@@ -101,6 +103,13 @@ class Challenge(_ChallengeRequired, total=False):
     attempts_per_day: int | None
     attempts_total: int | None
     freeze_at: str | None
+    board: Board
+    aggregate: Aggregate
+    min_attempts: int
+    ci_level: float
+    bootstrap_samples: int
+    sample_key: str
+    slice_by: str | None
 
 
 class _LeaderboardRowRequired(TypedDict):

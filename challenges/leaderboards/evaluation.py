@@ -1,0 +1,363 @@
+"""Evaluation boards: each player ranked by a statistic over all their counted attempts,
+with bootstrap intervals, rank intervals and tiers (the engine: scoring/engine/uncertainty.py).
+
+A challenge with ``board = "aggregate"`` keeps its ordinary leaderboard underneath; this
+module adds the intervals, computed in a worker and stored (``EvaluationBoard``), so that
+no reader or writer ever waits for a bootstrap:
+
+- ``evaluation_compute`` (the ``evaluation_refresh`` task, and a rescore's finalisation
+  before its switch) reads the counted attempts of a version — the same public rules as
+  the leaderboard: ``exclusions.public_scores`` leaves out practice, hidden attempts and
+  hidden players; during a freeze the public's board takes only the attempts recorded
+  before ``freeze_at`` — runs the engine outside any transaction, then replaces the
+  stored rows in one short transaction.
+- ``evaluation_board`` (readers) serves the stored rows of the active version, with
+  their ``computed_at`` and the attempts they cover. When the board's data changed since
+  (its ``stamp``: the version, the newest attempt, the ranking's lineage — which hides,
+  deletions and renames renew — and the challenge as saved), it asks a worker to
+  recompute, at most once per ``PODIUM_RANKING_MAX_AGE_MS`` (the rankings' lag), and
+  serves what it has meanwhile. A player hidden since is left out at once.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from django.conf import settings
+from django.core.cache import cache
+from django.db import transaction
+from django.db.models import CharField, Value
+from django.db.models.fields.json import KeyTextTransform
+from django.dispatch import Signal
+from django.utils import timezone
+
+from challenges.fieldsets import BOARD_FIELDS  # noqa: F401 - the board names its fields
+from challenges.leaderboards import exclusions, freeze
+from challenges.models import (
+    Aggregate,
+    Attempt,
+    AttemptScore,
+    Board,
+    Challenge,
+    EvaluationBoard,
+    LeaderboardRanking,
+    Player,
+    ScoringVersion,
+)
+from scoring.engine import strategies as S
+from scoring.engine.uncertainty import (
+    SAMPLES_MAX,
+    SAMPLES_MIN,
+    IntervalSetup,
+    PlayerInterval,
+    board_intervals,
+)
+
+logger = logging.getLogger(__name__)
+
+KEY_MAX = 64  # sample_key and slice_by: a field name of ``sample``
+SLICES_MAX = 200  # slices computed per board (the most attempts first)
+TIER_LEGEND = (
+    "Tier: 1 + the number of players whose whole interval is above this player's "
+    "(separably better); players who share a tier cannot be told apart at this level."
+)
+
+
+# --- setup -------------------------------------------------------------------------------
+def board_errors(values: dict[str, Any]) -> dict[str, str]:
+    """What is wrong with a challenge's board fields, by field (the API, the admin form
+    and ``challenge_create``/``challenge_update`` share it; constraints are the last guard)."""
+    errors: dict[str, str] = {}
+    if values.get("board", Board.BEST_ATTEMPT) not in Board.values:
+        errors["board"] = f"Choose one of: {', '.join(Board.values)}."
+    if values.get("aggregate", Aggregate.MEAN) not in Aggregate.values:
+        errors["aggregate"] = f"Choose one of: {', '.join(Aggregate.values)}."
+    least = values.get("min_attempts", 1)
+    if not _whole(least) or least < 1:
+        errors["min_attempts"] = "A whole number of attempts, at least 1."
+    level = values.get("ci_level", 0.95)
+    if (
+        isinstance(level, bool)
+        or not isinstance(level, int | float)
+        or not math.isfinite(level)
+        or not 0.5 <= level < 1
+    ):
+        errors["ci_level"] = "A confidence level from 0.5 up to (not including) 1, e.g. 0.95."
+    samples = values.get("bootstrap_samples", 1000)
+    if not _whole(samples) or not SAMPLES_MIN <= samples <= SAMPLES_MAX:
+        errors["bootstrap_samples"] = (
+            f"A whole number of bootstrap replicates from {SAMPLES_MIN} to {SAMPLES_MAX}."
+        )
+    for name in ("sample_key", "slice_by"):
+        key = values.get(name)
+        if key is None:
+            continue
+        if not isinstance(key, str) or len(key) > KEY_MAX or (key and key.strip() != key):
+            errors[name] = (
+                f"A field name of the attempts' sample: text of at most {KEY_MAX} "
+                "characters, without surrounding spaces."
+            )
+    return errors
+
+
+def _whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def interval_setup(challenge: Challenge, version: ScoringVersion) -> IntervalSetup:
+    lower = S.sort_key_for(version.scoring_strategy, lower_is_better=version.lower_is_better)
+    return IntervalSetup(
+        aggregate=challenge.aggregate,
+        ci_level=challenge.ci_level,
+        samples=challenge.bootstrap_samples,
+        min_attempts=challenge.min_attempts,
+        higher_is_better=lower(1.0) < 0,  # a negated sort key: higher ranks first
+    )
+
+
+# --- what counts ------------------------------------------------------------------------
+def _counted(challenge: Challenge, version_id: int, *, frozen: bool) -> list[tuple]:
+    """(player, score, item, slice, created_at) of every attempt the public board counts."""
+    scored = AttemptScore.objects.filter(version_id=version_id, sort_key__isnull=False).order_by()
+    scored = exclusions.public_scores(scored, challenge_id=challenge.pk)
+    if frozen:  # as the frozen board: the attempts recorded before the freeze
+        scored = scored.filter(attempt__recorded_at__lt=challenge.freeze_at)
+    return list(
+        scored.annotate(
+            _item=_sample_text(challenge.sample_key), _part=_sample_text(challenge.slice_by)
+        ).values_list("player_id", "score", "_item", "_part", "created_at")
+    )
+
+
+def _sample_text(key: str | None) -> Any:
+    """``sample[key]`` as text (null where absent): items and slices compare as text."""
+    if not key:
+        return Value(None, output_field=CharField())
+    return KeyTextTransform(key, "attempt__sample")
+
+
+def evaluation_stamp(challenge: Challenge, version_id: int, *, frozen: bool) -> str:
+    """What the board's data is, cheaply (two index reads): a change of it asks for new
+    intervals. A pending attempt scored later without changing any entry is seen at the
+    next change."""
+    newest = (
+        Attempt.objects.filter(challenge_id=challenge.pk)
+        .order_by("-id")
+        .values_list("id", flat=True)
+        .first()
+    )
+    lineage = (
+        LeaderboardRanking.objects.filter(version_id=version_id)
+        .values_list("lineage", flat=True)
+        .first()
+    )
+    saved = challenge.updated_at.isoformat() if challenge.updated_at else ""
+    return f"{version_id}:{int(frozen)}:{newest or 0}:{lineage or ''}:{saved}"[:200]
+
+
+# --- computing (a worker) ---------------------------------------------------------------
+def evaluation_compute(*, challenge_id: int, version_id: int | None = None) -> int:
+    """Compute and store the intervals of the challenge's version (its active version by
+    default) for every audience and slice; how many boards were written. Runs the
+    engine outside any transaction; never holds a lock while it runs."""
+    challenge = Challenge.objects.filter(pk=challenge_id).first()
+    if challenge is None or challenge.board != Board.AGGREGATE:
+        return 0
+    version_id = version_id or challenge.active_version_id
+    version = ScoringVersion.objects.filter(pk=version_id, challenge_id=challenge_id).first()
+    if version is None:
+        return 0
+    setup = interval_setup(challenge, version)
+    written = 0
+    for frozen in (False, True) if freeze.is_frozen(challenge) else (False,):
+        stamp = evaluation_stamp(challenge, version.pk, frozen=frozen)  # before the read
+        rows = _counted(challenge, version.pk, frozen=frozen)
+        boards = _boards(challenge, version, rows, setup, frozen=frozen, stamp=stamp)
+        with transaction.atomic():
+            EvaluationBoard.objects.filter(challenge_id=challenge_id, frozen=frozen).exclude(
+                version_id=challenge.active_version_id
+            ).exclude(version_id=version.pk).delete()
+            EvaluationBoard.objects.filter(
+                challenge_id=challenge_id, version_id=version.pk, frozen=frozen
+            ).delete()
+            EvaluationBoard.objects.bulk_create(boards)
+        written += len(boards)
+    if not freeze.is_frozen(challenge):
+        EvaluationBoard.objects.filter(challenge_id=challenge_id, frozen=True).delete()
+    return written
+
+
+def _boards(
+    challenge: Challenge,
+    version: ScoringVersion,
+    rows: list[tuple],
+    setup: IntervalSetup,
+    *,
+    frozen: bool,
+    stamp: str,
+) -> list[EvaluationBoard]:
+    now = timezone.now()
+    keyed = bool(challenge.sample_key)
+    slices: dict[str, int] = {}
+    if challenge.slice_by:
+        for row in rows:
+            if row[3] is not None:
+                slices[row[3]] = slices.get(row[3], 0) + 1
+    slices = dict(sorted(slices.items(), key=lambda kv: (-kv[1], kv[0]))[:SLICES_MAX])
+    parts = [("", rows)] + [
+        (value, [row for row in rows if row[3] == value]) for value in sorted(slices)
+    ]
+    out = []
+    for value, part in parts:
+        result = board_intervals(
+            players=[row[0] for row in part],
+            values=[row[1] for row in part],
+            items=[row[2] for row in part] if keyed else None,
+            reached=[row[4].timestamp() * 1000 for row in part],
+            setup=setup,
+            salt=f"{challenge.pk}:{version.number}:{value}",
+        )
+        out.append(
+            EvaluationBoard(
+                challenge_id=challenge.pk,
+                version_id=version.pk,
+                frozen=frozen,
+                slice=value,
+                stamp=stamp,
+                computed_at=now,
+                attempts=result.attempts,
+                items=result.items,
+                paired=result.paired,
+                rows=[_stored(row) for row in result.rows],
+                slices=slices if value == "" else {},
+            )
+        )
+    return out
+
+
+def _stored(row: PlayerInterval) -> list[Any]:
+    return [
+        row.player,
+        row.score,
+        row.n,
+        row.ci_low,
+        row.ci_high,
+        row.rank,
+        row.rank_low,
+        row.rank_high,
+        row.tier,
+    ]
+
+
+# --- reading ----------------------------------------------------------------------------
+# Sent (with ``challenge_id``) when a reader finds the intervals behind the board's data;
+# tasks.py connects the ``evaluation_refresh`` task (this module never imports tasks).
+refresh_requested = Signal()
+
+
+@dataclass(frozen=True)
+class IntervalRow:
+    player_id: int
+    external_id: str
+    display_name: str
+    score: float
+    n: int
+    ci_low: float | None
+    ci_high: float | None
+    rank: int | None
+    rank_low: int | None
+    rank_high: int | None
+    tier: int | None
+
+    @property
+    def ranked(self) -> bool:
+        return self.rank is not None
+
+
+@dataclass(frozen=True)
+class EvaluationView:
+    """What a reader is served: the rows (ranked in rank order, then the unranked),
+    when they were computed, over how many attempts, the slices and their counts."""
+
+    rows: list[IntervalRow] = field(default_factory=list)
+    computed_at: datetime | None = None
+    attempts: int = 0
+    items: int = 0
+    paired: bool = False
+    slices: dict[str, int] = field(default_factory=dict)
+    slice: str = ""
+    pending: bool = True  # nothing computed yet for this version
+    ci_level: float = 0.95
+
+
+def is_aggregate(challenge: Challenge) -> bool:
+    return challenge.board == Board.AGGREGATE
+
+
+def evaluation_board(*, challenge: Challenge, user: Any = None, slice: str = "") -> EvaluationView:
+    """The stored intervals of the board ``user`` reads (the frozen one during a freeze,
+    for the public), for the whole board or one slice."""
+    version_id = challenge.active_version_id
+    if version_id is None:
+        return EvaluationView(pending=False, ci_level=challenge.ci_level)
+    frozen = freeze.frozen_for(challenge, user)
+    stored = {
+        board.slice: board
+        for board in EvaluationBoard.objects.filter(
+            challenge_id=challenge.pk, version_id=version_id, frozen=frozen, slice__in={"", slice}
+        )
+    }
+    whole = stored.get("")
+    if whole is None or whole.stamp != evaluation_stamp(challenge, version_id, frozen=frozen):
+        _refresh_request(challenge.pk)
+    if whole is None:
+        return EvaluationView(slice=slice, ci_level=challenge.ci_level)
+    board = stored.get(slice)
+    return EvaluationView(
+        rows=_rows(challenge, board.rows) if board is not None else [],
+        computed_at=whole.computed_at,
+        attempts=board.attempts if board is not None else 0,
+        items=board.items if board is not None else 0,
+        paired=board.paired if board is not None else False,
+        slices=whole.slices,
+        slice=slice,
+        pending=False,
+        ci_level=challenge.ci_level,
+    )
+
+
+def _rows(challenge: Challenge, stored: list[list[Any]]) -> list[IntervalRow]:
+    ids = [row[0] for row in stored]
+    hidden = exclusions.hidden_player_ids(challenge_id=challenge.pk, player_ids=ids)
+    names = dict(
+        (pk, (external, name))
+        for pk, external, name in Player.objects.filter(pk__in=ids).values_list(
+            "pk", "external_id", "display_name"
+        )
+    )
+    return [
+        IntervalRow(row[0], *names[row[0]], *row[1:])
+        for row in stored
+        if row[0] in names and row[0] not in hidden
+    ]
+
+
+def _refresh_request(challenge_id: int) -> None:
+    seconds = max(1, math.ceil(settings.PODIUM_RANKING_MAX_AGE_MS / 1000))
+    if not cache.add(f"podium:evaluation-refresh:{challenge_id}", 1, timeout=seconds):
+        return  # asked already within the lag
+    try:
+        refresh_requested.send(sender=None, challenge_id=challenge_id)
+    except Exception:  # a broker away must not fail a read: the next reader asks again
+        cache.delete(f"podium:evaluation-refresh:{challenge_id}")
+        logger.warning("evaluation refresh not queued", extra={"challenge_id": challenge_id})
+
+
+def evaluation_player(*, challenge: Challenge, user: Any, player_id: int) -> IntervalRow | None:
+    """One player's row of the whole board (the player page)."""
+    view = evaluation_board(challenge=challenge, user=user)
+    return next((row for row in view.rows if row.player_id == player_id), None)
