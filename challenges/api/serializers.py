@@ -492,6 +492,12 @@ class LeaderboardQuerySerializer(serializers.Serializer):
         required=False,
         help_text="A past version's board, as that version ranked it (404 if never active).",
     )
+    slice = serializers.CharField(
+        max_length=200,
+        required=False,
+        help_text="Aggregate boards with slice_by: rank over the attempts whose "
+        "sample[slice_by] equals this value.",
+    )
 
     def to_internal_value(self, data: Any) -> Any:
         # Query strings are text: turn digit strings into ints before the strict checks.
@@ -509,16 +515,29 @@ class LeaderboardQuerySerializer(serializers.Serializer):
 
 
 class LeaderboardRowSerializer(serializers.Serializer):
-    rank = serializers.IntegerField()
+    rank = serializers.IntegerField(
+        allow_null=True, help_text="null: not ranked (aggregate boards: under min_attempts)."
+    )
     player = serializers.CharField(source="player_external_id")
     display_name = serializers.CharField()
     score = ServedFloatField()
-    attempt_id = serializers.IntegerField()
-    created_at = serializers.DateTimeField()
+    attempt_id = serializers.IntegerField(required=False, help_text="Best-attempt boards.")
+    created_at = serializers.DateTimeField(required=False, help_text="Best-attempt boards.")
     scores = serializers.DictField(
         child=serializers.FloatField(allow_null=True),
         required=False,
         help_text="Python scorers: every score of the ranking scorer, the ranking one first.",
+    )
+    # Aggregate boards (docs/ranking.md, "Evaluation boards"): null when not ranked.
+    n = serializers.IntegerField(required=False, help_text="Attempts counted.")
+    ci_low = ServedFloatField(required=False, allow_null=True)
+    ci_high = ServedFloatField(required=False, allow_null=True)
+    rank_low = serializers.IntegerField(required=False, allow_null=True)
+    rank_high = serializers.IntegerField(required=False, allow_null=True)
+    tier = serializers.IntegerField(
+        required=False,
+        allow_null=True,
+        help_text="1 + the number of players whose ci_low is greater than this ci_high.",
     )
 
 
@@ -526,6 +545,18 @@ class LeaderboardSerializer(serializers.Serializer):
     version = serializers.IntegerField(allow_null=True)
     count = serializers.IntegerField()
     results = LeaderboardRowSerializer(many=True)
+    # Aggregate boards: the intervals as last computed.
+    board = serializers.CharField(required=False, help_text="aggregate")
+    computed_at = serializers.DateTimeField(required=False, allow_null=True)
+    attempts = serializers.IntegerField(required=False, help_text="Attempts covered.")
+    ci_level = serializers.FloatField(required=False)
+    slice = serializers.CharField(required=False, allow_null=True)
+    slices = serializers.DictField(
+        child=serializers.IntegerField(), required=False, help_text="{value: attempts}"
+    )
+    pending = serializers.BooleanField(
+        required=False, help_text="True until the first intervals of the version are computed."
+    )
 
 
 class HistoryPlayerSerializer(serializers.Serializer):

@@ -36,7 +36,7 @@ from django.dispatch import Signal
 from django.utils import timezone
 
 from challenges.fieldsets import BOARD_FIELDS  # noqa: F401 - the board names its fields
-from challenges.leaderboards import exclusions, freeze
+from challenges.leaderboards import exclusions, freeze, precision
 from challenges.models import (
     Aggregate,
     Attempt,
@@ -62,8 +62,8 @@ logger = logging.getLogger(__name__)
 KEY_MAX = 64  # sample_key and slice_by: a field name of ``sample``
 SLICES_MAX = 200  # slices computed per board (the most attempts first)
 TIER_LEGEND = (
-    "Tier: 1 + the number of players whose whole interval is above this player's "
-    "(separably better); players who share a tier cannot be told apart at this level."
+    "Tier: 1 + the number of players whose whole interval lies above this one "
+    "(separably better); players in the same tier cannot be told apart at this level."
 )
 
 
@@ -328,6 +328,38 @@ def evaluation_board(*, challenge: Challenge, user: Any = None, slice: str = "")
         pending=False,
         ci_level=challenge.ci_level,
     )
+
+
+def row_fields(row: IntervalRow) -> dict[str, Any]:
+    """A row as the API and the exports serve it (scores at the precision policy's digits)."""
+    return {
+        "rank": row.rank,
+        "player": row.external_id,
+        "display_name": row.display_name,
+        "score": precision.served(row.score),
+        "n": row.n,
+        "ci_low": precision.served(row.ci_low),
+        "ci_high": precision.served(row.ci_high),
+        "rank_low": row.rank_low,
+        "rank_high": row.rank_high,
+        "tier": row.tier,
+    }
+
+
+COLUMNS = ("rank", "player", "display_name", "score", "n", "ci_low", "ci_high")
+COLUMNS += ("rank_low", "rank_high", "tier")
+
+
+class SliceUnknown(ValueError):
+    """``?slice=`` on a board that has no ``slice_by``."""
+
+
+def slice_check(challenge: Challenge, value: str | None) -> str:
+    if value is None or value == "":
+        return ""
+    if not challenge.slice_by:
+        raise SliceUnknown("This board has no slices (its slice_by is empty).")
+    return value
 
 
 def _rows(challenge: Challenge, stored: list[list[Any]]) -> list[IntervalRow]:

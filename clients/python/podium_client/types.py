@@ -113,22 +113,38 @@ class Challenge(_ChallengeRequired, total=False):
 
 
 class _LeaderboardRowRequired(TypedDict):
-    rank: int
+    rank: int | None
     player: str
     display_name: str
     score: float
-    attempt_id: int
-    created_at: str
 
 
 class LeaderboardRow(_LeaderboardRowRequired, total=False):
+    attempt_id: int  # best-attempt boards
+    created_at: str
     scores: dict[str, float | None]
+    n: int  # aggregate boards
+    ci_low: float | None
+    ci_high: float | None
+    rank_low: int | None
+    rank_high: int | None
+    tier: int | None
 
 
-class Leaderboard(TypedDict):
+class _LeaderboardRequired(TypedDict):
     version: int | None
     count: int
     results: list[LeaderboardRow]
+
+
+class Leaderboard(_LeaderboardRequired, total=False):
+    board: str  # aggregate boards
+    computed_at: str | None
+    attempts: int
+    ci_level: float
+    slice: str | None
+    slices: dict[str, int]
+    pending: bool
 
 
 class _ChallengeMetricRequired(TypedDict):

@@ -1,0 +1,168 @@
+"""The public face of an aggregate board (``board = "aggregate"``): the page's table with
+intervals, rank ranges, tiers and slice tabs, and the CSV/JSON exports' rows.
+
+The numbers are the stored ones (``leaderboards/evaluation.py``): a read renders them and
+never computes a bootstrap. Formatted here once; the template only places them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import quote, urlencode
+
+from django.http import HttpRequest
+from django.template.loader import render_to_string
+
+from challenges.leaderboards import evaluation, freeze
+from challenges.models import Challenge
+from challenges.public import display
+
+ROWS_SHOWN = 500  # an evaluation board lists models or agents: a page holds them all
+
+
+def slice_asked(request: HttpRequest, challenge: Challenge) -> str:
+    """``?slice=`` as the board reads it: ignored on a board without slices."""
+    return (request.GET.get("slice") or "")[:200] if challenge.slice_by else ""
+
+
+def statistic_text(value: float | None, strategy: str) -> str:
+    """A player's statistic (a mean is rarely a whole number) in the board's unit."""
+    if value is None:
+        return "—"
+    if strategy in ("python", "highest_rating"):
+        text = f"{value:,.3f}".rstrip("0").rstrip(".")
+        return f"{text} / 10" if strategy == "highest_rating" else text
+    return display.format_value(value, strategy)
+
+
+def board_context(request: HttpRequest, challenge: Challenge) -> dict[str, Any]:
+    part = slice_asked(request, challenge)
+    view = evaluation.evaluation_board(challenge=challenge, user=request.user, slice=part)
+    strategy = (challenge.active_version or challenge).scoring_strategy
+    ranked = [r for r in view.rows if r.ranked]
+    bounds = [b for r in ranked for b in (r.ci_low, r.ci_high) if b is not None]
+    low, high = (min(bounds), max(bounds)) if bounds else (0.0, 1.0)
+    span = (high - low) or 1.0
+    detail_url = f"/challenges/{challenge.slug}/"
+    rows = []
+    for r in view.rows[:ROWS_SHOWN]:
+        bar = None
+        if r.ci_low is not None and r.ci_high is not None:
+            bar = {
+                "left": round(100 * (r.ci_low - low) / span, 2),
+                "width": max(0.8, round(100 * (r.ci_high - r.ci_low) / span, 2)),
+                "mark": round(100 * (r.score - low) / span, 2),
+            }
+        rows.append(
+            {
+                "rank": r.rank,
+                "name": r.display_name,
+                "url": f"{detail_url}players/{quote(r.external_id, safe='')}/",
+                "value": statistic_text(r.score, strategy),
+                "low": statistic_text(r.ci_low, strategy),
+                "high": statistic_text(r.ci_high, strategy),
+                "bar": bar,
+                "rank_range": (
+                    ""
+                    if r.rank_low is None
+                    else str(r.rank_low)
+                    if r.rank_low == r.rank_high
+                    else f"{r.rank_low}–{r.rank_high}"
+                ),
+                "tier": r.tier,
+                "n": r.n,
+            }
+        )
+    total = sum(view.slices.values())
+    tabs = [{"label": "All", "query": "", "count": None, "current": not part}]
+    tabs += [
+        {
+            "label": value,
+            "query": "?" + urlencode({"slice": value}),
+            "count": count,
+            "current": value == part,
+        }
+        for value, count in view.slices.items()
+    ]
+    frozen = freeze.frozen_for(challenge, request.user)
+    query = "?" + urlencode({"slice": part}) if part else ""
+    return {
+        "challenge": challenge,
+        "view": view,
+        "rows": rows,
+        "ranked": len(ranked),
+        "tabs": tabs if view.slices else [],
+        "slices_total": total,
+        "slice": part,
+        "level": f"{100 * challenge.ci_level:g}",
+        "samples": challenge.bootstrap_samples,
+        "statistic": "sum" if challenge.aggregate == "sum" else "mean",
+        "tier_legend": evaluation.TIER_LEGEND,
+        "computed_exact": display.exact_time(view.computed_at) if view.computed_at else "",
+        "computed_iso": view.computed_at.isoformat() if view.computed_at else "",
+        "detail_url": detail_url,
+        "refresh_url": f"{detail_url}board/{query}",
+        "frozen": frozen,
+        "frozen_exact": display.exact_time(challenge.freeze_at) if challenge.freeze_at else "",
+        "more": max(0, len(view.rows) - ROWS_SHOWN),
+    }
+
+
+def board_html(request: HttpRequest, challenge: Challenge) -> tuple[str, dict[str, Any]]:
+    context = board_context(request, challenge)
+    return render_to_string("challenges/_evaluation.html", context, request=request), context
+
+
+def player_context(challenge: Challenge, user: Any, player_id: int) -> dict[str, Any] | None:
+    """The player page's interval and tier, or None (not an aggregate board)."""
+    if not evaluation.is_aggregate(challenge):
+        return None
+    row = evaluation.evaluation_player(challenge=challenge, user=user, player_id=player_id)
+    strategy = (challenge.active_version or challenge).scoring_strategy
+    if row is None:
+        return {"found": False}
+    return {
+        "found": True,
+        "ranked": row.ranked,
+        "rank": row.rank,
+        "value": statistic_text(row.score, strategy),
+        "low": statistic_text(row.ci_low, strategy),
+        "high": statistic_text(row.ci_high, strategy),
+        "rank_low": row.rank_low,
+        "rank_high": row.rank_high,
+        "tier": row.tier,
+        "n": row.n,
+        "level": f"{100 * challenge.ci_level:g}",
+        "tier_legend": evaluation.TIER_LEGEND,
+    }
+
+
+EXPORT_COLUMNS = (*evaluation.COLUMNS, "score_unit")
+
+
+def export_rows(request: HttpRequest, challenge: Challenge) -> list[dict[str, Any]]:
+    """Every row of the board (or of ``?slice=``), as the API serves them, with the unit."""
+    part = slice_asked(request, challenge)
+    view = evaluation.evaluation_board(challenge=challenge, user=request.user, slice=part)
+    unit = display.score_unit((challenge.active_version or challenge).scoring_strategy)
+    return [{**evaluation.row_fields(row), "score_unit": unit} for row in view.rows]
+
+
+def export_body(request: HttpRequest, challenge: Challenge) -> dict[str, Any]:
+    part = slice_asked(request, challenge)
+    view = evaluation.evaluation_board(challenge=challenge, user=request.user, slice=part)
+    version = challenge.active_version
+    return {
+        "challenge": challenge.slug,
+        "version": version.number if version else None,
+        "board": "aggregate",
+        "score_unit": display.score_unit((version or challenge).scoring_strategy),
+        "ci_level": challenge.ci_level,
+        "computed_at": view.computed_at.isoformat().replace("+00:00", "Z")
+        if view.computed_at
+        else None,
+        "attempts": view.attempts,
+        "slice": part or None,
+        "slices": view.slices,
+        "results": [evaluation.row_fields(row) for row in view.rows],
+    }
