@@ -221,3 +221,30 @@ def test_non_finite_values_are_refused():
 def test_an_empty_board_is_empty():
     result = board([], [])
     assert result.rows == [] and result.attempts == 0
+
+
+def test_the_worked_example_of_the_docs_holds():
+    """docs/ranking.md, "A worked example": challenge 7, version 2, the whole board."""
+    answers = {
+        1: "1111011111",  # Ada
+        2: "1101011011",  # Bo
+        3: "0100010010",  # Cy
+    }
+    players, values, items = [], [], []
+    for player, row in answers.items():
+        for i, mark in enumerate(row, start=1):
+            players.append(player)
+            values.append(float(mark))
+            items.append(f"q{i:02d}")
+    result = board_intervals(
+        players=players, values=values, items=items, setup=IntervalSetup(), salt="7:2:"
+    )
+    table = [
+        (r.score, r.n, r.ci_low, r.ci_high, r.rank, r.rank_low, r.rank_high, r.tier)
+        for r in result.rows
+    ]
+    assert table == [
+        (0.9, 10, 0.7, 1.0, 1, 1, 1, 1),
+        (0.7, 10, 0.4, 0.9, 2, 1, 2, 1),
+        (0.3, 10, 0.0, 0.6, 3, 3, 3, 2),
+    ]
