@@ -36,7 +36,7 @@ from django.dispatch import Signal
 from django.utils import timezone
 
 from challenges.fieldsets import BOARD_FIELDS  # noqa: F401 - the board names its fields
-from challenges.leaderboards import exclusions, freeze, precision
+from challenges.leaderboards import exclusions, freeze, precision, sql
 from challenges.models import (
     Aggregate,
     Attempt,
@@ -175,20 +175,42 @@ def evaluation_compute(*, challenge_id: int, version_id: int | None = None) -> i
     written = 0
     for frozen in (False, True) if freeze.is_frozen(challenge) else (False,):
         stamp = evaluation_stamp(challenge, version.pk, frozen=frozen)  # before the read
+        started = timezone.now()
         rows = _counted(challenge, version.pk, frozen=frozen)
-        boards = _boards(challenge, version, rows, setup, frozen=frozen, stamp=stamp)
-        with transaction.atomic():
-            EvaluationBoard.objects.filter(challenge_id=challenge_id, frozen=frozen).exclude(
-                version_id=challenge.active_version_id
-            ).exclude(version_id=version.pk).delete()
-            EvaluationBoard.objects.filter(
-                challenge_id=challenge_id, version_id=version.pk, frozen=frozen
-            ).delete()
-            EvaluationBoard.objects.bulk_create(boards)
-        written += len(boards)
+        boards = _boards(challenge, version, rows, setup, frozen=frozen, stamp=stamp, as_of=started)
+        if boards_write(boards, challenge=challenge, version_id=version.pk, as_of=started):
+            written += len(boards)
     if not freeze.is_frozen(challenge):
         EvaluationBoard.objects.filter(challenge_id=challenge_id, frozen=True).delete()
     return written
+
+
+_WRITE_LOCK = 0x6576616C  # "eval": the advisory-lock namespace of boards being written
+
+
+def boards_write(
+    boards: list[EvaluationBoard], *, challenge: Challenge, version_id: int, as_of: datetime
+) -> bool:
+    """Replace the stored boards of (challenge, version, audience) by ``boards``, computed
+    from the data as of ``as_of``, in one short transaction; one writer at a time per
+    challenge. False (nothing written) when boards computed from newer data are stored
+    already: two workers finishing out of order never put older intervals back."""
+    if not boards:
+        return False
+    frozen = boards[0].frozen
+    with transaction.atomic():
+        sql.advisory_lock(_WRITE_LOCK, challenge.pk, wait=True)
+        mine = EvaluationBoard.objects.filter(
+            challenge_id=challenge.pk, version_id=version_id, frozen=frozen
+        )
+        if mine.filter(computed_at__gt=as_of).exists():
+            return False
+        EvaluationBoard.objects.filter(challenge_id=challenge.pk, frozen=frozen).exclude(
+            version_id__in=[version_id, challenge.active_version_id]
+        ).delete()  # other versions' boards: only the active one's and the next are read
+        mine.delete()
+        EvaluationBoard.objects.bulk_create(boards)
+    return True
 
 
 def _boards(
@@ -199,8 +221,8 @@ def _boards(
     *,
     frozen: bool,
     stamp: str,
+    as_of: datetime,
 ) -> list[EvaluationBoard]:
-    now = timezone.now()
     keyed = bool(challenge.sample_key)
     slices: dict[str, int] = {}
     if challenge.slice_by:
@@ -228,7 +250,7 @@ def _boards(
                 frozen=frozen,
                 slice=value,
                 stamp=stamp,
-                computed_at=now,
+                computed_at=as_of,  # the data's time: "intervals as of"
                 attempts=result.attempts,
                 items=result.items,
                 paired=result.paired,

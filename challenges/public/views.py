@@ -432,6 +432,7 @@ def _evaluation_page(request: HttpRequest, challenge: Challenge) -> str:
     context.update(
         board_html=html,
         board=None,
+        aggregate=True,  # every player on one page: no search
         description=render_markdown(challenge.description),
         strategy_words=display.strategy_words(setup),
         scoring_sentence=display.scoring_sentence(setup),

@@ -5,10 +5,13 @@ a rescore's switch shows intervals of its own scores, readers are never blocked.
 from __future__ import annotations
 
 import random
+import threading
 import time
 from collections import defaultdict
+from datetime import timedelta
 
 import pytest
+from django.db import connection, connections
 from django.utils import timezone
 
 from challenges.ingestion import moderation
@@ -235,3 +238,62 @@ def test_unpaired_without_a_sample_key():
     evaluation.evaluation_compute(challenge_id=challenge.pk)
     view = _view(challenge)
     assert not view.paired and view.items == 0 and len(view.rows) == 2
+
+
+def test_older_intervals_never_replace_newer_ones():
+    challenge = _challenge(slice_by=None)
+    _attempts(challenge, ["a", "b"])
+    evaluation.evaluation_compute(challenge_id=challenge.pk)
+    challenge.refresh_from_db()
+    stored = EvaluationBoard.objects.get(challenge=challenge, slice="")
+    late = EvaluationBoard(
+        challenge=challenge,
+        version_id=stored.version_id,
+        frozen=False,
+        slice="",
+        stamp="older",
+        computed_at=stored.computed_at - timedelta(seconds=5),
+        attempts=1,
+        rows=[],
+    )
+    written = evaluation.boards_write(
+        [late], challenge=challenge, version_id=stored.version_id, as_of=late.computed_at
+    )
+    assert written is False
+    assert EvaluationBoard.objects.get(challenge=challenge, slice="").stamp == stored.stamp
+    newer = stored.computed_at + timedelta(seconds=5)
+    late.computed_at = newer
+    assert evaluation.boards_write(
+        [late], challenge=challenge, version_id=stored.version_id, as_of=newer
+    )
+    assert EvaluationBoard.objects.get(challenge=challenge, slice="").stamp == "older"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_parallel_workers_leave_one_set_of_boards():
+    if connection.vendor != "postgresql":
+        pytest.skip("row locks and parallel transactions: PostgreSQL")
+    challenge = _challenge()
+    _attempts(challenge, [f"p{i}" for i in range(5)])
+    workers = 6
+    barrier = threading.Barrier(workers)
+    errors: list[BaseException] = []
+
+    def compute() -> None:
+        try:
+            barrier.wait()
+            evaluation.evaluation_compute(challenge_id=challenge.pk)
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=compute) for _ in range(workers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not errors, errors
+    stored = EvaluationBoard.objects.filter(challenge=challenge)
+    assert stored.count() == 1 + len(TOPICS)  # the whole board and each slice, once
+    assert len({b.computed_at for b in stored}) == 1  # all from one computation

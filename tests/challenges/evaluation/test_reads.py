@@ -105,6 +105,7 @@ def test_page_shows_intervals_tiers_legend_and_slice_tabs(client, board):
     assert 'href="/challenges/evals/?slice=math"' in html and ">30</span>" in html
     assert html.count('class="ci-bar"') == 3  # the three ranked players
     assert 'data-tier="3"' in html
+    assert 'role="search"' not in html  # every player is on the one page
     math = client.get(page_url(board.slug), {"slice": "math"}).content.decode()
     assert 'aria-current="page">math' in math and "of “math”" in math
     fragment = client.get(page_url(board.slug, "board"), {"slice": "math"}).content.decode()
