@@ -61,6 +61,11 @@ logger = logging.getLogger(__name__)
 
 KEY_MAX = 64  # sample_key and slice_by: a field name of ``sample``
 SLICES_MAX = 200  # slices computed per board (the most attempts first)
+AGGREGATE_RULE = (
+    "This board ranks each player by the {statistic} of their scores over all their "
+    "counted attempts, not by their best attempt. Equal values: the player whose latest "
+    "counted attempt is earlier ranks first; players equal in both share a rank."
+)
 TIER_LEGEND = (
     "Tier: 1 + the number of players whose whole interval lies above this one "
     "(separably better); players in the same tier cannot be told apart at this level."

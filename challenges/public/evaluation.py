@@ -25,13 +25,14 @@ def slice_asked(request: HttpRequest, challenge: Challenge) -> str:
     return (request.GET.get("slice") or "")[:200] if challenge.slice_by else ""
 
 
-def statistic_text(value: float | None, strategy: str) -> str:
-    """A player's statistic (a mean is rarely a whole number) in the board's unit."""
+def statistic_text(value: float | None, strategy: str, *, unit: bool = True) -> str:
+    """A player's statistic (a mean is rarely a whole number) in the board's unit;
+    ``unit=False``: an interval's bound, whose unit the score beside it says."""
     if value is None:
         return "—"
     if strategy in ("python", "highest_rating"):
         text = f"{value:,.3f}".rstrip("0").rstrip(".")
-        return f"{text} / 10" if strategy == "highest_rating" else text
+        return f"{text} / 10" if strategy == "highest_rating" and unit else text
     return display.format_value(value, strategy)
 
 
@@ -58,9 +59,9 @@ def board_context(request: HttpRequest, challenge: Challenge) -> dict[str, Any]:
                 "rank": r.rank,
                 "name": r.display_name,
                 "url": f"{detail_url}players/{quote(r.external_id, safe='')}/",
-                "value": statistic_text(r.score, strategy),
-                "low": statistic_text(r.ci_low, strategy),
-                "high": statistic_text(r.ci_high, strategy),
+                "value": statistic_text(r.score, strategy, unit=False),
+                "low": statistic_text(r.ci_low, strategy, unit=False),
+                "high": statistic_text(r.ci_high, strategy, unit=False),
                 "bar": bar,
                 "rank_range": (
                     ""
@@ -72,6 +73,10 @@ def board_context(request: HttpRequest, challenge: Challenge) -> dict[str, Any]:
                 "tier": r.tier,
                 "n": r.n,
             }
+        )
+    for i, row in enumerate(rows):  # "=" before a rank shared with a neighbour
+        row["shared"] = row["rank"] is not None and any(
+            0 <= i + d < len(rows) and rows[i + d]["rank"] == row["rank"] for d in (-1, 1)
         )
     total = sum(view.slices.values())
     tabs = [{"label": "All", "query": "", "count": None, "current": not part}]
@@ -85,6 +90,7 @@ def board_context(request: HttpRequest, challenge: Challenge) -> dict[str, Any]:
         for value, count in view.slices.items()
     ]
     frozen = freeze.frozen_for(challenge, request.user)
+    unit = " / 10" if strategy == "highest_rating" else ""  # said once, in the header
     query = "?" + urlencode({"slice": part}) if part else ""
     return {
         "challenge": challenge,
@@ -105,6 +111,7 @@ def board_context(request: HttpRequest, challenge: Challenge) -> dict[str, Any]:
         "frozen": frozen,
         "frozen_exact": display.exact_time(challenge.freeze_at) if challenge.freeze_at else "",
         "more": max(0, len(view.rows) - ROWS_SHOWN),
+        "unit": unit,
     }
 
 

@@ -27,6 +27,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_safe
 
 from challenges.leaderboards import charts, freeze, precision, score_columns, selectors
+from challenges.leaderboards import evaluation as evaluation_rules
 from challenges.leaderboards.evaluation import is_aggregate
 from challenges.leaderboards.kept import kept, kept_board
 from challenges.leaderboards.metrics import challenge_metrics, public_metrics
@@ -432,7 +433,8 @@ def _evaluation_page(request: HttpRequest, challenge: Challenge) -> str:
     context.update(
         board_html=html,
         board=None,
-        aggregate=True,  # every player on one page: no search
+        aggregate=True,  # every player on one page: no search; no best-value charts
+        aggregate_rule=evaluation_rules.AGGREGATE_RULE.format(statistic=challenge.aggregate),
         description=render_markdown(challenge.description),
         strategy_words=display.strategy_words(setup),
         scoring_sentence=display.scoring_sentence(setup),
