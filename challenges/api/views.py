@@ -43,7 +43,7 @@ from challenges.api.serializers import (
 from challenges.api.throttles import AttemptsThrottle
 from challenges.ingestion import idempotency, moderation, rules, services
 from challenges.leaderboards import evaluation, exclusions, freeze, history, precision, selectors
-from challenges.leaderboards.kept import kept_board
+from challenges.leaderboards.kept import kept, kept_board
 from challenges.leaderboards.metrics import challenge_metrics, public_metrics
 from challenges.leaderboards.rules import TIE_RULE
 from challenges.leaderboards.score_columns import public_details, row_scores
@@ -456,7 +456,18 @@ def _evaluation_read(challenge: Any, params: dict[str, Any], user: Any) -> dict[
         part = evaluation.slice_check(challenge, params.get("slice"))
     except evaluation.SliceUnknown as exc:
         raise serializers.ValidationError({"slice": [str(exc)]}) from None
-    view = evaluation.evaluation_board(challenge=challenge, user=user, slice=part)
+    view = evaluation.evaluation_board(challenge=challenge, user=user, slice=part, rows=False)
+    if not view.key:
+        return _evaluation_body(challenge, params, view)
+    return kept(
+        "api-eval",
+        (view.key, part, sorted(params.items())),
+        lambda: _evaluation_body(challenge, params, evaluation.evaluation_rows(view, challenge)),
+    )
+
+
+def _evaluation_body(challenge: Any, params: dict[str, Any], view: Any) -> dict[str, Any]:
+    part = view.slice
     rows = view.rows
     if "player" in params:
         rows = [row for row in rows if row.external_id == params["player"]]

@@ -21,6 +21,7 @@ no reader or writer ever waits for a bootstrap:
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 from dataclasses import dataclass, field
@@ -37,6 +38,7 @@ from django.utils import timezone
 
 from challenges.fieldsets import BOARD_FIELDS  # noqa: F401 - the board names its fields
 from challenges.leaderboards import exclusions, freeze, precision, sql
+from challenges.leaderboards import ranking as R
 from challenges.models import (
     Aggregate,
     Attempt,
@@ -145,7 +147,9 @@ def _sample_text(key: str | None) -> Any:
     return KeyTextTransform(key, "attempt__sample")
 
 
-def evaluation_stamp(challenge: Challenge, version_id: int, *, frozen: bool) -> str:
+def evaluation_stamp(
+    challenge: Challenge, version_id: int, *, frozen: bool, lineage: str | None = None
+) -> str:
     """What the board's data is, cheaply (two index reads): a change of it asks for new
     intervals. A pending attempt scored later without changing any entry is seen at the
     next change."""
@@ -155,13 +159,10 @@ def evaluation_stamp(challenge: Challenge, version_id: int, *, frozen: bool) -> 
         .values_list("id", flat=True)
         .first()
     )
-    lineage = (
-        LeaderboardRanking.objects.filter(version_id=version_id)
-        .values_list("lineage", flat=True)
-        .first()
-    )
+    if lineage is None:
+        lineage = _lineage(version_id)
     saved = challenge.updated_at.isoformat() if challenge.updated_at else ""
-    return f"{version_id}:{int(frozen)}:{newest or 0}:{lineage or ''}:{saved}"[:200]
+    return f"{version_id}:{int(frozen)}:{newest or 0}:{lineage}:{saved}"[:200]
 
 
 # --- computing (a worker) ---------------------------------------------------------------
@@ -319,15 +320,22 @@ class EvaluationView:
     slice: str = ""
     pending: bool = True  # nothing computed yet for this version
     ci_level: float = 0.95
+    board_id: int | None = None  # the stored board of the slice
+    frozen: bool = False  # the public's board during a freeze
+    key: str = ""  # names what the rows show ("" while pending: nothing to keep)
 
 
 def is_aggregate(challenge: Challenge) -> bool:
     return challenge.board == Board.AGGREGATE
 
 
-def evaluation_board(*, challenge: Challenge, user: Any = None, slice: str = "") -> EvaluationView:
+def evaluation_board(
+    *, challenge: Challenge, user: Any = None, slice: str = "", rows: bool = True
+) -> EvaluationView:
     """The stored intervals of the board ``user`` reads (the frozen one during a freeze,
-    for the public), for the whole board or one slice."""
+    for the public), for the whole board or one slice. ``rows=False``: everything but
+    the rows (``evaluation_rows`` adds them), for a reader that may serve a kept build
+    named by the view's ``key``."""
     version_id = challenge.active_version_id
     if version_id is None:
         return EvaluationView(pending=False, ci_level=challenge.ci_level)
@@ -336,16 +344,19 @@ def evaluation_board(*, challenge: Challenge, user: Any = None, slice: str = "")
         board.slice: board
         for board in EvaluationBoard.objects.filter(
             challenge_id=challenge.pk, version_id=version_id, frozen=frozen, slice__in={"", slice}
-        )
+        ).defer("rows")
     }
     whole = stored.get("")
-    if whole is None or whole.stamp != evaluation_stamp(challenge, version_id, frozen=frozen):
-        _refresh_request(challenge.pk)
     if whole is None:
+        _refresh_request(challenge.pk)
         return EvaluationView(slice=slice, ci_level=challenge.ci_level)
+    lineage = _lineage(version_id)
+    if _check_due(challenge.pk) and whole.stamp != evaluation_stamp(
+        challenge, version_id, frozen=frozen, lineage=lineage
+    ):
+        _refresh_request(challenge.pk)
     board = stored.get(slice)
-    return EvaluationView(
-        rows=_rows(challenge, board.rows) if board is not None else [],
+    view = EvaluationView(
         computed_at=whole.computed_at,
         attempts=board.attempts if board is not None else 0,
         items=board.items if board is not None else 0,
@@ -354,7 +365,57 @@ def evaluation_board(*, challenge: Challenge, user: Any = None, slice: str = "")
         slice=slice,
         pending=False,
         ci_level=challenge.ci_level,
+        board_id=board.pk if board is not None else None,
+        frozen=frozen,
+        # What the rows depend on: the stored board, and the names and hides (a rename or
+        # a hide renews the ranking's lineage); never the newest attempt, so a board under
+        # steady ingestion keeps its key until its intervals are recomputed.
+        key=f"{challenge.pk}:{board.pk if board else 0}:{whole.computed_at.isoformat()}:"
+        f"{lineage}:{int(frozen)}:{challenge.updated_at.isoformat()}",
     )
+    return evaluation_rows(view, challenge) if rows else view
+
+
+def evaluation_rows(view: EvaluationView, challenge: Challenge) -> EvaluationView:
+    """``view`` with its rows: names as they are now, hidden players left out."""
+    if view.board_id is None or view.rows:
+        return view
+    # By what the board is, not its id: a worker may have replaced it since (new rows,
+    # new ids); the next read then names the new one in its key.
+    stored = (
+        EvaluationBoard.objects.filter(
+            challenge_id=challenge.pk,
+            version_id=challenge.active_version_id,
+            frozen=view.frozen,
+            slice=view.slice,
+        )
+        .values_list("rows", flat=True)
+        .first()
+    )
+    return dataclasses.replace(view, rows=_rows(challenge, stored or []))
+
+
+def _lineage(version_id: int) -> str:
+    """The lineage of the version's ranking: a hide, a deletion or a rename marks the
+    ranking stale, and its recomputation (done here, as a best-attempt board's reader
+    would) starts a new lineage, so whatever was kept under the old one is not served."""
+    found = (
+        LeaderboardRanking.objects.filter(version_id=version_id)
+        .values_list("lineage", "stale")
+        .first()
+    )
+    if found is None or found[1]:
+        return R.ranking_current(version_id=version_id).lineage
+    return found[0] or ""
+
+
+def _check_due(challenge_id: int) -> bool:
+    """Whether this read compares the stored intervals with the data (two index reads):
+    once per PODIUM_RANKING_MAX_AGE_MS per challenge, every read when that is 0."""
+    if settings.PODIUM_RANKING_MAX_AGE_MS <= 0:
+        return True
+    seconds = max(1, math.ceil(settings.PODIUM_RANKING_MAX_AGE_MS / 1000))
+    return bool(cache.add(f"podium:evaluation-checked:{challenge_id}", 1, timeout=seconds))
 
 
 def row_fields(row: IntervalRow) -> dict[str, Any]:

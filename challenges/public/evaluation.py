@@ -36,9 +36,19 @@ def statistic_text(value: float | None, strategy: str, *, unit: bool = True) -> 
     return display.format_value(value, strategy)
 
 
-def board_context(request: HttpRequest, challenge: Challenge) -> dict[str, Any]:
+def board_view(request: HttpRequest, challenge: Challenge) -> evaluation.EvaluationView:
+    """The board this request reads, without its rows: its ``key`` names a kept build."""
     part = slice_asked(request, challenge)
-    view = evaluation.evaluation_board(challenge=challenge, user=request.user, slice=part)
+    return evaluation.evaluation_board(
+        challenge=challenge, user=request.user, slice=part, rows=False
+    )
+
+
+def board_context(
+    request: HttpRequest, challenge: Challenge, view: evaluation.EvaluationView
+) -> dict[str, Any]:
+    view = evaluation.evaluation_rows(view, challenge)
+    part = view.slice
     strategy = (challenge.active_version or challenge).scoring_strategy
     ranked = [r for r in view.rows if r.ranked]
     bounds = [b for r in ranked for b in (r.ci_low, r.ci_high) if b is not None]
@@ -115,8 +125,10 @@ def board_context(request: HttpRequest, challenge: Challenge) -> dict[str, Any]:
     }
 
 
-def board_html(request: HttpRequest, challenge: Challenge) -> tuple[str, dict[str, Any]]:
-    context = board_context(request, challenge)
+def board_html(
+    request: HttpRequest, challenge: Challenge, view: evaluation.EvaluationView
+) -> tuple[str, dict[str, Any]]:
+    context = board_context(request, challenge, view)
     return render_to_string("challenges/_evaluation.html", context, request=request), context
 
 

@@ -424,10 +424,31 @@ def _page_html(request: HttpRequest, challenge: Challenge, board_id: int | None)
     return view.html(page=extra)
 
 
+def _evaluation_kept(kind: str, view: Any, parts: tuple[Any, ...], build: Callable[[], str]) -> str:
+    """An aggregate board's build, kept under the view's key (the stored board, names,
+    hides, the challenge as saved) and ``parts``; built afresh while nothing is stored."""
+    if not view.key:
+        return build()
+    return kept(kind, (view.key, view.slice, *parts), build)
+
+
 def _evaluation_page(request: HttpRequest, challenge: Challenge) -> str:
-    """An aggregate board's page: the stored intervals (public/evaluation.py), rendered
-    per request (a board of models or agents is small; nothing computes here)."""
-    html, context = public_evaluation.board_html(request, challenge)
+    """An aggregate board's page: the stored intervals (public/evaluation.py), kept by
+    what it shows (the schedule's phase and the minute its banner is worded for too)."""
+    view = public_evaluation.board_view(request, challenge)
+    now = timezone.now()
+    parts = (
+        challenge.rescoring,
+        schedule.phase(challenge=challenge, now=now),
+        now.replace(second=0, microsecond=0),
+    )
+    return _evaluation_kept(
+        "page-eval", view, parts, lambda: _evaluation_page_build(request, challenge, view)
+    )
+
+
+def _evaluation_page_build(request: HttpRequest, challenge: Challenge, view: Any) -> str:
+    html, context = public_evaluation.board_html(request, challenge, view)
     setup = challenge.active_version or challenge
     frozen = freeze.frozen_for(challenge, request.user)
     context.update(
@@ -456,7 +477,15 @@ def challenge_board(request: HttpRequest, slug: str) -> HttpResponse:
     if challenge is None:
         return _not_found(request, slug)
     if is_aggregate(challenge):
-        response = HttpResponse(public_evaluation.board_html(request, challenge)[0])
+        view = public_evaluation.board_view(request, challenge)
+        response = HttpResponse(
+            _evaluation_kept(
+                "board-eval",
+                view,
+                (challenge.rescoring,),
+                lambda: public_evaluation.board_html(request, challenge, view)[0],
+            )
+        )
         response["Cache-Control"] = "no-cache"
         return response
     try:

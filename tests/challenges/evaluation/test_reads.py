@@ -156,3 +156,29 @@ def test_metrics_of_one_player(anon_api, staff_api):
     moderation.player_hide(player=Player.objects.get(external_id="b"), challenge=None, reason="x")
     assert anon_api.get(metrics_url(challenge.pk), {"player": "b"}).status_code == 404
     assert staff_api.get(metrics_url(challenge.pk), {"player": "b"}).status_code == 200
+
+
+def test_a_rename_shows_at_once_on_kept_pages_and_api(
+    client, anon_api, board, django_capture_on_commit_callbacks
+):
+    assert "Mid" in client.get(page_url(board.slug)).content.decode()  # built and kept
+    anon_api.get(leaderboard_url(board.pk))
+    for name in ("Middle", "Centre"):  # twice: the second rename while the first is fresh
+        player = Player.objects.get(external_id="mid")
+        player.display_name = name
+        with django_capture_on_commit_callbacks(execute=True):  # as the rename commits
+            player.save()
+        assert f">{name}</a>" in client.get(page_url(board.slug)).content.decode()
+        rows = anon_api.get(leaderboard_url(board.pk)).json()["results"]
+        assert name in [r["display_name"] for r in rows]
+        fragment = client.get(page_url(board.slug, "board")).content.decode()
+        assert f">{name}</a>" in fragment
+
+
+def test_a_recomputation_replaces_the_kept_page(client, board):
+    before = client.get(page_url(board.slug)).content.decode()
+    record(board, attempt_input("newcomer", rating=7, sample={"id": "q1", "topic": "math"}))
+    record(board, attempt_input("newcomer", rating=7, sample={"id": "q2", "topic": "code"}))
+    evaluation.evaluation_compute(challenge_id=board.pk)
+    after = client.get(page_url(board.slug)).content.decode()
+    assert "newcomer" not in before and "newcomer" in after
