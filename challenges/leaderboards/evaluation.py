@@ -63,6 +63,7 @@ logger = logging.getLogger(__name__)
 
 KEY_MAX = 64  # sample_key and slice_by: a field name of ``sample``
 SLICES_MAX = 200  # slices computed per board (the most attempts first)
+SLICE_MAX = 200  # characters of a slice's value (EvaluationBoard.slice); longer: no slice
 AGGREGATE_RULE = (
     "This board ranks each player by the {statistic} of their scores over all their "
     "counted attempts, not by their best attempt. Equal values: the player whose latest "
@@ -133,11 +134,15 @@ def _counted(challenge: Challenge, version_id: int, *, frozen: bool) -> list[tup
     scored = exclusions.public_scores(scored, challenge_id=challenge.pk)
     if frozen:  # as the frozen board: the attempts recorded before the freeze
         scored = scored.filter(attempt__recorded_at__lt=challenge.freeze_at)
-    return list(
-        scored.annotate(
-            _item=_sample_text(challenge.sample_key), _part=_sample_text(challenge.slice_by)
-        ).values_list("player_id", "score", "_item", "_part", "created_at")
-    )
+    rows = scored.annotate(
+        _item=_sample_text(challenge.sample_key), _part=_sample_text(challenge.slice_by)
+    ).values_list("player_id", "score", "_item", "_part", "created_at")
+    # SQLite gives a JSON number back as a number: items and slices compare as text.
+    return [(player, score, _text(item), _text(part), at) for player, score, item, part, at in rows]
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None else str(value)
 
 
 def _sample_text(key: str | None) -> Any:
@@ -233,7 +238,7 @@ def _boards(
     slices: dict[str, int] = {}
     if challenge.slice_by:
         for row in rows:
-            if row[3] is not None:
+            if row[3] is not None and len(row[3]) <= SLICE_MAX:
                 slices[row[3]] = slices.get(row[3], 0) + 1
     slices = dict(sorted(slices.items(), key=lambda kv: (-kv[1], kv[0]))[:SLICES_MAX])
     parts = [("", rows)] + [

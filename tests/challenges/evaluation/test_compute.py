@@ -297,3 +297,35 @@ def test_parallel_workers_leave_one_set_of_boards():
     stored = EvaluationBoard.objects.filter(challenge=challenge)
     assert stored.count() == 1 + len(TOPICS)  # the whole board and each slice, once
     assert len({b.computed_at for b in stored}) == 1  # all from one computation
+
+
+def test_hostile_slice_values_make_no_slice_and_no_error():
+    challenge = _challenge()
+    record(
+        challenge,
+        attempt_input("a", rating=5, sample={"id": "1", "topic": "x" * 300}),
+        attempt_input("a", rating=6, sample={"id": "2", "topic": {"nested": [1, 2]}}),
+        attempt_input("b", rating=7, sample={"id": "1", "topic": 3}),
+        attempt_input("b", rating=8, sample={"id": "2"}),
+        attempt_input("c", rating=9, sample=None),
+    )
+    evaluation.evaluation_compute(challenge_id=challenge.pk)
+    view = _view(challenge)
+    assert "x" * 300 not in view.slices
+    assert view.slices.get("3") == 1  # a number is compared as text
+    assert len(view.slices) == 2
+    assert view.attempts == 5 and not view.paired  # c's attempt names no item
+
+
+def test_numeric_item_ids_pair_players():
+    challenge = _challenge(slice_by=None)
+    record(
+        challenge,
+        *[attempt_input(p, rating=r, sample={"id": i}) for p, r in (("a", 4), ("b", 4))
+          for i in range(1, 6)],
+    )  # fmt: skip
+    evaluation.evaluation_compute(challenge_id=challenge.pk)
+    view = _view(challenge)
+    assert view.paired and view.items == 5
+    a, b = view.rows
+    assert (a.ci_low, a.ci_high, a.rank) == (b.ci_low, b.ci_high, b.rank) == (4.0, 4.0, 1)
