@@ -121,6 +121,8 @@ def board_context(
         "frozen": frozen,
         "frozen_exact": display.exact_time(challenge.freeze_at) if challenge.freeze_at else "",
         "more": max(0, len(view.rows) - ROWS_SHOWN),
+        "attempts_text": f"{view.attempts:,}",  # "over 48,200 attempts"
+        "items_text": f"{view.items:,}",
         "unit": unit,
     }
 

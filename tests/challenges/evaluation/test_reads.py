@@ -100,7 +100,7 @@ def test_exports_carry_the_same_columns(client, anon_api, board):
 def test_page_shows_intervals_tiers_legend_and_slice_tabs(client, board):
     html = client.get(page_url(board.slug)).content.decode()
     assert evaluation.TIER_LEGEND in html
-    assert "Intervals as of" in html and "over 61 attempts" in html
+    assert "Intervals as of" in html and "over 61 attempts on 20 test items" in html
     assert 'aria-label="Slices of the board"' in html
     assert 'href="/challenges/evals/?slice=math"' in html and ">30</span>" in html
     assert html.count('class="ci-bar"') == 3  # the three ranked players
