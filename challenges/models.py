@@ -779,6 +779,8 @@ class EvaluationBoard(models.Model):
     paired = models.BooleanField(default=False)
     rows = models.JSONField(default=list)
     slices = models.JSONField(default=dict)  # the whole board's: {value: attempts}
+    # the whole board's: {metric name: {player id: value}}, each player's own metrics
+    metrics = models.JSONField(default=dict)
 
     class Meta:
         constraints = [

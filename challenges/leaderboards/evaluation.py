@@ -21,6 +21,7 @@ no reader or writer ever waits for a bootstrap:
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import logging
 import math
@@ -39,6 +40,7 @@ from django.utils import timezone
 from challenges.fieldsets import BOARD_FIELDS  # noqa: F401 - the board names its fields
 from challenges.leaderboards import exclusions, freeze, precision, sql
 from challenges.leaderboards import ranking as R
+from challenges.leaderboards.metrics import challenge_metrics, public_metrics
 from challenges.models import (
     Aggregate,
     Attempt,
@@ -189,11 +191,37 @@ def evaluation_compute(*, challenge_id: int, version_id: int | None = None) -> i
         started = timezone.now()
         rows = _counted(challenge, version.pk, frozen=frozen)
         boards = _boards(challenge, version, rows, setup, frozen=frozen, stamp=stamp, as_of=started)
+        boards[0].metrics = _player_metrics(challenge, version, {r[0] for r in rows}, frozen)
         if boards_write(boards, challenge=challenge, version_id=version.pk, as_of=started):
             written += len(boards)
     if not freeze.is_frozen(challenge):
         EvaluationBoard.objects.filter(challenge_id=challenge_id, frozen=True).delete()
     return written
+
+
+METRIC_PLAYERS_MAX = 500  # players whose own metrics are computed (a query per metric each)
+
+
+def _player_metrics(
+    challenge: Challenge, version: ScoringVersion, player_ids: set[int], frozen: bool
+) -> dict[str, dict[str, float]]:
+    """Each player's own value of the version's numeric metrics (``challenge_metrics``
+    over their attempts, by the same public rules), for the page's metric column."""
+    if version.scoring_strategy != S.PYTHON or not (version.metrics or version.scorers):
+        return {}
+    if len(player_ids) > METRIC_PLAYERS_MAX:
+        return {}
+    as_version = copy.copy(challenge)
+    as_version.active_version = version  # before a switch: the new version's metrics
+    before = challenge.freeze_at if frozen else None
+    out: dict[str, dict[str, float]] = {}
+    for player_id in sorted(player_ids):
+        found = challenge_metrics(challenge=as_version, before=before, player_id=player_id)
+        for entry in public_metrics(found):
+            value = entry.get("value")
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                out.setdefault(entry["name"], {})[str(player_id)] = value
+    return out
 
 
 _WRITE_LOCK = 0x6576616C  # "eval": the advisory-lock namespace of boards being written
@@ -328,6 +356,7 @@ class EvaluationView:
     board_id: int | None = None  # the stored board of the slice
     frozen: bool = False  # the public's board during a freeze
     key: str = ""  # names what the rows show ("" while pending: nothing to keep)
+    metrics: dict[str, dict[str, float]] = field(default_factory=dict)  # whole board's
 
 
 def is_aggregate(challenge: Challenge) -> bool:
@@ -370,6 +399,7 @@ def evaluation_board(
         slice=slice,
         pending=False,
         ci_level=challenge.ci_level,
+        metrics=whole.metrics,
         board_id=board.pk if board is not None else None,
         frozen=frozen,
         # What the rows depend on: the stored board, and the names and hides (a rename or

@@ -13,7 +13,7 @@ from urllib.parse import quote, urlencode
 from django.http import HttpRequest
 from django.template.loader import render_to_string
 
-from challenges.leaderboards import evaluation, freeze
+from challenges.leaderboards import evaluation, freeze, precision
 from challenges.models import Challenge
 from challenges.public import display
 
@@ -36,6 +36,16 @@ def statistic_text(value: float | None, strategy: str, *, unit: bool = True) -> 
     return display.format_value(value, strategy)
 
 
+def metric_asked(request: HttpRequest) -> str:
+    """``?metric=``: one of the challenge's metrics shown as a column (each player's own)."""
+    return (request.GET.get("metric") or "")[:200]
+
+
+def _query(part: str, metric: str) -> str:
+    pairs = [(name, value) for name, value in (("slice", part), ("metric", metric)) if value]
+    return "?" + urlencode(pairs) if pairs else ""
+
+
 def board_view(request: HttpRequest, challenge: Challenge) -> evaluation.EvaluationView:
     """The board this request reads, without its rows: its ``key`` names a kept build."""
     part = slice_asked(request, challenge)
@@ -49,6 +59,9 @@ def board_context(
 ) -> dict[str, Any]:
     view = evaluation.evaluation_rows(view, challenge)
     part = view.slice
+    metric = metric_asked(request)
+    metric = metric if metric in view.metrics else ""
+    values = view.metrics.get(metric, {})
     strategy = (challenge.active_version or challenge).scoring_strategy
     ranked = [r for r in view.rows if r.ranked]
     bounds = [b for r in ranked for b in (r.ci_low, r.ci_high) if b is not None]
@@ -82,6 +95,7 @@ def board_context(
                 ),
                 "tier": r.tier,
                 "n": r.n,
+                "metric": _metric_text(values.get(str(r.player_id))) if metric else "",
             }
         )
     for i, row in enumerate(rows):  # "=" before a rank shared with a neighbour
@@ -89,11 +103,11 @@ def board_context(
             0 <= i + d < len(rows) and rows[i + d]["rank"] == row["rank"] for d in (-1, 1)
         )
     total = sum(view.slices.values())
-    tabs = [{"label": "All", "query": "", "count": None, "current": not part}]
+    tabs = [{"label": "All", "query": _query("", metric), "count": None, "current": not part}]
     tabs += [
         {
             "label": value,
-            "query": "?" + urlencode({"slice": value}),
+            "query": _query(value, metric),
             "count": count,
             "current": value == part,
         }
@@ -101,7 +115,11 @@ def board_context(
     ]
     frozen = freeze.frozen_for(challenge, request.user)
     unit = " / 10" if strategy == "highest_rating" else ""  # said once, in the header
-    query = "?" + urlencode({"slice": part}) if part else ""
+    query = _query(part, metric)
+    metric_links = [
+        {"label": name, "query": _query(part, "" if name == metric else name), "on": name == metric}
+        for name in sorted(view.metrics)
+    ]
     return {
         "challenge": challenge,
         "view": view,
@@ -121,10 +139,18 @@ def board_context(
         "frozen": frozen,
         "frozen_exact": display.exact_time(challenge.freeze_at) if challenge.freeze_at else "",
         "more": max(0, len(view.rows) - ROWS_SHOWN),
+        "metric": metric,
+        "metric_links": metric_links,
         "attempts_text": f"{view.attempts:,}",  # "over 48,200 attempts"
         "items_text": f"{view.items:,}",
         "unit": unit,
     }
+
+
+def _metric_text(value: float | None) -> str:
+    if value is None:
+        return "—"
+    return f"{precision.served(value):,.4f}".rstrip("0").rstrip(".")
 
 
 def board_html(

@@ -439,6 +439,7 @@ def _evaluation_page(request: HttpRequest, challenge: Challenge) -> str:
     now = timezone.now()
     parts = (
         challenge.rescoring,
+        public_evaluation.metric_asked(request),
         schedule.phase(challenge=challenge, now=now),
         now.replace(second=0, microsecond=0),
     )
@@ -482,7 +483,7 @@ def challenge_board(request: HttpRequest, slug: str) -> HttpResponse:
             _evaluation_kept(
                 "board-eval",
                 view,
-                (challenge.rescoring,),
+                (challenge.rescoring, public_evaluation.metric_asked(request)),
                 lambda: public_evaluation.board_html(request, challenge, view)[0],
             )
         )

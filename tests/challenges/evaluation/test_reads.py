@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 
 import pytest
 
@@ -182,3 +183,28 @@ def test_a_recomputation_replaces_the_kept_page(client, board):
     evaluation.evaluation_compute(challenge_id=board.pk)
     after = client.get(page_url(board.slug)).content.decode()
     assert "newcomer" not in before and "newcomer" in after
+
+
+def test_the_page_shows_a_chosen_metric_as_a_column(client):
+    challenge = make_challenge(
+        name="Snippet evals",
+        scoring_strategy="python",
+        scoring_code="def compute_scores(sample):\n    return {'ok': sample['v']}\n",
+        score_key="ok",
+        metrics=[{"type": "mean", "field": "ok", "name": "accuracy"}],
+        board="aggregate",
+        bootstrap_samples=100,
+    )
+    record(
+        challenge,
+        *[attempt_input("a", sample={"id": f"q{i}", "v": int(i < 3)}) for i in range(4)],
+        *[attempt_input("b", sample={"id": f"q{i}", "v": int(i < 1)}) for i in range(4)],
+    )
+    evaluation.evaluation_compute(challenge_id=challenge.pk)
+    plain = client.get(page_url(challenge.slug)).content.decode()
+    assert 'class="metric-pick"' in plain and 'class="col-metric"' not in plain
+    html = client.get(page_url(challenge.slug), {"metric": "accuracy"}).content.decode()
+    cells = re.findall(r'<td class="col-metric">([^<]*)</td>', html)
+    assert cells == ["0.75", "0.25"]  # a's own accuracy, then b's (rank order)
+    unknown = client.get(page_url(challenge.slug), {"metric": "nope"}).content.decode()
+    assert 'class="col-metric"' not in unknown
