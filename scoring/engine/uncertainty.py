@@ -37,6 +37,8 @@ SAMPLES_MAX = 10_000
 # Elements of one batch's largest matrix: bounds memory (about 32 MB a matrix) whatever
 # the board's size; a board of 2,000 items runs B = 1,000 in one batch.
 BATCH_ELEMENTS = 4_000_000
+# Players × items up to which the paired bootstrap keeps two dense tables (128 MB at most).
+DENSE_CELLS_MAX = 8_000_000
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -231,22 +233,37 @@ def _paired_replicates(
     count: int,
     setup: IntervalSetup,
 ) -> FloatArray:
-    """B × players: each row the statistics over one draw of the test items."""
+    """B × players: each row the statistics over one draw of the test items.
+
+    Dense (players × items fits ``DENSE_CELLS_MAX``): a batch is two matrix products with
+    the per-player item sums and counts. Sparse (many items, each player answering few):
+    a batch weighs each attempt by how often its item was drawn and sums per player, in
+    memory bounded by the attempts, not by players × items. Same draws, same numbers."""
     k = int(items.max()) + 1
-    cell = players * k + items
-    sums = np.bincount(cell, weights=values, minlength=count * k).reshape(count, k)
-    hits = np.bincount(cell, minlength=count * k).reshape(count, k).astype(np.float64)
+    dense = count * k <= DENSE_CELLS_MAX
+    if dense:
+        cell = players * k + items
+        sums = np.bincount(cell, weights=values, minlength=count * k).reshape(count, k)
+        hits = np.bincount(cell, minlength=count * k).reshape(count, k).astype(np.float64)
+    else:
+        starts = np.searchsorted(players, np.arange(count))  # attempts sorted by player
     out = np.empty((setup.samples, count))
-    step = batch_size(setup.samples, max(k, count))
+    step = batch_size(setup.samples, max(k, count) if dense else max(k, len(items)))
     for start in range(0, setup.samples, step):
         size = min(step, setup.samples - start)
         drawn = rng.integers(0, k, (size, k))
         offsets = (drawn + (np.arange(size) * k)[:, None]).ravel()
         weights = np.bincount(offsets, minlength=size * k).reshape(size, k).astype(np.float64)
-        totals = weights @ sums.T
-        if setup.aggregate == "mean":
+        if dense:
+            totals = weights @ sums.T
+            counts = weights @ hits.T if setup.aggregate == "mean" else None
+        else:
+            each = weights[:, items]  # size × attempts: how often each attempt is drawn
+            totals = np.add.reduceat(each * values, starts, axis=1)
+            counts = np.add.reduceat(each, starts, axis=1) if setup.aggregate == "mean" else None
+        if counts is not None:
             with np.errstate(invalid="ignore", divide="ignore"):
-                totals /= weights @ hits.T  # 0/0: none of the player's items drawn → NaN
+                totals /= counts  # 0/0: none of the player's items drawn → NaN
         out[start : start + size] = totals
     return out
 

@@ -248,3 +248,28 @@ def test_the_worked_example_of_the_docs_holds():
         (0.7, 10, 0.4, 0.9, 2, 1, 2, 1),
         (0.3, 10, 0.0, 0.6, 3, 3, 3, 2),
     ]
+
+
+@pytest.mark.parametrize("aggregate", ["mean", "sum"])
+def test_the_sparse_path_gives_the_dense_paths_numbers(monkeypatch, aggregate):
+    """A board too wide for dense tables (many items, few per player) is computed by
+    weighing attempts instead: the same draws, the same numbers."""
+    from scoring.engine import uncertainty
+
+    rng = np.random.default_rng(11)
+    players = rng.integers(0, 15, 400)
+    items = [f"i{x}" for x in rng.integers(0, 90, 400)]  # gaps and repeats per player
+    values = rng.normal(0, 1, 400)
+    dense = board(players, values, items=items, aggregate=aggregate, samples=300)
+    monkeypatch.setattr(uncertainty, "DENSE_CELLS_MAX", 0)
+    sparse = board(players, values, items=items, aggregate=aggregate, samples=300)
+    for a, b in zip(dense.rows, sparse.rows, strict=True):
+        assert (a.player, a.rank, a.rank_low, a.rank_high, a.tier) == (
+            b.player,
+            b.rank,
+            b.rank_low,
+            b.rank_high,
+            b.tier,
+        )
+        assert a.ci_low == pytest.approx(b.ci_low, abs=1e-12)
+        assert a.ci_high == pytest.approx(b.ci_high, abs=1e-12)
