@@ -773,6 +773,7 @@ class EvaluationBoard(models.Model):
     frozen = models.BooleanField(default=False)
     slice = models.CharField(max_length=200, blank=True)
     stamp = models.CharField(max_length=200)
+    setup = models.CharField(max_length=400, blank=True)  # the board fields it was made with
     computed_at = models.DateTimeField()
     attempts = models.PositiveIntegerField()
     items = models.PositiveIntegerField(default=0)

@@ -37,7 +37,7 @@ from django.db.models.fields.json import KeyTextTransform
 from django.dispatch import Signal
 from django.utils import timezone
 
-from challenges.fieldsets import BOARD_FIELDS  # noqa: F401 - the board names its fields
+from challenges.fieldsets import BOARD_FIELDS
 from challenges.leaderboards import exclusions, freeze, precision, sql
 from challenges.leaderboards import ranking as R
 from challenges.leaderboards.metrics import challenge_metrics, public_metrics
@@ -116,6 +116,12 @@ def board_errors(values: dict[str, Any]) -> dict[str, str]:
 
 def _whole(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
+
+
+def setup_key(challenge: Challenge) -> str:
+    """The board fields intervals are computed with: stored boards made with others are
+    not served (a change of ``aggregate`` never shows sums labelled as means)."""
+    return repr(tuple(getattr(challenge, name) for name in BOARD_FIELDS))[:400]
 
 
 def interval_setup(challenge: Challenge, version: ScoringVersion) -> IntervalSetup:
@@ -289,6 +295,7 @@ def _boards(
                 frozen=frozen,
                 slice=value,
                 stamp=stamp,
+                setup=setup_key(challenge),
                 computed_at=as_of,  # the data's time: "intervals as of"
                 attempts=result.attempts,
                 items=result.items,
@@ -381,7 +388,7 @@ def evaluation_board(
         ).defer("rows")
     }
     whole = stored.get("")
-    if whole is None:
+    if whole is None or whole.setup != setup_key(challenge):
         _refresh_request(challenge.pk)
         return EvaluationView(slice=slice, ci_level=challenge.ci_level)
     lineage = _lineage(version_id)

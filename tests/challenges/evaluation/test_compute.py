@@ -329,3 +329,23 @@ def test_numeric_item_ids_pair_players():
     assert view.paired and view.items == 5
     a, b = view.rows
     assert (a.ci_low, a.ci_high, a.rank) == (b.ci_low, b.ci_high, b.rank) == (4.0, 4.0, 1)
+
+
+def test_a_change_of_the_board_fields_never_serves_numbers_made_with_the_old_ones(
+    monkeypatch,
+):
+    challenge = _challenge(slice_by=None)
+    record(
+        challenge,
+        attempt_input("a", rating=4, sample={"id": "1"}),
+        attempt_input("a", rating=8, sample={"id": "2"}),
+    )
+    evaluation.evaluation_compute(challenge_id=challenge.pk)
+    assert _view(challenge).rows[0].score == 6.0  # the mean
+    setup_services.challenge_update(challenge=challenge, data={"aggregate": "sum"})
+    asked = []
+    monkeypatch.setattr(evaluation, "_refresh_request", asked.append)  # no worker yet
+    stale = _view(challenge)
+    assert stale.pending and stale.rows == [] and asked == [challenge.pk]
+    evaluation.evaluation_compute(challenge_id=challenge.pk)  # the worker
+    assert _view(challenge).rows[0].score == 12.0  # the sum
