@@ -10,6 +10,16 @@ SCHEDULE_FIELDS = ("opens_at", "closes_at", "late_attempts")
 LIMIT_FIELDS = ("attempts_per_day", "attempts_total")
 FREEZE_FIELDS = ("freeze_at",)  # revealed_at is set by the reveal alone
 COMPETITION_FIELDS = SCHEDULE_FIELDS + LIMIT_FIELDS + FREEZE_FIELDS
+# The evaluation board (challenges/leaderboards/evaluation.py): how the board ranks.
+BOARD_FIELDS = (
+    "board",
+    "aggregate",
+    "min_attempts",
+    "ci_level",
+    "bootstrap_samples",
+    "sample_key",
+    "slice_by",
+)
 SETUP_FIELDS = ScoringSetupFields.SETUP_FIELDS
 INFO_FIELDS = (
     "name",
@@ -20,6 +30,7 @@ INFO_FIELDS = (
     "app_id",
     "workflow_id",
     *COMPETITION_FIELDS,
+    *BOARD_FIELDS,
 )
 EMPTY_SETUP = {  # a setup's fields but the strategy and timeout, empty
     "scoring_plugin_id": "",

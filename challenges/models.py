@@ -81,6 +81,16 @@ class LateAttempts(models.TextChoices):
     PRACTICE = "practice", "Record them as practice (scored, never ranked)"
 
 
+class Board(models.TextChoices):
+    BEST_ATTEMPT = "best_attempt", "Best attempt per player"
+    AGGREGATE = "aggregate", "Aggregate over every attempt, with intervals"
+
+
+class Aggregate(models.TextChoices):
+    MEAN = "mean", "Mean"
+    SUM = "sum", "Sum"
+
+
 class ScoringSetupUnversioned(ValueError):
     """A challenge's scoring setup was changed and saved without a scoring version."""
 
@@ -117,6 +127,20 @@ class Challenge(ScoringSetupFields):
     # the public sees the standings of the attempts recorded before freeze_at.
     freeze_at = models.DateTimeField(null=True, blank=True)
     revealed_at = models.DateTimeField(null=True, blank=True, editable=False)
+    # Evaluation boards (challenges/leaderboards/evaluation.py): rank each player by a
+    # statistic over all their counted attempts, with bootstrap intervals and tiers.
+    board = models.CharField(
+        max_length=16, choices=Board.choices, default=Board.BEST_ATTEMPT, db_default="best_attempt"
+    )
+    aggregate = models.CharField(
+        max_length=8, choices=Aggregate.choices, default=Aggregate.MEAN, db_default="mean"
+    )
+    min_attempts = models.PositiveIntegerField(default=1, db_default=1)
+    ci_level = models.FloatField(default=0.95, db_default=0.95)
+    bootstrap_samples = models.PositiveIntegerField(default=1000, db_default=1000)
+    sample_key = models.CharField(max_length=64, default="id", db_default="id", blank=True)
+    # null, not "": the API's contract says no slicing is null (one meaning, one value)
+    slice_by = models.CharField(max_length=64, null=True, blank=True, default=None)  # noqa: DJ001
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -145,6 +169,16 @@ class Challenge(ScoringSetupFields):
             models.CheckConstraint(
                 condition=Q(scoring_strategy__in=ScoringStrategy.values),
                 name="challenge_strategy_known",
+            ),
+            models.CheckConstraint(
+                condition=Q(board__in=Board.values) & Q(aggregate__in=Aggregate.values),
+                name="challenge_board_known",
+            ),
+            models.CheckConstraint(
+                condition=Q(min_attempts__gte=1)
+                & Q(ci_level__gt=0, ci_level__lt=1)
+                & Q(bootstrap_samples__gte=100, bootstrap_samples__lte=10_000),
+                name="challenge_board_ranges",
             ),
             models.CheckConstraint(
                 condition=Q(timeout_ms__gte=1, timeout_ms__lte=MAX_TIMEOUT_MS),
@@ -741,3 +775,40 @@ class HistoryDue(models.Model):
 
     def __str__(self) -> str:
         return f"{self.challenge_id}: version {self.version_id} due ({self.reason})"
+
+
+class EvaluationBoard(models.Model):
+    """The last computed intervals of an aggregate board (``leaderboards/evaluation.py``).
+
+    One row per challenge, version, audience (``frozen``: the public's board during a
+    freeze) and slice (``""`` for the whole board): the rows as the engine computed them,
+    the ``stamp`` (what the board's data was) they were computed from, when, and over how
+    many attempts. Readers are served it; a worker replaces it after changes."""
+
+    challenge = models.ForeignKey(
+        Challenge, on_delete=models.CASCADE, related_name="evaluation_boards"
+    )
+    version = models.ForeignKey(ScoringVersion, on_delete=models.CASCADE, related_name="+")
+    frozen = models.BooleanField(default=False)
+    slice = models.CharField(max_length=200, blank=True)
+    stamp = models.CharField(max_length=200)
+    setup = models.CharField(max_length=400, blank=True)  # the board fields it was made with
+    computed_at = models.DateTimeField()
+    attempts = models.PositiveIntegerField()
+    items = models.PositiveIntegerField(default=0)
+    paired = models.BooleanField(default=False)
+    rows = models.JSONField(default=list)
+    slices = models.JSONField(default=dict)  # the whole board's: {value: attempts}
+    # the whole board's: {metric name: {player id: value}}, each player's own metrics
+    metrics = models.JSONField(default=dict)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["challenge", "version", "frozen", "slice"],
+                name="evaluation_board_unique",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.challenge_id} v{self.version_id} {self.slice or 'all'}"

@@ -20,7 +20,7 @@ from django.conf import settings
 from django.dispatch import receiver
 
 from challenges.ingestion import budget, idempotency
-from challenges.leaderboards import history, ranking
+from challenges.leaderboards import evaluation, history, ranking
 from challenges.public import views as public_views
 from challenges.rescoring import batch
 from challenges.rescoring import jobs as rescoring
@@ -207,6 +207,18 @@ def ranking_refresh(version_id: int) -> None:
 @receiver(ranking.refresh_requested)
 def _refresh_ranking(sender: object = None, *, version_id: int, **kwargs: object) -> None:
     ranking_refresh.delay(version_id)
+
+
+@shared_task(name="challenges.tasks.evaluation_refresh", ignore_result=True, **RETRIES)
+def evaluation_refresh(challenge_id: int) -> None:
+    """Recompute an aggregate board's intervals after its data changed (asked by a
+    reader, at most once per PODIUM_RANKING_MAX_AGE_MS), so that no reader waits."""
+    evaluation.evaluation_compute(challenge_id=challenge_id)
+
+
+@receiver(evaluation.refresh_requested)
+def _refresh_evaluation(sender: object = None, *, challenge_id: int, **kwargs: object) -> None:
+    evaluation_refresh.delay(challenge_id)
 
 
 @shared_task(name="challenges.tasks.board_rebuild", ignore_result=True)

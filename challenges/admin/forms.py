@@ -28,7 +28,9 @@ from django import forms
 from django.utils.functional import cached_property
 
 from challenges.admin import scorers as admin_scorers
+from challenges.fieldsets import BOARD_FIELDS
 from challenges.ingestion.rules import competition_errors
+from challenges.leaderboards.evaluation import board_errors
 from challenges.models import Attempt, Challenge, LateAttempts, ScoringStrategy
 from challenges.setup import services as setup_services
 from challenges.text import SURROGATE, line_breaks_normalised, path_label, text_problem
@@ -305,6 +307,9 @@ class ChallengeAdminForm(forms.ModelForm):
         super().__init__(*args, **kwargs)
         if "late_attempts" in self.fields:
             self.fields["late_attempts"].required = False
+        for name in BOARD_FIELDS:  # left out of a post (a script, an older page): the default
+            if name in self.fields:
+                self.fields[name].required = False
         self.setup: dict[str, Any] | None = None
         self.setup_changed = False
         self._weights_used = False
@@ -492,6 +497,17 @@ class ChallengeAdminForm(forms.ModelForm):
             cleaned["late_attempts"] = LateAttempts.REFUSE  # left out of a form: the default
         for field, message in competition_errors(cleaned).items():
             if field in self.fields:
+                self.add_error(field, message)
+        for name in BOARD_FIELDS:
+            if name not in self.fields or name == "slice_by":
+                continue
+            if self.add_prefix(name) not in self.data or cleaned.get(name) is None:
+                cleaned[name] = Challenge._meta.get_field(name).get_default()
+        if "slice_by" in self.fields and not cleaned.get("slice_by"):
+            cleaned["slice_by"] = None  # an empty box: no slices
+        present = {name: cleaned[name] for name in BOARD_FIELDS if cleaned.get(name) is not None}
+        for field, message in board_errors(present).items():
+            if field in self.fields and field not in self._errors:
                 self.add_error(field, message)
         if bad_text:
             return cleaned

@@ -151,6 +151,23 @@ class ChallengeAdmin(admin.ModelAdmin):
                 "action); a new freeze_at starts a new freeze.",
             },
         ),
+        (
+            "Board",
+            {
+                "fields": [
+                    "board",
+                    ("aggregate", "min_attempts"),
+                    ("ci_level", "bootstrap_samples"),
+                    ("sample_key", "slice_by"),
+                ],
+                "description": "Best attempt: each player's best attempt ranks them. "
+                "Aggregate: each player's mean (or sum) of the ranking score over all their "
+                "counted attempts, with a percentile-bootstrap interval at ci_level, a rank "
+                "interval and a tier; the bootstrap pairs players on the test item named by "
+                "sample[sample_key] (empty: each player's attempts resampled on their own); "
+                "slice_by splits the board by a field of the sample.",
+            },
+        ),
     ]
 
     def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> list:

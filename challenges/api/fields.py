@@ -34,6 +34,17 @@ class StrictIntegerField(serializers.IntegerField):
         return super().to_internal_value(data)
 
 
+class StrictFloatField(serializers.FloatField):
+    """A JSON number (not a string, not a boolean), finite."""
+
+    def to_internal_value(self, data: Any) -> float:
+        if isinstance(data, bool) or not isinstance(data, int | float):
+            raise serializers.ValidationError("Must be a number.")
+        if not math.isfinite(data):
+            raise serializers.ValidationError("Must be a finite number.")
+        return super().to_internal_value(data)
+
+
 class StrictCharField(serializers.CharField):
     def to_internal_value(self, data: Any) -> str:
         if not isinstance(data, str):

@@ -19,6 +19,7 @@ from challenges.api.fields import (
     JSONObjectField,
     StrictBooleanField,
     StrictCharField,
+    StrictFloatField,
     StrictIntegerField,
 )
 from challenges.ingestion.budget import SCORE_STATUSES
@@ -139,6 +140,56 @@ class ChallengeSerializer(StrictSerializer):
         default=None,
         help_text="From then until the reveal the public sees the standings as of it.",
     )
+    # The evaluation board (docs/ranking.md, "Evaluation boards").
+    board = serializers.ChoiceField(
+        choices=["best_attempt", "aggregate"],
+        required=False,
+        default="best_attempt",
+        help_text="best_attempt: each player's best attempt; aggregate: a statistic over "
+        "all their counted attempts, with intervals, rank intervals and tiers.",
+    )
+    aggregate = serializers.ChoiceField(
+        choices=["mean", "sum"],
+        required=False,
+        default="mean",
+        help_text="Aggregate boards: the per-player statistic of the ranking score.",
+    )
+    min_attempts = StrictIntegerField(
+        min_value=1,
+        max_value=1_000_000,
+        required=False,
+        default=1,
+        help_text="Aggregate boards: fewer counted attempts → listed as not ranked.",
+    )
+    ci_level = StrictFloatField(
+        min_value=0.5,
+        required=False,
+        default=0.95,
+        help_text="Aggregate boards: the level of the intervals, from 0.5 up to 1 (excluded).",
+    )
+    bootstrap_samples = StrictIntegerField(
+        min_value=100,
+        max_value=10_000,
+        required=False,
+        default=1000,
+        help_text="Aggregate boards: bootstrap replicates (100–10000).",
+    )
+    sample_key = StrictCharField(
+        max_length=64,
+        required=False,
+        allow_blank=True,
+        default="id",
+        help_text="Aggregate boards: the field of `sample` naming the test item (paired "
+        "bootstrap); empty: each player's attempts are resampled on their own.",
+    )
+    slice_by = StrictCharField(
+        max_length=64,
+        required=False,
+        allow_blank=True,
+        allow_null=True,
+        default=None,
+        help_text="Aggregate boards: a field of `sample` whose values split the board.",
+    )
     revealed_at = serializers.DateTimeField(
         read_only=True,
         allow_null=True,
@@ -163,6 +214,14 @@ class ChallengeSerializer(StrictSerializer):
     def get_scoring_summary(self, obj: Challenge) -> str:
         setup = obj.active_version if obj.active_version_id else obj  # what the page shows
         return f"{display.strategy_words(setup)}. {display.scoring_sentence(setup)}"
+
+    def validate_ci_level(self, value: float) -> float:
+        if value >= 1:
+            raise serializers.ValidationError("Ensure this value is less than 1.")
+        return value
+
+    def validate_slice_by(self, value: str | None) -> str | None:
+        return value or None  # empty: no slices
 
     def validate_metrics(self, value: list[Any] | None) -> list[Any]:
         return [] if value is None else value  # the reference's default is None
@@ -193,6 +252,13 @@ STAFF_ONLY_FIELDS = (
     "app_id",
     "workflow_id",
     "timeout_ms",
+    "board",
+    "aggregate",
+    "min_attempts",
+    "ci_level",
+    "bootstrap_samples",
+    "sample_key",
+    "slice_by",
 )
 
 
@@ -426,6 +492,12 @@ class LeaderboardQuerySerializer(serializers.Serializer):
         required=False,
         help_text="A past version's board, as that version ranked it (404 if never active).",
     )
+    slice = serializers.CharField(
+        max_length=200,
+        required=False,
+        help_text="Aggregate boards with slice_by: rank over the attempts whose "
+        "sample[slice_by] equals this value.",
+    )
 
     def to_internal_value(self, data: Any) -> Any:
         # Query strings are text: turn digit strings into ints before the strict checks.
@@ -443,16 +515,29 @@ class LeaderboardQuerySerializer(serializers.Serializer):
 
 
 class LeaderboardRowSerializer(serializers.Serializer):
-    rank = serializers.IntegerField()
+    rank = serializers.IntegerField(
+        allow_null=True, help_text="null: not ranked (aggregate boards: under min_attempts)."
+    )
     player = serializers.CharField(source="player_external_id")
     display_name = serializers.CharField()
     score = ServedFloatField()
-    attempt_id = serializers.IntegerField()
-    created_at = serializers.DateTimeField()
+    attempt_id = serializers.IntegerField(required=False, help_text="Best-attempt boards.")
+    created_at = serializers.DateTimeField(required=False, help_text="Best-attempt boards.")
     scores = serializers.DictField(
         child=serializers.FloatField(allow_null=True),
         required=False,
         help_text="Python scorers: every score of the ranking scorer, the ranking one first.",
+    )
+    # Aggregate boards (docs/ranking.md, "Evaluation boards"): null when not ranked.
+    n = serializers.IntegerField(required=False, help_text="Attempts counted.")
+    ci_low = ServedFloatField(required=False, allow_null=True)
+    ci_high = ServedFloatField(required=False, allow_null=True)
+    rank_low = serializers.IntegerField(required=False, allow_null=True)
+    rank_high = serializers.IntegerField(required=False, allow_null=True)
+    tier = serializers.IntegerField(
+        required=False,
+        allow_null=True,
+        help_text="1 + the number of players whose ci_low is greater than this ci_high.",
     )
 
 
@@ -460,6 +545,18 @@ class LeaderboardSerializer(serializers.Serializer):
     version = serializers.IntegerField(allow_null=True)
     count = serializers.IntegerField()
     results = LeaderboardRowSerializer(many=True)
+    # Aggregate boards: the intervals as last computed.
+    board = serializers.CharField(required=False, help_text="aggregate")
+    computed_at = serializers.DateTimeField(required=False, allow_null=True)
+    attempts = serializers.IntegerField(required=False, help_text="Attempts covered.")
+    ci_level = serializers.FloatField(required=False)
+    slice = serializers.CharField(required=False, allow_null=True)
+    slices = serializers.DictField(
+        child=serializers.IntegerField(), required=False, help_text="{value: attempts}"
+    )
+    pending = serializers.BooleanField(
+        required=False, help_text="True until the first intervals of the version are computed."
+    )
 
 
 class HistoryPlayerSerializer(serializers.Serializer):

@@ -42,12 +42,12 @@ from challenges.api.serializers import (
 )
 from challenges.api.throttles import AttemptsThrottle
 from challenges.ingestion import idempotency, moderation, rules, services
-from challenges.leaderboards import freeze, history, precision, selectors
+from challenges.leaderboards import evaluation, exclusions, freeze, history, precision, selectors
 from challenges.leaderboards.kept import kept, kept_board
 from challenges.leaderboards.metrics import challenge_metrics, public_metrics
 from challenges.leaderboards.rules import TIE_RULE
 from challenges.leaderboards.score_columns import public_details, row_scores
-from challenges.models import Attempt, RescoreJob
+from challenges.models import Attempt, Player, RescoreJob
 from challenges.permissions import (
     CanRecordAttempts,
     DenyAll,
@@ -262,11 +262,19 @@ class ChallengeViewSet(BodyCheckedMixin, viewsets.ModelViewSet):
             OpenApiParameter(
                 "player", OpenApiTypes.STR, description="an external id: that player's row"
             ),
+            OpenApiParameter(
+                "slice",
+                OpenApiTypes.STR,
+                description="aggregate boards with slice_by: the board of one slice",
+            ),
         ],
         responses={200: LeaderboardSerializer},
         description=(
             "The active version's leaderboard: each player's best attempt, in rank order. "
             + TIE_RULE
+            + " An aggregate board (board = aggregate) ranks each player by the mean or sum "
+            "of all their counted attempts instead, with n, ci_low, ci_high, rank_low, "
+            "rank_high and tier per row (docs/ranking.md)."
         ),
     )
     @action(detail=True, methods=["get"])
@@ -286,6 +294,10 @@ class ChallengeViewSet(BodyCheckedMixin, viewsets.ModelViewSet):
             raise serializers.ValidationError(serializers.as_serializer_error(exc)) from None
         if "version" in params:
             return Response(_version_read(challenge, params, user))
+        if evaluation.is_aggregate(challenge):
+            return _private_when_needed(
+                challenge, Response(_evaluation_read(challenge, params, user)), user=user
+            )
         board_id = freeze.board_id(challenge=challenge, user=user)  # frozen: as of then
         # While the board's ranking is current, its JSON is kept under a key naming every
         # row (selectors.board_settled): a poll then reads no row (a lagging board: as
@@ -305,11 +317,7 @@ class ChallengeViewSet(BodyCheckedMixin, viewsets.ModelViewSet):
         # The answer depends on who asks (staff read the live board during a freeze, and
         # inactive challenges): a shared cache must key it by the credentials, and never
         # keep a view the public may not see.
-        patch_vary_headers(response, ("Authorization", "Cookie"))
-        live_in_freeze = freeze.is_frozen(challenge) and board_id == challenge.active_version_id
-        if live_in_freeze or not challenge.is_active:
-            patch_cache_control(response, private=True)
-        return response
+        return _private_when_needed(challenge, response, user=user)
 
     @extend_schema(
         responses={200: HistoryRecordSerializer(many=True)},
@@ -352,9 +360,17 @@ class ChallengeViewSet(BodyCheckedMixin, viewsets.ModelViewSet):
                 },
             )
         },
+        parameters=[
+            OpenApiParameter(
+                "player",
+                OpenApiTypes.STR,
+                description="an external id: the metrics over that player's attempts only",
+            )
+        ],
         description=(
             "The aggregates of the challenge's `metrics` (Python snippet scorers) over the "
-            "active version's scored attempts, in the order they are configured."
+            "active version's scored attempts (`?player=`: that player's), in the order "
+            "they are configured."
         ),
     )
     @action(detail=True, methods=["get"])
@@ -362,7 +378,10 @@ class ChallengeViewSet(BodyCheckedMixin, viewsets.ModelViewSet):
         challenge = self.get_object()
         frozen = freeze.frozen_for(challenge, request.user)
         before = challenge.freeze_at if frozen else None
-        found = challenge_metrics(challenge=challenge, before=before)
+        player_id = None
+        if "player" in request.query_params:
+            player_id = _metrics_player(challenge, request.query_params["player"], request.user)
+        found = challenge_metrics(challenge=challenge, before=before, player_id=player_id)
         if not is_scoring_admin(request.user):
             found = public_metrics(found)  # a python metric's error is for admins
         return Response(found)
@@ -411,6 +430,66 @@ class RescoreJobViewSet(BodyCheckedMixin, viewsets.GenericViewSet):
 
 # Stateless once built (run_validation keeps nothing on it): shared by every request.
 _LEADERBOARD_QUERY = LeaderboardQuerySerializer()
+
+
+def _metrics_player(challenge: Any, external_id: str, user: Any) -> int:
+    """The player whose metrics are asked for: 404 when unknown, or hidden from the public."""
+    player_id = Player.objects.filter(external_id=external_id).values_list("pk", flat=True).first()
+    if player_id is None:
+        raise NotFound("No player with this external id.")
+    if not is_staff_member(user) and exclusions.player_is_hidden(
+        challenge_id=challenge.pk, player_id=player_id
+    ):
+        raise NotFound("No player with this external id.")
+    return player_id
+
+
+def _private_when_needed(challenge: Any, response: HttpResponse, *, user: Any) -> HttpResponse:
+    """The answer depends on who asks (staff read the live board during a freeze, and
+    inactive challenges): a shared cache must key it by the credentials, and never keep
+    a view the public may not see."""
+    patch_vary_headers(response, ("Authorization", "Cookie"))
+    live_in_freeze = freeze.is_frozen(challenge) and not freeze.frozen_for(challenge, user)
+    if live_in_freeze or not challenge.is_active:
+        patch_cache_control(response, private=True)
+    return response
+
+
+def _evaluation_read(challenge: Any, params: dict[str, Any], user: Any) -> dict[str, Any]:
+    """An aggregate board's body: its stored intervals, a page of rows or one player's."""
+    try:
+        part = evaluation.slice_check(challenge, params.get("slice"))
+    except evaluation.SliceUnknown as exc:
+        raise serializers.ValidationError({"slice": [str(exc)]}) from None
+    view = evaluation.evaluation_board(challenge=challenge, user=user, slice=part, rows=False)
+    if not view.key:
+        return _evaluation_body(challenge, params, view)
+    return kept(
+        "api-eval",
+        (view.key, part, sorted(params.items())),
+        lambda: _evaluation_body(challenge, params, evaluation.evaluation_rows(view, challenge)),
+    )
+
+
+def _evaluation_body(challenge: Any, params: dict[str, Any], view: Any) -> dict[str, Any]:
+    part = view.slice
+    rows = view.rows
+    if "player" in params:
+        rows = [row for row in rows if row.external_id == params["player"]]
+    else:
+        rows = rows[params["offset"] : params["offset"] + params["limit"]]
+    return {
+        "version": challenge.active_version.number if challenge.active_version_id else None,
+        "board": "aggregate",
+        "count": len(view.rows),
+        "computed_at": _iso(view.computed_at) if view.computed_at else None,
+        "attempts": view.attempts,
+        "ci_level": view.ci_level,
+        "slice": part or None,
+        "slices": view.slices,
+        "pending": view.pending,
+        "results": [evaluation.row_fields(row) for row in rows],
+    }
 
 
 def _iso(value: datetime, zone: tzinfo | None = None) -> str:

@@ -88,7 +88,7 @@ def _grouped(scored: Any, names: dict[str, str], scorer: str | None = None) -> d
 
 
 def challenge_metrics(
-    *, challenge: Challenge, before: datetime | None = None
+    *, challenge: Challenge, before: datetime | None = None, player_id: int | None = None
 ) -> list[dict[str, Any]]:
     """``[{"name", "type", "value"}]`` in the order of the active version's ``metrics``;
     ``value`` is a number, a dict (frequency, classification) or None (no data).
@@ -105,6 +105,8 @@ def challenge_metrics(
     scored = exclusions.public_scores(scored, challenge_id=challenge.pk)
     if before is not None:  # a frozen board: only the attempts recorded before the freeze
         scored = scored.filter(attempt__recorded_at__lt=before)
+    if player_id is not None:  # one player's metrics (GET …/metrics/?player=)
+        scored = scored.filter(player_id=player_id)
     if not version.scorers:
         if not version.metrics:
             return []

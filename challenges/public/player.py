@@ -15,6 +15,7 @@ from challenges.leaderboards import selectors
 from challenges.leaderboards.player import player_page
 from challenges.leaderboards.rules import TIE_RULE
 from challenges.public import display
+from challenges.public import evaluation as public_evaluation
 
 
 def _page_number(raw: str | None) -> int:
@@ -93,6 +94,7 @@ def player_detail(request: HttpRequest, slug: str, external_id: str) -> HttpResp
             "numbers": selectors.page_numbers(found.page, found.pages),
             "strategy_words": display.strategy_words(setup),
             "tie_rule": TIE_RULE,
+            "interval": public_evaluation.player_context(challenge, request.user, found.player.pk),
             "version_ranks": switch_history.player_version_ranks(
                 challenge=challenge, external_id=found.player.external_id, user=request.user
             ),

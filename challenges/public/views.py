@@ -27,11 +27,14 @@ from django.utils import timezone
 from django.views.decorators.http import require_safe
 
 from challenges.leaderboards import charts, freeze, precision, score_columns, selectors
+from challenges.leaderboards import evaluation as evaluation_rules
+from challenges.leaderboards.evaluation import is_aggregate
 from challenges.leaderboards.kept import kept, kept_board
 from challenges.leaderboards.metrics import challenge_metrics, public_metrics
 from challenges.leaderboards.rules import TIE_RULE
 from challenges.models import Challenge
 from challenges.public import display, schedule
+from challenges.public import evaluation as public_evaluation
 from challenges.public.markdown import render_markdown, summary
 from challenges.rescoring.batch import batch_coverage
 
@@ -371,6 +374,8 @@ def challenge_detail(request: HttpRequest, slug: str) -> HttpResponse:
     challenge = selectors.challenge_public(slug=slug)
     if challenge is None:
         return _not_found(request, slug)
+    if is_aggregate(challenge):
+        return HttpResponse(_evaluation_page(request, challenge))
     try:
         html = _board_html(request, challenge, "page", _page_build(request, challenge))
     except PageOutOfRange as past:
@@ -419,12 +424,71 @@ def _page_html(request: HttpRequest, challenge: Challenge, board_id: int | None)
     return view.html(page=extra)
 
 
+def _evaluation_kept(kind: str, view: Any, parts: tuple[Any, ...], build: Callable[[], str]) -> str:
+    """An aggregate board's build, kept under the view's key (the stored board, names,
+    hides, the challenge as saved) and ``parts``; built afresh while nothing is stored."""
+    if not view.key:
+        return build()
+    return kept(kind, (view.key, view.slice, *parts), build)
+
+
+def _evaluation_page(request: HttpRequest, challenge: Challenge) -> str:
+    """An aggregate board's page: the stored intervals (public/evaluation.py), kept by
+    what it shows (the schedule's phase and the minute its banner is worded for too)."""
+    view = public_evaluation.board_view(request, challenge)
+    now = timezone.now()
+    parts = (
+        challenge.rescoring,
+        public_evaluation.metric_asked(request),
+        schedule.phase(challenge=challenge, now=now),
+        now.replace(second=0, microsecond=0),
+    )
+    return _evaluation_kept(
+        "page-eval", view, parts, lambda: _evaluation_page_build(request, challenge, view)
+    )
+
+
+def _evaluation_page_build(request: HttpRequest, challenge: Challenge, view: Any) -> str:
+    html, context = public_evaluation.board_html(request, challenge, view)
+    setup = challenge.active_version or challenge
+    frozen = freeze.frozen_for(challenge, request.user)
+    context.update(
+        board_html=html,
+        board=None,
+        aggregate=True,  # every player on one page: no search; no best-value charts
+        aggregate_rule=evaluation_rules.AGGREGATE_RULE.format(statistic=challenge.aggregate),
+        description=render_markdown(challenge.description),
+        strategy_words=display.strategy_words(setup),
+        scoring_sentence=display.scoring_sentence(setup),
+        charts_url=f"/challenges/{challenge.slug}/charts.json",
+        tie_rule=TIE_RULE,
+        metrics=public_metrics(
+            challenge_metrics(challenge=challenge, before=challenge.freeze_at if frozen else None)
+        ),
+        batch_coverage=batch_coverage(challenge=challenge),
+        schedule=schedule.banner(challenge=challenge, now=timezone.now()),
+    )
+    return render_to_string("challenges/detail.html", context, request=request)
+
+
 @require_safe
 def challenge_board(request: HttpRequest, slug: str) -> HttpResponse:
     """The leaderboard fragment alone: what the live refresh swaps in."""
     challenge = selectors.challenge_public(slug=slug)
     if challenge is None:
         return _not_found(request, slug)
+    if is_aggregate(challenge):
+        view = public_evaluation.board_view(request, challenge)
+        response = HttpResponse(
+            _evaluation_kept(
+                "board-eval",
+                view,
+                (challenge.rescoring, public_evaluation.metric_asked(request)),
+                lambda: public_evaluation.board_html(request, challenge, view)[0],
+            )
+        )
+        response["Cache-Control"] = "no-cache"
+        return response
     try:
         html = _board_html(request, challenge, "board", _fragment_build(request, challenge))
     except PageOutOfRange as past:
@@ -523,6 +587,15 @@ def export_csv(request: HttpRequest, slug: str) -> HttpResponse:
     if challenge is None:
         return _not_found(request, slug)
     writer = csv.writer(_Echo())
+    if is_aggregate(challenge):
+        rows = public_evaluation.export_rows(request, challenge)
+        head = [writer.writerow(public_evaluation.EXPORT_COLUMNS)]
+        body = (
+            writer.writerow([csv_cell(r[c]) for c in public_evaluation.EXPORT_COLUMNS])
+            for r in rows
+        )
+        response = StreamingHttpResponse([*head, *body], content_type="text/csv; charset=utf-8")
+        return _attachment(response, challenge, "csv")
     board_id = freeze.board_id(challenge=challenge, user=request.user)
 
     def lines() -> Iterator[str]:
@@ -543,6 +616,12 @@ def export_json(request: HttpRequest, slug: str) -> HttpResponse:
     if challenge is None:
         return _not_found(request, slug)
     version = challenge.active_version
+    if is_aggregate(challenge):
+        response = HttpResponse(
+            json.dumps(public_evaluation.export_body(request, challenge)),
+            content_type="application/json",
+        )
+        return _attachment(response, challenge, "json")
     board_id = freeze.board_id(challenge=challenge, user=request.user)
 
     def chunks() -> Iterator[str]:

@@ -46,7 +46,7 @@ from django.dispatch import Signal
 from django.utils import timezone
 
 from challenges import audit
-from challenges.leaderboards import scores, sql
+from challenges.leaderboards import evaluation, scores, sql
 from challenges.models import (
     AuditEvent,
     Challenge,
@@ -532,6 +532,9 @@ def job_finalize(*, job_id: int) -> bool:
     planned_up_to = job.chunks.aggregate(last=Max("last_attempt_id"))["last"] or 0
     scores.scores_catch_up(version=job.version, after_id=planned_up_to)
     _batch_before_switch(job)
+    # An aggregate board's intervals of the new version, computed before the switch
+    # (outside any transaction): the switched board shows intervals of its own scores.
+    evaluation.evaluation_compute(challenge_id=job.challenge_id, version_id=job.version_id)
     parts = scores.rebuild_parts(scores_count=job.total)
     with transaction.atomic():
         if not _claim_finalize(job_id):

@@ -16,9 +16,15 @@ from django.utils import timezone
 from django.utils.text import slugify
 
 from challenges import audit
-from challenges.fieldsets import EMPTY_SETUP, INFO_FIELDS, SETUP_FIELDS, SINGLE_SCORER
+from challenges.fieldsets import (
+    BOARD_FIELDS,
+    EMPTY_SETUP,
+    INFO_FIELDS,
+    SETUP_FIELDS,
+    SINGLE_SCORER,
+)
 from challenges.ingestion import rules
-from challenges.leaderboards import freeze
+from challenges.leaderboards import evaluation, freeze
 from challenges.models import Challenge, RescoreJob, ScoringVersion
 from challenges.rescoring import jobs as rescoring
 from challenges.text import line_breaks_normalised
@@ -49,6 +55,7 @@ def challenge_create(*, data: dict[str, Any], by: Any = None) -> Challenge:
     setup = scoring.setup_validate(setup=setup)
     challenge = Challenge(**{k: v for k, v in data.items() if k in INFO_FIELDS}, **setup)
     rules.competition_validate(challenge=challenge)
+    _board_validate(challenge)
     if not challenge.slug:
         challenge.slug = _unique_slug(challenge.name)
     challenge.save()
@@ -59,6 +66,13 @@ def challenge_create(*, data: dict[str, Any], by: Any = None) -> Challenge:
     challenge.save(update_fields=["active_version"])
     audit.audit_challenge_saved(challenge=challenge, before=None, by=by)
     return challenge
+
+
+def _board_validate(challenge: Challenge) -> None:
+    """Raises ``scoring.SetupInvalid`` (a 400 naming the field) for bad board fields."""
+    errors = evaluation.board_errors({n: getattr(challenge, n) for n in BOARD_FIELDS})
+    if errors:
+        raise scoring.SetupInvalid(errors)
 
 
 def setup_merge(*, challenge: Challenge, changes: dict[str, Any]) -> dict[str, Any]:
@@ -97,6 +111,7 @@ def challenge_update(
         if name in data:
             setattr(challenge, name, data[name])
     rules.competition_validate(challenge=challenge)
+    _board_validate(challenge)
     refreeze = challenge.freeze_at != before["freeze_at"]
     if refreeze:  # a new freeze: revealed again only by a new reveal
         challenge.revealed_at = None

@@ -289,3 +289,35 @@ def test_503_and_429_are_retried_after_retry_after_with_the_same_key(podium_bin,
     assert elapsed >= 2
     assert len(_Flaky.posts) == 3 and len(set(_Flaky.posts)) == 1
     assert _Flaky.posts[0].endswith("/lines-1-2")
+
+
+def test_board_show_lists_an_evaluation_boards_columns(podium_server, podium_bin):
+    """An aggregate board through a real server and its worker: the CLI shows n, the
+    interval, the rank range and the tier, as the API serves them once computed."""
+    made = podium_server.api(
+        "POST",
+        "/api/challenges/",
+        {"name": "CLI evals", "slug": "cli-evals", "scoring_strategy": "highest_rating",
+         "board": "aggregate", "bootstrap_samples": 100},
+    )  # fmt: skip
+    attempts = [
+        {"player": p, "succeeded": True, "rating": (i * k) % 11, "sample": {"id": f"q{i}"}}
+        for k, p in enumerate(("m1", "m2", "m3"), start=3)
+        for i in range(12)
+    ]
+    podium_server.api("POST", f"/api/challenges/{made['id']}/attempts/", attempts)
+    path = f"/api/challenges/{made['id']}/leaderboard/"
+    deadline = time.monotonic() + 60
+    board = podium_server.api("GET", path)
+    while board["pending"] or board["attempts"] < len(attempts):  # the worker computes
+        assert time.monotonic() < deadline, board
+        time.sleep(0.3)
+        board = podium_server.api("GET", path)
+    shown = run(podium_bin, "board", "show", "cli-evals", "--format", "csv",
+                env={"PODIUM_URL": podium_server.url})  # fmt: skip
+    assert shown.returncode == 0, shown.stderr
+    lines = list(csv.reader(io.StringIO(shown.stdout)))
+    columns = ["rank", "player", "display_name", "score", "n", "ci_low", "ci_high"]
+    assert lines[0] == [*columns, "rank_low", "rank_high", "tier"]
+    assert [line[1] for line in lines[1:]] == [r["player"] for r in board["results"]]
+    assert lines[1][9] == str(board["results"][0]["tier"]) == "1"

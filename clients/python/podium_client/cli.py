@@ -22,6 +22,8 @@ from podium_client.client import NotFound, PodiumClient, PodiumError, Unreachabl
 
 OK, REFUSED, USAGE, UNREACHABLE, NOT_FOUND, INTERRUPTED = 0, 1, 2, 3, 4, 130
 BOARD_COLUMNS = ["rank", "player", "display_name", "score", "attempt_id", "created_at"]
+AGGREGATE_COLUMNS = ["rank", "player", "display_name", "score", "n", "ci_low", "ci_high"]
+AGGREGATE_COLUMNS += ["rank_low", "rank_high", "tier"]  # an evaluation board's rows
 
 
 class Failed(Exception):
@@ -172,7 +174,8 @@ def cmd_board_show(args: argparse.Namespace) -> int:
     if args.format == "json":
         _print_json({"version": board["version"], "count": board["count"], "results": rows})
     else:
-        _print_rows(rows, BOARD_COLUMNS, args.format)
+        aggregate = board.get("board") == "aggregate"
+        _print_rows(rows, AGGREGATE_COLUMNS if aggregate else BOARD_COLUMNS, args.format)
     return OK
 
 

@@ -18,6 +18,8 @@ ScoreStatus = Literal["scored", "failed", "pending"]
 RescoreJobStatus = Literal["queued", "running", "succeeded", "failed", "cancelled"]
 ScoringStrategy = Literal["first", "fastest", "fewest_tokens", "highest_rating", "custom", "python"]
 LateAttempts = Literal["refuse", "practice"]
+Board = Literal["best_attempt", "aggregate"]
+Aggregate = Literal["mean", "sum"]
 MetricType = Literal[
     "mean", "max", "min", "std_dev", "frequency", "precision", "recall", "f1",
     "binary_classification", "multiclass_classification", "python",
@@ -101,25 +103,48 @@ class Challenge(_ChallengeRequired, total=False):
     attempts_per_day: int | None
     attempts_total: int | None
     freeze_at: str | None
+    board: Board
+    aggregate: Aggregate
+    min_attempts: int
+    ci_level: float
+    bootstrap_samples: int
+    sample_key: str
+    slice_by: str | None
 
 
 class _LeaderboardRowRequired(TypedDict):
-    rank: int
+    rank: int | None
     player: str
     display_name: str
     score: float
-    attempt_id: int
-    created_at: str
 
 
 class LeaderboardRow(_LeaderboardRowRequired, total=False):
+    attempt_id: int  # best-attempt boards
+    created_at: str
     scores: dict[str, float | None]
+    n: int  # aggregate boards
+    ci_low: float | None
+    ci_high: float | None
+    rank_low: int | None
+    rank_high: int | None
+    tier: int | None
 
 
-class Leaderboard(TypedDict):
+class _LeaderboardRequired(TypedDict):
     version: int | None
     count: int
     results: list[LeaderboardRow]
+
+
+class Leaderboard(_LeaderboardRequired, total=False):
+    board: str  # aggregate boards
+    computed_at: str | None
+    attempts: int
+    ci_level: float
+    slice: str | None
+    slices: dict[str, int]
+    pending: bool
 
 
 class _ChallengeMetricRequired(TypedDict):
