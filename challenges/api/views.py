@@ -524,8 +524,18 @@ def _version_read(challenge: Any, params: dict[str, Any], user: Any) -> dict[str
     found = history.version_board(challenge=challenge, number=params["version"], user=user)
     if found is None:
         raise NotFound("This version was never the challenge's active version.")
-    body = _leaderboard_read(challenge, params, found.board_id, version=found.version)
-    return {**body, "version": found.version.number, "current": found.current}
+
+    def build() -> dict[str, Any]:
+        body = _leaderboard_read(challenge, params, found.board_id, version=found.version)
+        return {**body, "version": found.version.number, "current": found.current}
+
+    # Kept under the board's ranking token while it names every row (history.board_token).
+    token = history.board_token(board_id=found.board_id)
+    if token is None:
+        return build()
+    asked = tuple(sorted((k, str(v)) for k, v in params.items()))
+    board = (found.version.pk, found.board_id, found.current)
+    return kept("version-api", (challenge.pk, board, token, asked), build)
 
 
 def _leaderboard_read(

@@ -24,7 +24,7 @@ from django.db import transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
-from challenges.leaderboards import exclusions, freeze, selectors, sql
+from challenges.leaderboards import exclusions, freeze, ranking, selectors, sql
 from challenges.models import Challenge, HistoryDue, HistoryRecord, Player, ScoringVersion
 
 TOP = 10  # k of "entered / left the top k"
@@ -337,6 +337,14 @@ def version_board(*, challenge: Challenge, number: int, user: Any) -> VersionBoa
     if freeze.frozen_for(challenge, user):
         board = freeze.frozen_ensure(challenge=challenge, version_id=version.pk)
     return VersionBoard(version, board, current)
+
+
+def board_token(*, board_id: int) -> str | None:
+    """The ranking token that names every row of a version's (or frozen) board while no
+    entry changed since its ranking and nothing marked it stale (a hide, a rename):
+    what is built from the rows may be kept under it. None: read the rows."""
+    state = ranking.ranking_state(version_id=board_id)
+    return state.token if state.token and not state.stale and not state.changed else None
 
 
 @dataclass(frozen=True)

@@ -69,16 +69,13 @@ def version_page(request: HttpRequest, slug: str, number: int) -> HttpResponse:
             status=404,
         )
     version = found.version
-    board = selectors.board_page(
-        challenge=challenge,
-        page=_page_number(request.GET.get("page")),
-        board_id=found.board_id,
-    )
-    rows = board_rows(board, version.scoring_strategy, {}, timezone.now(), version, challenge.slug)
-    return render(
-        request,
-        "challenges/version.html",
-        {
+    page = _page_number(request.GET.get("page"))
+
+    def build() -> str:
+        board = selectors.board_page(challenge=challenge, page=page, board_id=found.board_id)
+        now = timezone.now()
+        rows = board_rows(board, version.scoring_strategy, {}, now, version, challenge.slug)
+        context = {
             "challenge": challenge,
             "version": version,
             "current": found.current,
@@ -88,5 +85,15 @@ def version_page(request: HttpRequest, slug: str, number: int) -> HttpResponse:
             "strategy_words": display.strategy_words(version),
             "scoring_sentence": display.scoring_sentence(version),
             "tie_rule": TIE_RULE,
-        },
-    )
+        }
+        return render_to_string("challenges/version.html", context, request=request)
+
+    # A past version's board changes only with its ranking (a hide or a rename marks it
+    # stale): kept under its token, for the minute its relative times are worded in.
+    token = history.board_token(board_id=found.board_id)
+    if token is None:
+        return HttpResponse(build())
+    minute = timezone.now().replace(second=0, microsecond=0)
+    board = (found.version.pk, found.board_id, found.current)
+    parts = (challenge.pk, challenge.slug, challenge.updated_at, board, token, page, minute)
+    return HttpResponse(kept("version-page", parts, build))

@@ -286,3 +286,42 @@ def test_kept_history_follows_every_change(anon_api, client, monkeypatch):
 
     setup_services.challenge_update(challenge=challenge, data={"name": "Renamed challenge"})
     assert "Renamed challenge" in client.get(history_page_url(challenge.slug)).content.decode()
+
+
+def test_kept_version_boards_follow_renames_and_hides(
+    anon_api, client, monkeypatch, django_capture_on_commit_callbacks
+):
+    """A past version's board (page and API) is kept under its ranking's token: a rename
+    or a hide of one of its players shows at once."""
+    from challenges.leaderboards import selectors
+
+    challenge = seeded()
+    rescore_to(challenge, "fewest_tokens")  # version 1 is now a past version
+
+    def both():
+        return (
+            board_json(anon_api, challenge, "&version=1"),
+            client.get(version_page_url(challenge.slug, 1)).content.decode(),
+        )
+
+    body, html = both()
+    both()  # the ranking settles and the builds are kept
+    reads = []
+    real = selectors.board_page
+    monkeypatch.setattr(selectors, "board_page", lambda **kw: reads.append(1) or real(**kw))
+    assert both() == (body, html) and reads == []
+
+    player = Player.objects.get(external_id=body["results"][0]["player"])
+    renamed = player.display_name + " renamed"
+    player.display_name = renamed
+    with django_capture_on_commit_callbacks(execute=True):  # the rename commits
+        player.save()
+    body, html = both()
+    assert body["results"][0]["display_name"] == renamed
+    assert f">{renamed}<" in html
+
+    with django_capture_on_commit_callbacks(execute=True):
+        moderation.player_hide(player=player, challenge=challenge, reason="spam")
+    body, html = both()
+    assert player.external_id not in {r["player"] for r in body["results"]}
+    assert f">{renamed}<" not in html
