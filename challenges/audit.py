@@ -43,6 +43,9 @@ class Kind:
     ATTEMPT_DELETE = "attempt_delete"
     PLAYER_RENAME = "player_rename"  # an admin's edit of a display name
     IMPORT = "import"
+    COLLECTION_CREATE = "collection_create"
+    COLLECTION_EDIT = "collection_edit"  # name, slug, strategy, member challenges
+    COLLECTION_DELETE = "collection_delete"
 
     ALL = (
         CHALLENGE_CREATE,
@@ -63,6 +66,9 @@ class Kind:
         ATTEMPT_DELETE,
         PLAYER_RENAME,
         IMPORT,
+        COLLECTION_CREATE,
+        COLLECTION_EDIT,
+        COLLECTION_DELETE,
     )
 
 

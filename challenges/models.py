@@ -722,3 +722,66 @@ class HistoryRecord(models.Model):
 
     def delete(self, *args: Any, **kwargs: Any) -> Any:
         raise ValueError("History records are append-only.")
+
+
+# --- collections: a season's standings over several challenges -------------------------
+class CollectionStrategy(models.TextChoices):
+    """How a collection adds up each player's best attempt per member challenge
+    (docs/ranking.md, "Collections")."""
+
+    SUM = "sum", "Sum of board values"
+    FASTEST_TOTAL = "fastest_total", "Total time of successful best attempts"
+    FEWEST_TOKENS_TOTAL = "fewest_tokens_total", "Total tokens of successful best attempts"
+    HIGHEST_AVG_RATING = "highest_avg_rating", "Average rating of completed challenges"
+
+
+MAX_COLLECTION_CHALLENGES = 50  # a collection's board reads every member's board
+
+
+class Collection(models.Model):
+    """Several challenges ranked together: each player's best attempt per challenge (their
+    row on its public board), added up by ``strategy``. Derived on read: a collection
+    stores no score of its own."""
+
+    name = models.CharField(max_length=200)
+    slug = models.SlugField(max_length=200, unique=True)
+    description = models.TextField(blank=True, help_text="Markdown.")
+    strategy = models.CharField(
+        max_length=32, choices=CollectionStrategy.choices, default=CollectionStrategy.SUM
+    )
+    challenges = models.ManyToManyField(
+        Challenge, through="CollectionMember", related_name="collections", blank=True
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name", "id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(strategy__in=CollectionStrategy.values),
+                name="collection_strategy_known",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class CollectionMember(models.Model):
+    """One challenge of a collection, at its place in the collection's order."""
+
+    collection = models.ForeignKey(Collection, on_delete=models.CASCADE, related_name="members")
+    challenge = models.ForeignKey(Challenge, on_delete=models.CASCADE, related_name="+")
+    position = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["collection", "position", "id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["collection", "challenge"], name="collection_member_once"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.collection} · {self.challenge}"

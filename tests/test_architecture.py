@@ -24,6 +24,7 @@ LAYERS = {
     "setup": 3,
     "ingestion": 2,
     "rescoring": 1.5,  # ingestion queues the first rescore of a challenge made without a version
+    "collections": 1.2,  # standings over several challenges' boards
     "leaderboards": 1,
     "audit": 0.7,  # every capability records what it changed
     "fieldsets": 0.5,
