@@ -3,10 +3,12 @@ from rest_framework import routers
 from rest_framework.permissions import AllowAny
 from rest_framework.routers import DefaultRouter
 
+from challenges.api import collections as api_collections
 from challenges.api import competition as api_competition
 from challenges.api import scorers as scorer_api
 from challenges.api import views as api
 from challenges.public import views
+from challenges.public.collections import collection_detail
 from challenges.public.player import player_detail
 from challenges.public.switches import history_page, version_page
 
@@ -40,6 +42,7 @@ EXTERNAL_ID = r"(?P<external_id>[\s\S]+)"
 router = Router()
 router.register("challenges", api.ChallengeViewSet, basename="challenge")
 router.register("rescore-jobs", api.RescoreJobViewSet, basename="rescore-job")
+router.register("collections", api_collections.CollectionViewSet, basename="collection")
 
 app_name = "challenges"
 urlpatterns = [
@@ -52,6 +55,7 @@ urlpatterns = [
     path("challenges/<slug:slug>/leaderboard.json", views.export_json, name="export-json"),
     path("challenges/<slug:slug>/history/", history_page, name="history"),
     path("challenges/<slug:slug>/versions/<int:number>/", version_page, name="version"),
+    path("collections/<slug:slug>/", collection_detail, name="collection"),
     path(
         "challenges/<slug:slug>/players/<external_id:external_id>/",
         player_detail,

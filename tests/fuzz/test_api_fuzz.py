@@ -101,4 +101,8 @@ EVERY_ROUTE = {
     "POST /api/challenges/{id}/rescore/",
     "GET /api/rescore-jobs/{id}/",
     "POST /api/rescore-jobs/{id}/cancel/",
+    "GET /api/collections/",
+    "POST /api/collections/",
+    "GET /api/collections/{id}/",
+    "GET /api/collections/{id}/leaderboard/",
 }
