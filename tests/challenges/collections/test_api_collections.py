@@ -134,3 +134,23 @@ def test_the_routes_are_in_the_schema(anon_api):
         "/api/collections/{id}/leaderboard/",
     ):
         assert path in paths
+
+
+def test_reads_cost_the_same_queries_whatever_the_players(pair, admin_api, anon_api):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    pk = admin_api.post(collections_url(), body(pair), "json").json()["id"]
+
+    def queries(players: int) -> int:
+        for c in pair:
+            services.attempts_record(
+                challenge=c,
+                inputs=[attempt_input(f"q{players}-{i}", elapsed_ms=i + 1) for i in range(players)],
+            )
+        anon_api.get(collection_board_url(pk))  # rankings computed, as any first read
+        with CaptureQueriesContext(connection) as seen:
+            assert anon_api.get(collection_board_url(pk)).status_code == 200
+        return len(seen)
+
+    assert queries(3) == queries(60)
