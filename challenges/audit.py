@@ -46,6 +46,8 @@ class Kind:
     COLLECTION_CREATE = "collection_create"
     COLLECTION_EDIT = "collection_edit"  # name, slug, strategy, member challenges
     COLLECTION_DELETE = "collection_delete"
+    PAIRING_JUDGEMENT = "pairing_judgement"  # red/blue: the judge's verdict and the points
+    PAIRING_REJUDGE = "pairing_rejudge"  # an admin's new verdict on a judged pairing
 
     ALL = (
         CHALLENGE_CREATE,
@@ -69,6 +71,8 @@ class Kind:
         COLLECTION_CREATE,
         COLLECTION_EDIT,
         COLLECTION_DELETE,
+        PAIRING_JUDGEMENT,
+        PAIRING_REJUDGE,
     )
 
 

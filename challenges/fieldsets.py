@@ -10,6 +10,26 @@ SCHEDULE_FIELDS = ("opens_at", "closes_at", "late_attempts")
 LIMIT_FIELDS = ("attempts_per_day", "attempts_total")
 FREEZE_FIELDS = ("freeze_at",)  # revealed_at is set by the reveal alone
 COMPETITION_FIELDS = SCHEDULE_FIELDS + LIMIT_FIELDS + FREEZE_FIELDS
+RED_BLUE_FIELDS = (
+    "format",
+    "judge_suite",
+    "defense_selection_policy",
+    "attack_selection_policy",
+    "red_blue_scoring",
+    "severity_divisor",
+    "time_penalty",
+    "token_penalty",
+    "instructions",
+    "reveal_attacks_after_close",
+)
+# What changes the points of judged pairings (recomputed on a change).
+RED_BLUE_POINTS_FIELDS = (
+    "judge_suite",
+    "red_blue_scoring",
+    "severity_divisor",
+    "time_penalty",
+    "token_penalty",
+)
 SETUP_FIELDS = ScoringSetupFields.SETUP_FIELDS
 INFO_FIELDS = (
     "name",
@@ -20,6 +40,7 @@ INFO_FIELDS = (
     "app_id",
     "workflow_id",
     *COMPETITION_FIELDS,
+    *RED_BLUE_FIELDS,
 )
 EMPTY_SETUP = {  # a setup's fields but the strategy and timeout, empty
     "scoring_plugin_id": "",

@@ -5,6 +5,7 @@ from rest_framework.routers import DefaultRouter
 
 from challenges.api import collections as api_collections
 from challenges.api import competition as api_competition
+from challenges.api import redblue as api_redblue
 from challenges.api import scorers as scorer_api
 from challenges.api import views as api
 from challenges.public import views
@@ -85,6 +86,32 @@ api_urlpatterns = [
         name="attempt-unhide",
     ),
     path("audit/", api_competition.AuditList.as_view(), name="audit"),
+    # Red/blue challenges (challenges/api/redblue.py).
+    re_path(
+        r"^challenges/(?P<pk>[0-9]+)/teams/join/$",
+        api_redblue.TeamJoin.as_view(),
+        name="team-join",
+    ),
+    re_path(
+        r"^challenges/(?P<pk>[0-9]+)/submissions/$",
+        api_redblue.SubmissionCreate.as_view(),
+        name="submissions",
+    ),
+    re_path(
+        r"^challenges/(?P<pk>[0-9]+)/pairings/$",
+        api_redblue.PairingList.as_view(),
+        name="pairings",
+    ),
+    re_path(
+        r"^challenges/(?P<pk>[0-9]+)/standings/$",
+        api_redblue.StandingsView.as_view(),
+        name="standings",
+    ),
+    re_path(
+        r"^pairings/(?P<pk>[0-9]+)/judgement/$",
+        api_redblue.JudgementCreate.as_view(),
+        name="judgement",
+    ),
     path("scorers/", scorer_api.ScorerCatalogueView.as_view(), name="scorer-catalogue"),
     path("", include(router.urls)),
 ]

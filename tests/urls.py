@@ -112,3 +112,24 @@ def collection_board_url(pk: object) -> str:
 
 def collection_page_url(slug: str) -> str:
     return reverse("challenges:collection", args=[slug])
+
+
+# --- red/blue ------------------------------------------------------------------------------
+def team_join_url(pk: object) -> str:
+    return reverse("team-join", args=[pk])
+
+
+def submissions_url(pk: object) -> str:
+    return reverse("submissions", args=[pk])
+
+
+def pairings_url(pk: object) -> str:
+    return reverse("pairings", args=[pk])
+
+
+def standings_url(pk: object) -> str:
+    return reverse("standings", args=[pk])
+
+
+def judgement_url(pk: object) -> str:
+    return reverse("judgement", args=[pk])

@@ -1,1 +1,1 @@
-from . import collections, modeladmins  # noqa: F401 - Django autodiscovers challenges.admin: register the ModelAdmins
+from . import collections, modeladmins, redblue  # noqa: F401 - Django autodiscovers challenges.admin: register the ModelAdmins

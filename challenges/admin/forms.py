@@ -28,8 +28,10 @@ from django import forms
 from django.utils.functional import cached_property
 
 from challenges.admin import scorers as admin_scorers
+from challenges.fieldsets import RED_BLUE_FIELDS
 from challenges.ingestion.rules import competition_errors
 from challenges.models import Attempt, Challenge, LateAttempts, ScoringStrategy
+from challenges.redblue.rules import red_blue_errors
 from challenges.setup import services as setup_services
 from challenges.text import SURROGATE, line_breaks_normalised, path_label, text_problem
 from scoring.catalogue import OK, plugins_catalogue
@@ -296,6 +298,9 @@ class ChallengeAdminForm(forms.ModelForm):
         super().__init__(*args, **kwargs)
         if "late_attempts" in self.fields:
             self.fields["late_attempts"].required = False
+        for name in RED_BLUE_FIELDS:  # left out of a form: kept as they are
+            if name in self.fields:
+                self.fields[name].required = False
         self.setup: dict[str, Any] | None = None
         self.setup_changed = False
         self._weights_used = False
@@ -483,6 +488,14 @@ class ChallengeAdminForm(forms.ModelForm):
         for field, message in competition_errors(cleaned).items():
             if field in self.fields:
                 self.add_error(field, message)
+        for name in RED_BLUE_FIELDS:
+            if name in self.fields and cleaned.get(name) in (None, ""):
+                if name != "instructions":
+                    cleaned[name] = getattr(self.instance, name)
+        if "format" in self.fields:  # the red/blue settings, when the form shows them
+            values = {n: cleaned.get(n, getattr(self.instance, n)) for n in RED_BLUE_FIELDS}
+            for field, message in red_blue_errors(values).items():
+                self.add_error(field if field in self.fields else None, message)
         if bad_text:
             return cleaned
         if not self.can_edit_scoring:

@@ -18,6 +18,9 @@ ScoreStatus = Literal["scored", "failed", "pending"]
 RescoreJobStatus = Literal["queued", "running", "succeeded", "failed", "cancelled"]
 ScoringStrategy = Literal["first", "fastest", "fewest_tokens", "highest_rating", "custom", "python"]
 LateAttempts = Literal["refuse", "practice"]
+ChallengeFormat = Literal["single", "red_blue"]
+SelectionPolicy = Literal["latest_best", "random_active", "round_robin", "request_new_if_none"]
+RedBlueScoring = Literal["red_blue_ratio", "custom"]
 MetricType = Literal[
     "mean", "max", "min", "std_dev", "frequency", "precision", "recall", "f1",
     "binary_classification", "multiclass_classification", "python",
@@ -101,6 +104,16 @@ class Challenge(_ChallengeRequired, total=False):
     attempts_per_day: int | None
     attempts_total: int | None
     freeze_at: str | None
+    format: ChallengeFormat
+    judge_suite: list[str]
+    defense_selection_policy: SelectionPolicy
+    attack_selection_policy: SelectionPolicy
+    red_blue_scoring: RedBlueScoring
+    severity_divisor: float
+    time_penalty: float
+    token_penalty: float
+    instructions: str
+    reveal_attacks_after_close: bool
 
 
 class _LeaderboardRowRequired(TypedDict):
