@@ -30,9 +30,10 @@ from challenges.leaderboards import charts, freeze, precision, score_columns, se
 from challenges.leaderboards.kept import kept, kept_board
 from challenges.leaderboards.metrics import challenge_metrics, public_metrics
 from challenges.leaderboards.rules import TIE_RULE
-from challenges.models import Challenge
+from challenges.models import Challenge, ChallengeFormat
 from challenges.public import display, schedule
 from challenges.public.markdown import render_markdown, summary
+from challenges.public.redblue import red_blue_page
 from challenges.rescoring.batch import batch_coverage
 
 logger = logging.getLogger(__name__)
@@ -371,6 +372,8 @@ def challenge_detail(request: HttpRequest, slug: str) -> HttpResponse:
     challenge = selectors.challenge_public(slug=slug)
     if challenge is None:
         return _not_found(request, slug)
+    if challenge.format == ChallengeFormat.RED_BLUE:
+        return red_blue_page(request, challenge)
     try:
         html = _board_html(request, challenge, "page", _page_build(request, challenge))
     except PageOutOfRange as past:

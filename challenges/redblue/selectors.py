@@ -138,3 +138,20 @@ def pairing_matrix(*, challenge: Challenge) -> Matrix:
             hits = [code for code, hit in (p.categories or {}).items() if hit]
             cells[(p.attack_id, p.defense_id)] = ", ".join(hits) or "held"
     return Matrix(list(attacks.values()), sorted(defenses.values()), cells)
+
+
+def attacks_revealed(*, challenge: Challenge, now: datetime, limit: int = 200) -> list[Any] | None:
+    """The attacks the public may read (newest first, hidden players' left out): only
+    once the challenge has closed and only when it says so; None otherwise. Defences are
+    never public."""
+    from challenges.models import Submission
+
+    if not challenge.reveal_attacks_after_close or challenge.closes_at is None:
+        return None
+    if now < challenge.closes_at:
+        return None
+    attacks = Submission.objects.filter(challenge=challenge, team=Team.RED).select_related("player")
+    hidden = exclusions.hidden_player_ids(
+        challenge_id=challenge.pk, player_ids=attacks.values_list("player_id", flat=True)
+    )
+    return list(attacks.exclude(player_id__in=hidden).order_by("-created_at", "-id")[:limit])
