@@ -105,4 +105,9 @@ EVERY_ROUTE = {
     "POST /api/collections/",
     "GET /api/collections/{id}/",
     "GET /api/collections/{id}/leaderboard/",
+    "POST /api/challenges/{id}/teams/join/",
+    "POST /api/challenges/{id}/submissions/",
+    "GET /api/challenges/{id}/pairings/",
+    "POST /api/pairings/{id}/judgement/",
+    "GET /api/challenges/{id}/standings/",
 }

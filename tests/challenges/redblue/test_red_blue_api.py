@@ -298,3 +298,13 @@ def test_secrets_are_absent_from_every_public_output(anon_api, client):
         for secret in ("SECRET-ATTACK", "SECRET-DEFENCE", "SECRET-FEEDBACK", "SECRET-RAW"):
             assert secret not in text
     assert "SECRET" not in json.dumps(list(AuditEvent.objects.values("before", "after")))
+
+
+def test_attempts_to_a_red_blue_challenge_are_409s(integration_api):
+    from challenges.models import Attempt
+    from tests.urls import attempts_url
+
+    c = make_red_blue()
+    response = integration_api.post(attempts_url(c.pk), {"player": "p", "succeeded": True}, "json")
+    assert response.status_code == 409 and "submissions" in response.json()["detail"]
+    assert not Attempt.objects.exists()
