@@ -79,12 +79,15 @@ def _fresh_cache():
     from django.core.cache import cache
 
     from challenges.leaderboards import kept
+    from challenges.redblue import selectors as red_blue
 
     cache.clear()
     kept.local_clear()  # the process's copies of kept builds
+    red_blue.kept_clear()
     yield
     cache.clear()
     kept.local_clear()
+    red_blue.kept_clear()
 
 
 @pytest.fixture(autouse=True)

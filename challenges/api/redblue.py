@@ -418,8 +418,11 @@ class StandingsView(APIView):
         "with limit and offset). No prompt, feedback or judge output.",
     )
     def get(self, request: Request, pk: str) -> Response:
-        challenge = _challenge(pk, request, public=True)
+        pk_ = row_id(pk)
+        probed = selectors.standings_probe(pk=pk_) if pk_ else None
+        if probed is None or not (probed[0].is_active or is_staff_member(request.user)):
+            raise NotFound("No red/blue challenge with this id.")
         query = StandingsQuery(data=request.query_params)
         query.is_valid(raise_exception=True)
-        found = selectors.standings(challenge=challenge)
+        found = selectors.standings_kept(challenge=probed[0], key=probed[1])
         return Response(standings_out(found, **query.validated_data))

@@ -69,7 +69,12 @@ def points_sentence(challenge: Challenge) -> str:
 
 
 def red_blue_page(request: HttpRequest, challenge: Challenge) -> HttpResponse:
-    found = selectors.standings(challenge=challenge)
+    probed = selectors.standings_probe(pk=challenge.pk)
+    found = (
+        selectors.standings_kept(challenge=challenge, key=probed[1])
+        if probed
+        else selectors.standings(challenge=challenge)
+    )
     now = timezone.now()
     context = {
         "challenge": challenge,

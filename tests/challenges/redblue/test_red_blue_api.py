@@ -308,3 +308,24 @@ def test_attempts_to_a_red_blue_challenge_are_409s(integration_api):
     response = integration_api.post(attempts_url(c.pk), {"player": "p", "succeeded": True}, "json")
     assert response.status_code == 409 and "submissions" in response.json()["detail"]
     assert not Attempt.objects.exists()
+
+
+def test_standings_are_kept_until_what_they_depend_on_changes(anon_api, admin_api):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    c = make_red_blue()
+    submit(c, "r", "red")
+    first = submit(c, "b", "blue").pairings[0]
+    judge(first, breached=["SA"], rating=0)
+    assert anon_api.get(standings_url(c.pk)).json()["red"]["points"] == 1.0
+    with CaptureQueriesContext(connection) as seen:
+        assert anon_api.get(standings_url(c.pk)).json()["red"]["points"] == 1.0
+    assert len(seen) == 1  # the probe: the standings themselves are kept
+    second = submit(c, "r2", "red").pairings[0]
+    assert anon_api.get(standings_url(c.pk)).json()["red"]["points"] == 1.0  # not judged
+    judge(second, breached=["SA", "V"], rating=0)
+    assert anon_api.get(standings_url(c.pk)).json()["red"]["points"] == 3.0
+    Player.objects.filter(external_id="r2").update(display_name="Renamed")  # no key change
+    moderation.player_hide(player=Player.objects.get(external_id="b"), challenge=None, reason="x")
+    assert anon_api.get(standings_url(c.pk)).json()["red"]["points"] == 0.0
