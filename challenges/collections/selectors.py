@@ -9,15 +9,18 @@ shows the public, the collection shows, and nothing else.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from django.contrib.auth.models import AnonymousUser
+from django.core.cache import cache
 from django.db.models import Prefetch, QuerySet
 
 from challenges.collections.standings import BoardRow, Cell, Standing, standings_rank
 from challenges.leaderboards import freeze
+from challenges.leaderboards import ranking as R
 from challenges.leaderboards import selectors as boards
 from challenges.models import Attempt, Challenge, Collection, CollectionMember
 from challenges.text import row_id
@@ -101,12 +104,51 @@ class CollectionBoard:
         return next((i for i, s in enumerate(self.standings) if s.player == external_id), None)
 
 
+# Standings by what they are computed from: the collection as saved, and per member the
+# challenge as saved, the board the public reads and that board's ranking token (every
+# change of a board's rows gives its ranking a new token once re-ranked: entries written,
+# hides, renames, deletions; so the standings lag new attempts exactly as long as the
+# member boards' ranks may, PODIUM_RANKING_MAX_AGE_MS). The Django cache shares them
+# between processes; this dict spares the round trip within one.
+_kept: dict[tuple[Any, ...], list[Standing]] = {}
+KEPT_MAX = 64
+
+
+def kept_clear() -> None:
+    """For tests: forget this process's copies."""
+    _kept.clear()
+
+
+def _rows(boards_read: list[int | None]) -> list[list[BoardRow]]:
+    return [list(_cells(board)) if board is not None else [] for board in boards_read]
+
+
 def collection_board(*, collection: Collection) -> CollectionBoard:
-    """The collection's standings over its members' public boards."""
+    """The collection's standings over its members' public boards, kept until a member
+    board's ranking changes."""
     challenges = collection_challenges(collection)
-    rows = []
-    for challenge in challenges:
-        board = public_board_id(challenge)
-        rows.append(list(_cells(board)) if board is not None else [])
-    ranked = standings_rank(strategy=collection.strategy, boards=rows)
+    read = [public_board_id(c) for c in challenges]
+    key = (
+        collection.pk,
+        collection.updated_at.isoformat(),
+        collection.strategy,
+        tuple(
+            (c.pk, c.updated_at.isoformat(), board, _token(board))
+            for c, board in zip(challenges, read, strict=True)
+        ),
+    )
+    ranked = _kept.get(key)
+    if ranked is None:
+        cache_key = "collection-standings:" + hashlib.sha256(repr(key).encode()).hexdigest()
+        ranked = cache.get(cache_key)
+        if ranked is None:
+            ranked = standings_rank(strategy=collection.strategy, boards=_rows(read))
+            cache.set(cache_key, ranked, timeout=3600)
+        if len(_kept) >= KEPT_MAX:
+            _kept.clear()
+        _kept[key] = ranked
     return CollectionBoard(collection, challenges, ranked)
+
+
+def _token(board: int | None) -> str | None:
+    return None if board is None else R.ranking_current(version_id=board).token

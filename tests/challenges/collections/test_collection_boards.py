@@ -162,3 +162,24 @@ def test_unhide_brings_a_player_back_exactly(admin_api, anon_api):
     assert api_standings(anon_api, pk) == [(1, "y", 18.0, 2), (2, "x", 3.0, 1)]
     moderation.player_unhide(player=x, challenge=b, reason="r")
     assert api_standings(anon_api, pk) == before
+
+
+def test_kept_standings_follow_new_attempts_and_renames(
+    admin_api, anon_api, django_capture_on_commit_callbacks
+):
+    a = make_challenge(scoring_strategy="fastest")
+    services.attempts_record(challenge=a, inputs=[attempt_input("x", elapsed_ms=50)])
+    body = {"name": "S", "strategy": "fastest_total", "challenges": [a.pk]}
+    pk = admin_api.post(collections_url(), body, format="json").json()["id"]
+    assert api_standings(anon_api, pk) == [(1, "x", 50.0, 1)]
+    services.attempts_record(
+        challenge=a,
+        inputs=[attempt_input("y", elapsed_ms=10), attempt_input("x", elapsed_ms=40)],
+    )
+    assert api_standings(anon_api, pk) == [(1, "y", 10.0, 1), (2, "x", 40.0, 1)]
+    with django_capture_on_commit_callbacks(execute=True):  # a rename marks boards stale
+        services.attempts_record(
+            challenge=a, inputs=[attempt_input("y", elapsed_ms=99, player_name="Yvonne")]
+        )
+    names = [r["display_name"] for r in anon_api.get(collection_board_url(pk)).json()["results"]]
+    assert names == ["Yvonne", "x"]
