@@ -80,12 +80,12 @@ def _fresh_cache():
 
     from challenges.collections import selectors as collections
     from challenges.leaderboards import kept
-    from challenges.redblue import selectors as red_blue
+    from challenges.redblue import kept as red_blue
 
     def forget() -> None:
         cache.clear()
         kept.local_clear()  # the process's copies of kept builds
-        red_blue.kept_clear()
+        red_blue.local_clear()
         collections.kept_clear()
 
     forget()

@@ -6,11 +6,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.http import HttpResponse
+from django.utils.cache import patch_cache_control, patch_vary_headers
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.exceptions import NotFound
 from rest_framework.permissions import AllowAny, BasePermission
+from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -21,12 +24,14 @@ from challenges.api.serializers import StrictSerializer
 from challenges.api.views import BodyCheckedMixin, _iso
 from challenges.ingestion import idempotency, rules
 from challenges.leaderboards import precision
+from challenges.leaderboards import selectors as board_selectors
 from challenges.models import Challenge, ChallengeFormat, Pairing
 from challenges.permissions import (
     CanRecordAttempts,
     is_scoring_admin,
     is_staff_member,
 )
+from challenges.redblue import kept as red_blue_kept
 from challenges.redblue import selectors, services
 from challenges.text import row_id
 
@@ -417,12 +422,35 @@ class StandingsView(APIView):
         description="Each team's points and ratio, and a board per team (players paged "
         "with limit and offset). No prompt, feedback or judge output.",
     )
-    def get(self, request: Request, pk: str) -> Response:
-        pk_ = row_id(pk)
-        probed = selectors.standings_probe(pk=pk_) if pk_ else None
-        if probed is None or not (probed[0].is_active or is_staff_member(request.user)):
+    def get(self, request: Request, pk: str) -> HttpResponse:
+        # Polled: the leaderboard's constant probe (a cached copy of the challenge), and
+        # the JSON kept until the standings change (challenges/redblue/kept.py).
+        challenge = board_selectors.challenge_for_board(
+            pk=pk, include_inactive=is_staff_member(request.user)
+        )
+        if challenge is None or challenge.format != ChallengeFormat.RED_BLUE:
             raise NotFound("No red/blue challenge with this id.")
         query = StandingsQuery(data=request.query_params)
         query.is_valid(raise_exception=True)
-        found = selectors.standings_kept(challenge=probed[0], key=probed[1])
-        return Response(standings_out(found, **query.validated_data))
+        params = query.validated_data
+
+        def body() -> dict[str, Any]:
+            found = selectors.standings_read(challenge=challenge)
+            return standings_out(found, **params)
+
+        if request.accepted_media_type != "application/json":
+            return Response(body())  # the browsable API
+        key = (
+            "api-standings",
+            challenge.pk,
+            challenge.updated_at.isoformat(),
+            red_blue_kept.generation(challenge.pk),
+            params["limit"],
+            params["offset"],
+        )
+        content = red_blue_kept.kept(key, lambda: JSONRenderer().render(body()))
+        response = HttpResponse(content, content_type="application/json")
+        patch_vary_headers(response, ("Authorization", "Cookie"))
+        if not challenge.is_active:
+            patch_cache_control(response, private=True)
+        return response

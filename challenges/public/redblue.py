@@ -7,14 +7,14 @@ from __future__ import annotations
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
+from django.template.loader import render_to_string
 from django.utils import timezone
 
 from challenges.leaderboards.selectors import PAGE
 from challenges.models import Challenge
 from challenges.public import display, schedule
 from challenges.public.markdown import render_markdown
-from challenges.redblue import selectors
+from challenges.redblue import kept, selectors
 
 POLICY_WORDS = {
     "latest_best": "the newest",
@@ -69,18 +69,40 @@ def points_sentence(challenge: Challenge) -> str:
 
 
 def red_blue_page(request: HttpRequest, challenge: Challenge) -> HttpResponse:
-    probed = selectors.standings_probe(pk=challenge.pk)
-    found = (
-        selectors.standings_kept(challenge=challenge, key=probed[1])
-        if probed
-        else selectors.standings(challenge=challenge)
-    )
+    """The page, kept until the standings change (``redblue.kept``): its key names the
+    challenge as saved, the standings' generation, the boards' pages, and what of the
+    clock the page shows (the schedule's words, whether the attacks are out)."""
     now = timezone.now()
+    banner = schedule.banner(challenge=challenge, now=now)
+    revealed = (
+        challenge.reveal_attacks_after_close
+        and challenge.closes_at is not None
+        and now >= challenge.closes_at
+    )
+    red_page, blue_page = _page(request.GET.get("red_page")), _page(request.GET.get("blue_page"))
+    key = (
+        "page",
+        challenge.pk,
+        challenge.updated_at.isoformat(),
+        kept.generation(challenge.pk),
+        red_page,
+        blue_page,
+        repr(banner),
+        revealed,
+    )
+    html = kept.kept(key, lambda: _html(request, challenge, red_page, blue_page, banner, now))
+    return HttpResponse(html)
+
+
+def _html(
+    request: HttpRequest, challenge: Challenge, red_page: int, blue_page: int, banner: Any, now: Any
+) -> str:
+    found = selectors.standings_read(challenge=challenge)
     context = {
         "challenge": challenge,
         "description": render_markdown(challenge.description),
         "instructions": render_markdown(challenge.instructions),
-        "schedule": schedule.banner(challenge=challenge, now=now),
+        "schedule": banner,
         "points_sentence": points_sentence(challenge),
         "attack_policy": POLICY_WORDS[challenge.defense_selection_policy],
         "defense_policy": POLICY_WORDS[challenge.attack_selection_policy],
@@ -92,8 +114,8 @@ def red_blue_page(request: HttpRequest, challenge: Challenge) -> HttpResponse:
             "points": display.format_value(found.blue, "python"),
             "ratio": _percent(found.ratio("blue")),
         },
-        "red_board": _board(found.red_players, _page(request.GET.get("red_page"))),
-        "blue_board": _board(found.blue_players, _page(request.GET.get("blue_page"))),
+        "red_board": _board(found.red_players, red_page),
+        "blue_board": _board(found.blue_players, blue_page),
         "attacks": selectors.attacks_revealed(challenge=challenge, now=now),
     }
-    return render(request, "challenges/red_blue.html", context)
+    return render_to_string("challenges/red_blue.html", context, request=request)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from challenges.models import Challenge, Pairing
+from challenges.redblue import kept as red_blue_kept
 from scoring.engine.red_blue import Points, ratio_points
 
 
@@ -50,4 +51,6 @@ def points_recompute(*, challenge: Challenge) -> int:
             pairing.red_points, pairing.blue_points = points.red, points.blue
             changed.append(pairing)
     Pairing.objects.bulk_update(changed, ["red_points", "blue_points"], batch_size=1000)
+    if changed:
+        red_blue_kept.changed(challenge_ids=[challenge.pk])
     return len(changed)

@@ -8,25 +8,16 @@ board). Prompts, feedback and the judge's ``raw`` are never part of a standing.
 
 from __future__ import annotations
 
-import hashlib
 import math
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.core.cache import cache
-from django.db.models import (
-    Count,
-    DateTimeField,
-    IntegerField,
-    Max,
-    OuterRef,
-    QuerySet,
-    Subquery,
-)
+from django.db.models import QuerySet
 
 from challenges.leaderboards import exclusions
-from challenges.models import Challenge, ChallengeFormat, Pairing, PlayerHide, Team
+from challenges.models import Challenge, Pairing, Team
+from challenges.redblue.kept import generation, kept
 
 
 def pairings_list(*, challenge: Challenge, status: str | None, limit: int) -> QuerySet[Pairing]:
@@ -167,72 +158,8 @@ def attacks_revealed(*, challenge: Challenge, now: datetime, limit: int = 200) -
     return list(attacks.exclude(player_id__in=hidden).order_by("-created_at", "-id")[:limit])
 
 
-# --- the standings, kept -------------------------------------------------------------------
-# Standings by what they are computed from: the challenge as saved (its points rule), the
-# judged pairings (how many, the newest judgement: a judgement or a re-judge moves it)
-# and the challenge's hides (how many, the newest). Any change of those gives a new key,
-# so a kept copy is never stale; the Django cache shares it between processes and this
-# dict spares the cache's round trip within one.
-_kept: dict[tuple[Any, ...], Standings] = {}
-KEPT_MAX = 256
-
-
-def _grouped(queryset: Any, by: str, aggregate: Any, field: Any) -> Subquery:
-    """One aggregate of ``queryset`` (a single group by ``by``) as a scalar subquery."""
-    rows = queryset.order_by().values(by).annotate(v=aggregate).values("v")[:1]
-    return Subquery(rows, output_field=field)
-
-
-def standings_probe(*, pk: int) -> tuple[Challenge, tuple[Any, ...]] | None:
-    """A red/blue challenge by id (None: unknown or not red/blue) with the key of its
-    standings, in one statement."""
-    judged = Pairing.objects.filter(challenge_id=OuterRef("pk"), judged_at__isnull=False)
-    here = PlayerHide.objects.filter(challenge_id=OuterRef("pk"))
-    everywhere = PlayerHide.objects.filter(challenge__isnull=True)  # one group: NULL
-    found = (
-        Challenge.objects.filter(pk=pk, format=ChallengeFormat.RED_BLUE)
-        .annotate(
-            judged_n=_grouped(judged, "challenge_id", Count("pk"), IntegerField()),
-            judged_last=_grouped(judged, "challenge_id", Max("judged_at"), DateTimeField()),
-            hides_here=_grouped(here, "challenge_id", Count("pk"), IntegerField()),
-            hides_here_last=_grouped(here, "challenge_id", Max("hidden_at"), DateTimeField()),
-            hides_all=_grouped(everywhere, "challenge_id", Count("pk"), IntegerField()),
-            hides_all_last=_grouped(everywhere, "challenge_id", Max("hidden_at"), DateTimeField()),
-        )
-        .first()
-    )
-    if found is None:
-        return None
-    key = (
-        found.pk,
-        found.updated_at.isoformat(),
-        found.judged_n,
-        found.judged_last.isoformat() if found.judged_last else None,
-        found.hides_here,
-        found.hides_here_last.isoformat() if found.hides_here_last else None,
-        found.hides_all,
-        found.hides_all_last.isoformat() if found.hides_all_last else None,
-    )
-    return found, key
-
-
-def standings_kept(*, challenge: Challenge, key: tuple[Any, ...]) -> Standings:
-    """The standings of ``challenge`` under ``key`` (``standings_probe``): this process's
-    copy, else the cache's, else computed and kept in both."""
-    found = _kept.get(key)
-    if found is not None:
-        return found
-    cache_key = "redblue-standings:" + hashlib.sha256(repr(key).encode()).hexdigest()
-    found = cache.get(cache_key)
-    if found is None:
-        found = standings(challenge=challenge)
-        cache.set(cache_key, found, timeout=3600)
-    if len(_kept) >= KEPT_MAX:
-        _kept.clear()
-    _kept[key] = found
-    return found
-
-
-def kept_clear() -> None:
-    """For tests: forget this process's copies."""
-    _kept.clear()
+# --- the standings, kept ---------------------------------------------------------------
+def standings_read(*, challenge: Challenge) -> Standings:
+    """The standings, kept until they change (``redblue.kept``)."""
+    key = ("standings", challenge.pk, challenge.updated_at.isoformat(), generation(challenge.pk))
+    return kept(key, lambda: standings(challenge=challenge))

@@ -32,6 +32,7 @@ from challenges.models import (
     Team,
     TeamMember,
 )
+from challenges.redblue import kept as red_blue_kept
 from challenges.redblue import policies
 from challenges.redblue.points import pairing_points
 
@@ -105,6 +106,8 @@ class Recorded:
 
 def _caps(challenge: Challenge, player: Player, now: Any) -> None:
     """The challenge's caps count a player's submissions as they count attempts."""
+    if not rules.has_limits(challenge):
+        return
     mine = Submission.objects.filter(challenge=challenge, player=player)
     total, today = mine.count(), mine.filter(created_at__gt=now - timedelta(hours=24)).count()
     if challenge.attempts_total is not None and total + 1 > challenge.attempts_total:
@@ -272,6 +275,7 @@ def judgement_record(
     pairing.judged_at = timezone.now()
     pairing.judged_by = by if getattr(by, "is_authenticated", False) else None
     pairing.save()
+    red_blue_kept.changed(challenge_ids=[challenge.pk])
     audit_record(
         kind=Kind.PAIRING_JUDGEMENT if before is None else Kind.PAIRING_REJUDGE,
         by=by,

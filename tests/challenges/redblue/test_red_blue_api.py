@@ -329,3 +329,27 @@ def test_standings_are_kept_until_what_they_depend_on_changes(anon_api, admin_ap
     Player.objects.filter(external_id="r2").update(display_name="Renamed")  # no key change
     moderation.player_hide(player=Player.objects.get(external_id="b"), challenge=None, reason="x")
     assert anon_api.get(standings_url(c.pk)).json()["red"]["points"] == 0.0
+
+
+def test_a_scoped_token_judges_and_submits_only_its_challenges(django_user_model):
+    from django.contrib.auth.models import Group
+    from rest_framework.authtoken.models import Token
+    from rest_framework.test import APIClient
+
+    from challenges.models import IntegrationScope
+
+    mine, other = make_red_blue(), make_red_blue()
+    user = django_user_model.objects.create_user("judge-b", password="x-long-Password-1")
+    user.groups.add(Group.objects.get(name="Integrations"))
+    IntegrationScope.objects.create(user=user, challenge=mine)
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+    submit(other, "r", "red")
+    theirs = submit(other, "b", "blue").pairings[0]
+    verdict = {"categories": dict.fromkeys(SUITE, False), "rating": 1}
+    assert api.post(judgement_url(theirs.pk), verdict, "json").status_code == 403
+    assert api.get(pairings_url(other.pk)).status_code == 403
+    body = {"player": "p", "team": "red", "prompt": "x"}
+    assert api.post(submissions_url(other.pk), body, "json").status_code == 403
+    assert api.post(submissions_url(mine.pk), body, "json").status_code == 201
+    assert Pairing.objects.get(pk=theirs.pk).judged_at is None
