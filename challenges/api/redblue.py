@@ -30,6 +30,7 @@ from challenges.permissions import (
     CanRecordAttempts,
     is_scoring_admin,
     is_staff_member,
+    writable_challenges,
 )
 from challenges.redblue import kept as red_blue_kept
 from challenges.redblue import selectors, services
@@ -103,6 +104,7 @@ class TeamJoin(_RedBlueView):
                 external_id=data["player"],
                 team=data["team"],
                 player_name=data.get("player_name") or None,
+                may_rename=writable_challenges(request.user) is None,
             )
         except services.TeamConflict as exc:
             return _conflict(exc)
@@ -185,6 +187,7 @@ class SubmissionCreate(_RedBlueView):
                 team=data["team"],
                 prompt=data["prompt"],
                 player_name=data.get("player_name") or None,
+                may_rename=writable_challenges(request.user) is None,
                 within=within,
             )
 

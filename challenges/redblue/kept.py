@@ -9,8 +9,9 @@ with nothing changed costs the challenge's probe and a cache read. A change repl
 the generation at once (inside its transaction: the writer's own reads see it) and
 again when it commits (a reader that built from the rows before the commit kept its
 build under the generation the commit then leaves behind). A lost generation (the cache
-evicted it) is a new one: builds are made again, never served stale. A player's new
-display name shows at the next change.
+evicted it) is a new one: builds are made again, never served stale. A rename through
+a player's save (the admin, a submission) is a change too; one made by recording
+attempts elsewhere (a bulk update) shows at the next change.
 """
 
 from __future__ import annotations
@@ -24,7 +25,14 @@ from django.db import transaction
 from django.db.models.signals import post_delete, post_save
 from django.dispatch import receiver
 
-from challenges.models import Challenge, ChallengeFormat, Pairing, PlayerHide
+from challenges.models import (
+    Challenge,
+    ChallengeFormat,
+    Pairing,
+    Player,
+    PlayerHide,
+    TeamMember,
+)
 
 KEY = "redblue-generation:{}"
 LOCAL_MAX = 512
@@ -95,3 +103,11 @@ def _hide_changed(sender: type, instance: PlayerHide, **kwargs: Any) -> None:
 @receiver(post_delete, sender=Pairing, dispatch_uid="podium-redblue-pairing-deleted")
 def _pairing_deleted(sender: type, instance: Pairing, **kwargs: Any) -> None:
     changed(challenge_ids=[instance.challenge_id])
+
+
+@receiver(post_save, sender=Player, dispatch_uid="podium-redblue-player-saved")
+def _player_saved(sender: type, instance: Player, created: bool, **kwargs: Any) -> None:
+    # A rename (the admin's, or a submission's player_name): the boards showing the name.
+    if not created:
+        teams = TeamMember.objects.filter(player_id=instance.pk)
+        changed(challenge_ids=teams.values_list("challenge_id", flat=True))

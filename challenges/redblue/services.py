@@ -64,14 +64,17 @@ def _red_blue(challenge: Challenge) -> None:
         raise NotRedBlue(f"Challenge {challenge.pk} is not a red/blue challenge.")
 
 
-def _player(external_id: str, name: str | None) -> Player:
+def _player(external_id: str, name: str | None, *, may_rename: bool) -> Player:
+    """The player of this external id, made with ``name`` if new; renamed only when
+    ``may_rename`` (an unscoped writer: a scoped one never renames the players of
+    boards it does not write to, as for attempts)."""
     player, created = Player.objects.get_or_create(
         external_id=external_id,
         defaults={"display_name": (name or external_id)[:DISPLAY_NAME_MAX]},
     )
-    if not created and name and player.display_name != name[:DISPLAY_NAME_MAX]:
+    if not created and may_rename and name and player.display_name != name[:DISPLAY_NAME_MAX]:
         player.display_name = name[:DISPLAY_NAME_MAX]
-        player.save(update_fields=["display_name"])
+        player.save(update_fields=["display_name"])  # its boards re-rank on commit
     return player
 
 
@@ -89,13 +92,18 @@ def _join(challenge: Challenge, player: Player, team: str) -> TeamMember:
 
 @transaction.atomic
 def team_join(
-    *, challenge: Challenge, external_id: str, team: str, player_name: str | None = None
+    *,
+    challenge: Challenge,
+    external_id: str,
+    team: str,
+    player_name: str | None = None,
+    may_rename: bool = True,
 ) -> TeamMember:
     """Put a player on a team (joining the same team again changes nothing). Raises
     ``TeamConflict`` for a player on the other team."""
     _red_blue(challenge)
     Challenge.objects.select_for_update().filter(pk=challenge.pk).exists()
-    return _join(challenge, _player(external_id, player_name), team)
+    return _join(challenge, _player(external_id, player_name, may_rename=may_rename), team)
 
 
 @dataclass
@@ -170,6 +178,7 @@ def submission_record(
     team: str,
     prompt: str,
     player_name: str | None = None,
+    may_rename: bool = True,
     rng: random.Random | None = None,
     within: Any = None,
 ) -> Recorded:
@@ -189,7 +198,7 @@ def submission_record(
             opens_at=challenge.opens_at,
             closes_at=challenge.closes_at,
         )
-    player = _player(external_id, player_name)
+    player = _player(external_id, player_name, may_rename=may_rename)
     _join(challenge, player, team)
     _caps(challenge, player, now)
     Submission.objects.filter(challenge=challenge, player=player, active=True).update(active=False)

@@ -353,3 +353,31 @@ def test_a_scoped_token_judges_and_submits_only_its_challenges(django_user_model
     assert api.post(submissions_url(other.pk), body, "json").status_code == 403
     assert api.post(submissions_url(mine.pk), body, "json").status_code == 201
     assert Pairing.objects.get(pk=theirs.pk).judged_at is None
+
+
+def test_renames_follow_the_writers_scope(django_user_model, integration_api, anon_api):
+    from django.contrib.auth.models import Group
+    from rest_framework.authtoken.models import Token
+    from rest_framework.test import APIClient
+
+    from challenges.models import IntegrationScope
+
+    c = make_red_blue()
+    body = {"player": "ada", "team": "red", "prompt": "x", "player_name": "Ada"}
+    assert integration_api.post(submissions_url(c.pk), body, "json").status_code == 201
+    submit(c, "b", "blue")
+    judge(Pairing.objects.get(), breached=["SA"])
+    board = anon_api.get(standings_url(c.pk)).json()["red_players"]
+    assert [r["display_name"] for r in board] == ["Ada"]
+    user = django_user_model.objects.create_user("scoped-rb", password="x-long-Password-1")
+    user.groups.add(Group.objects.get(name="Integrations"))
+    IntegrationScope.objects.create(user=user, challenge=c)
+    scoped = APIClient()
+    scoped.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+    renamed = {**body, "player_name": "Mallory"}
+    assert scoped.post(submissions_url(c.pk), renamed, "json").status_code == 201
+    assert Player.objects.get(external_id="ada").display_name == "Ada"  # scoped: kept
+    assert integration_api.post(submissions_url(c.pk), renamed, "json").status_code == 201
+    assert Player.objects.get(external_id="ada").display_name == "Mallory"
+    board = anon_api.get(standings_url(c.pk)).json()["red_players"]
+    assert [r["display_name"] for r in board] == ["Mallory"]  # the kept standings follow
