@@ -119,3 +119,15 @@ def _html(
         "attacks": selectors.attacks_revealed(challenge=challenge, now=now),
     }
     return render_to_string("challenges/red_blue.html", context, request=request)
+
+
+def card_red_blue(*, card: Challenge) -> None:
+    """A challenge card of a red/blue challenge: its teams' points and players, from
+    the kept standings (never an attempts board: it has none)."""
+    found = selectors.standings_read(challenge=card)
+    card.red_blue = {
+        "red": display.format_value(found.red, "python"),
+        "blue": display.format_value(found.blue, "python"),
+        "ratio": _percent(found.ratio("red")),
+        "players": len(found.red_players) + len(found.blue_players),
+    }

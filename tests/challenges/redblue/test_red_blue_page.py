@@ -95,3 +95,18 @@ def test_boards_page_by_fifty(client):
     assert len(_board(first, "red")) == 50 and "page 1 of 2" in first
     second = client.get(page_url(c.slug), {"red_page": 2}).content.decode()
     assert len(_board(second, "red")) == 1
+
+
+def test_the_card_shows_the_teams_and_the_list_links_collections(client, played):
+    from challenges.collections import services as collection_services
+    from tests.factories import make_challenge
+
+    season = collection_services.collection_create(
+        name="Autumn season", challenge_ids=[make_challenge().pk]
+    )
+    html = client.get("/").content.decode()
+    card = html.split(f'id="card-{played.pk}"', 1)[1].split("</article>", 1)[0]
+    assert "Red 4 · Blue 3" in card and "(red 57.1 %)" in card
+    assert "<dt>Ranked players</dt><dd>3</dd>" in card
+    assert f'href="/collections/{season.slug}/">Autumn season</a>' in html
+    assert "SECRET" not in html
