@@ -350,19 +350,20 @@ class JudgementCreate(BodyCheckedMixin, APIView):
 
 
 # --- the public standings -------------------------------------------------------------------
-class StandingsQuery(PairingsQuery):
-    status = None  # type: ignore[assignment]
+class StandingsQuery(serializers.Serializer):
+    """``?limit=&offset=`` of the standings' player boards, as a leaderboard's."""
+
     limit = StrictIntegerField(min_value=1, max_value=500, required=False, default=50)
     offset = StrictIntegerField(min_value=0, max_value=10**9, required=False, default=0)
 
     def to_internal_value(self, data: Any) -> Any:
-        converted = {k: v for k, v in data.items() if k in ("limit", "offset")}
-        for key in converted:
+        converted = {k: v for k, v in data.items() if k in self.fields}
+        for key in converted:  # query strings are text: digits become ints first
             try:
                 converted[key] = int(converted[key])
             except ValueError:
                 raise serializers.ValidationError({key: ["Must be an integer."]}) from None
-        return serializers.Serializer.to_internal_value(self, converted)
+        return super().to_internal_value(converted)
 
 
 class TeamPoints(serializers.Serializer):

@@ -381,3 +381,18 @@ def test_renames_follow_the_writers_scope(django_user_model, integration_api, an
     assert Player.objects.get(external_id="ada").display_name == "Mallory"
     board = anon_api.get(standings_url(c.pk)).json()["red_players"]
     assert [r["display_name"] for r in board] == ["Mallory"]  # the kept standings follow
+
+
+@pytest.mark.parametrize(
+    "query, field",
+    [({"limit": 0}, "limit"), ({"limit": "x"}, "limit"), ({"offset": -1}, "offset")],
+)
+def test_bad_standings_and_pairings_queries_are_400s(anon_api, integration_api, query, field):
+    c = make_red_blue()
+    response = anon_api.get(standings_url(c.pk), query)
+    assert response.status_code == 400 and field in response.json()
+    if field == "limit":
+        response = integration_api.get(pairings_url(c.pk), query)
+        assert response.status_code == 400 and "limit" in response.json()
+    bad_status = integration_api.get(pairings_url(c.pk), {"status": "done"})
+    assert bad_status.status_code == 400 and "status" in bad_status.json()
