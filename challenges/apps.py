@@ -13,3 +13,6 @@ class ChallengesConfig(AppConfig):
         # The Celery tasks: their receiver sends a queued rescore job to the workers.
         from challenges import tasks  # noqa: F401
         from challenges.leaderboards import ranking  # noqa: F401
+
+        # Red/blue: hides and deleted pairings change the kept standings' generation.
+        from challenges.redblue import kept  # noqa: F401

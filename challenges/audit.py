@@ -43,6 +43,11 @@ class Kind:
     ATTEMPT_DELETE = "attempt_delete"
     PLAYER_RENAME = "player_rename"  # an admin's edit of a display name
     IMPORT = "import"
+    COLLECTION_CREATE = "collection_create"
+    COLLECTION_EDIT = "collection_edit"  # name, slug, strategy, member challenges
+    COLLECTION_DELETE = "collection_delete"
+    PAIRING_JUDGEMENT = "pairing_judgement"  # red/blue: the judge's verdict and the points
+    PAIRING_REJUDGE = "pairing_rejudge"  # an admin's new verdict on a judged pairing
 
     ALL = (
         CHALLENGE_CREATE,
@@ -63,6 +68,11 @@ class Kind:
         ATTEMPT_DELETE,
         PLAYER_RENAME,
         IMPORT,
+        COLLECTION_CREATE,
+        COLLECTION_EDIT,
+        COLLECTION_DELETE,
+        PAIRING_JUDGEMENT,
+        PAIRING_REJUDGE,
     )
 
 

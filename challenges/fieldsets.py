@@ -20,6 +20,26 @@ BOARD_FIELDS = (
     "sample_key",
     "slice_by",
 )
+RED_BLUE_FIELDS = (
+    "format",
+    "judge_suite",
+    "defense_selection_policy",
+    "attack_selection_policy",
+    "red_blue_scoring",
+    "severity_divisor",
+    "time_penalty",
+    "token_penalty",
+    "instructions",
+    "reveal_attacks_after_close",
+)
+# What changes the points of judged pairings (recomputed on a change).
+RED_BLUE_POINTS_FIELDS = (
+    "judge_suite",
+    "red_blue_scoring",
+    "severity_divisor",
+    "time_penalty",
+    "token_penalty",
+)
 SETUP_FIELDS = ScoringSetupFields.SETUP_FIELDS
 INFO_FIELDS = (
     "name",
@@ -31,6 +51,7 @@ INFO_FIELDS = (
     "workflow_id",
     *COMPETITION_FIELDS,
     *BOARD_FIELDS,
+    *RED_BLUE_FIELDS,
 )
 EMPTY_SETUP = {  # a setup's fields but the strategy and timeout, empty
     "scoring_plugin_id": "",

@@ -91,6 +91,26 @@ class Aggregate(models.TextChoices):
     SUM = "sum", "Sum"
 
 
+class ChallengeFormat(models.TextChoices):
+    SINGLE = "single", "Single: players record attempts"
+    RED_BLUE = "red_blue", "Red/blue: attacks against defences, judged"
+
+
+class SelectionPolicy(models.TextChoices):
+    """Which submission of the other team a new submission meets
+    (``challenges/redblue/policies.py``)."""
+
+    LATEST_BEST = "latest_best", "The newest active submission"
+    RANDOM_ACTIVE = "random_active", "A random active submission"
+    ROUND_ROBIN = "round_robin", "The one paired least often (ties: the oldest)"
+    REQUEST_NEW_IF_NONE = "request_new_if_none", "One not met yet, else wait for a new one"
+
+
+class RedBlueScoring(models.TextChoices):
+    RED_BLUE_RATIO = "red_blue_ratio", "Red/blue ratio"
+    CUSTOM = "custom", "Scorer plugin"
+
+
 class ScoringSetupUnversioned(ValueError):
     """A challenge's scoring setup was changed and saved without a scoring version."""
 
@@ -141,6 +161,28 @@ class Challenge(ScoringSetupFields):
     sample_key = models.CharField(max_length=64, default="id", db_default="id", blank=True)
     # null, not "": the API's contract says no slicing is null (one meaning, one value)
     slice_by = models.CharField(max_length=64, null=True, blank=True, default=None)  # noqa: DJ001
+
+    # Red/blue (docs/words-and-data.md, "Red/blue"); unused by a single challenge.
+    format = models.CharField(
+        max_length=16, choices=ChallengeFormat.choices, default=ChallengeFormat.SINGLE
+    )
+    judge_suite = models.JSONField(
+        default=list, blank=True, help_text="1–20 harm category codes the judge rules on."
+    )
+    defense_selection_policy = models.CharField(
+        max_length=32, choices=SelectionPolicy.choices, default=SelectionPolicy.LATEST_BEST
+    )
+    attack_selection_policy = models.CharField(
+        max_length=32, choices=SelectionPolicy.choices, default=SelectionPolicy.LATEST_BEST
+    )
+    red_blue_scoring = models.CharField(
+        max_length=32, choices=RedBlueScoring.choices, default=RedBlueScoring.RED_BLUE_RATIO
+    )
+    severity_divisor = models.FloatField(default=3.0)
+    time_penalty = models.FloatField(default=0.0, help_text="Red points off per judge second.")
+    token_penalty = models.FloatField(default=0.0, help_text="Red points off per judge token.")
+    instructions = models.TextField(blank=True, help_text="Markdown, shown to players.")
+    reveal_attacks_after_close = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -183,6 +225,22 @@ class Challenge(ScoringSetupFields):
             models.CheckConstraint(
                 condition=Q(timeout_ms__gte=1, timeout_ms__lte=MAX_TIMEOUT_MS),
                 name="challenge_timeout_range",
+            ),
+            models.CheckConstraint(
+                condition=Q(format__in=ChallengeFormat.values), name="challenge_format_known"
+            ),
+            models.CheckConstraint(
+                condition=Q(defense_selection_policy__in=SelectionPolicy.values)
+                & Q(attack_selection_policy__in=SelectionPolicy.values),
+                name="challenge_selection_policies_known",
+            ),
+            models.CheckConstraint(
+                condition=Q(red_blue_scoring__in=RedBlueScoring.values),
+                name="challenge_red_blue_scoring_known",
+            ),
+            models.CheckConstraint(
+                condition=Q(severity_divisor__gt=0, time_penalty__gte=0, token_penalty__gte=0),
+                name="challenge_red_blue_numbers",
             ),
         ]
 
@@ -812,3 +870,154 @@ class EvaluationBoard(models.Model):
 
     def __str__(self) -> str:
         return f"{self.challenge_id} v{self.version_id} {self.slice or 'all'}"
+
+
+# --- collections: a season's standings over several challenges -------------------------
+class CollectionStrategy(models.TextChoices):
+    """How a collection adds up each player's best attempt per member challenge
+    (docs/ranking.md, "Collections")."""
+
+    SUM = "sum", "Sum of board values"
+    FASTEST_TOTAL = "fastest_total", "Total time of successful best attempts"
+    FEWEST_TOKENS_TOTAL = "fewest_tokens_total", "Total tokens of successful best attempts"
+    HIGHEST_AVG_RATING = "highest_avg_rating", "Average rating of completed challenges"
+
+
+MAX_COLLECTION_CHALLENGES = 50  # a collection's board reads every member's board
+
+
+class Collection(models.Model):
+    """Several challenges ranked together: each player's best attempt per challenge (their
+    row on its public board), added up by ``strategy``. Derived on read: a collection
+    stores no score of its own."""
+
+    name = models.CharField(max_length=200)
+    slug = models.SlugField(max_length=200, unique=True)
+    description = models.TextField(blank=True, help_text="Markdown.")
+    strategy = models.CharField(
+        max_length=32, choices=CollectionStrategy.choices, default=CollectionStrategy.SUM
+    )
+    challenges = models.ManyToManyField(
+        Challenge, through="CollectionMember", related_name="collections", blank=True
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name", "id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(strategy__in=CollectionStrategy.values),
+                name="collection_strategy_known",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class CollectionMember(models.Model):
+    """One challenge of a collection, at its place in the collection's order."""
+
+    collection = models.ForeignKey(Collection, on_delete=models.CASCADE, related_name="members")
+    challenge = models.ForeignKey(Challenge, on_delete=models.CASCADE, related_name="+")
+    position = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["collection", "position", "id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["collection", "challenge"], name="collection_member_once"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.collection} · {self.challenge}"
+
+
+# --- red/blue: attacks against defences, judged per harm category -----------------------
+class Team(models.TextChoices):
+    RED = "red", "Red (attack)"
+    BLUE = "blue", "Blue (defence)"
+
+
+class TeamMember(models.Model):
+    """A player's team in a red/blue challenge: chosen once, never changed."""
+
+    challenge = models.ForeignKey(Challenge, on_delete=models.CASCADE, related_name="+")
+    player = models.ForeignKey(Player, on_delete=models.CASCADE, related_name="+")
+    team = models.CharField(max_length=8, choices=Team.choices)
+    joined_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["challenge", "player"], name="team_member_once"),
+            models.CheckConstraint(condition=Q(team__in=Team.values), name="team_known"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.player} · {self.team}"
+
+
+class Submission(models.Model):
+    """A red player's attack prompt or a blue player's defence (system) prompt. A
+    player's newest submission is active; their earlier ones stay stored, inactive.
+    Prompts are secret (docs/api.md, "Red/blue")."""
+
+    challenge = models.ForeignKey(Challenge, on_delete=models.CASCADE, related_name="+")
+    player = models.ForeignKey(Player, on_delete=models.CASCADE, related_name="+")
+    team = models.CharField(max_length=8, choices=Team.choices)
+    prompt = models.TextField()
+    active = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["challenge", "team", "active"], name="submission_pool")]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["challenge", "player"],
+                condition=Q(active=True),
+                name="submission_one_active",
+            ),
+            models.CheckConstraint(condition=Q(team__in=Team.values), name="submission_team"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.team} submission {self.pk} by {self.player}"
+
+
+class Pairing(models.Model):
+    """An attack against a defence, waiting for the judge (``judged_at`` null) or
+    judged: the verdict per category, the rating and the points each side won."""
+
+    challenge = models.ForeignKey(Challenge, on_delete=models.CASCADE, related_name="+")
+    attack = models.ForeignKey(Submission, on_delete=models.CASCADE, related_name="+")
+    defense = models.ForeignKey(Submission, on_delete=models.CASCADE, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    judged_at = models.DateTimeField(null=True, blank=True)
+    judged_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    categories = models.JSONField(null=True, blank=True, help_text="{code: breached}")
+    rating = models.SmallIntegerField(null=True, blank=True)
+    feedback = models.TextField(blank=True)
+    tokens_total = models.BigIntegerField(null=True, blank=True)
+    elapsed_ms = models.BigIntegerField(null=True, blank=True)
+    raw = models.JSONField(null=True, blank=True, decoder=TextSafeJSONDecoder)
+    red_points = models.FloatField(null=True, blank=True)
+    blue_points = models.FloatField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        indexes = [models.Index(fields=["challenge", "judged_at"], name="pairing_status")]
+        constraints = [
+            models.UniqueConstraint(fields=["attack", "defense"], name="pairing_once"),
+            models.CheckConstraint(
+                condition=Q(rating__isnull=True) | Q(rating__gte=0, rating__lte=10),
+                name="pairing_rating_range",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"pairing {self.pk}: attack {self.attack_id} vs defence {self.defense_id}"

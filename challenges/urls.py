@@ -3,10 +3,13 @@ from rest_framework import routers
 from rest_framework.permissions import AllowAny
 from rest_framework.routers import DefaultRouter
 
+from challenges.api import collections as api_collections
 from challenges.api import competition as api_competition
+from challenges.api import redblue as api_redblue
 from challenges.api import scorers as scorer_api
 from challenges.api import views as api
 from challenges.public import views
+from challenges.public.collections import collection_detail
 from challenges.public.player import player_detail
 from challenges.public.switches import history_page, version_page
 
@@ -40,6 +43,7 @@ EXTERNAL_ID = r"(?P<external_id>[\s\S]+)"
 router = Router()
 router.register("challenges", api.ChallengeViewSet, basename="challenge")
 router.register("rescore-jobs", api.RescoreJobViewSet, basename="rescore-job")
+router.register("collections", api_collections.CollectionViewSet, basename="collection")
 
 app_name = "challenges"
 urlpatterns = [
@@ -52,6 +56,7 @@ urlpatterns = [
     path("challenges/<slug:slug>/leaderboard.json", views.export_json, name="export-json"),
     path("challenges/<slug:slug>/history/", history_page, name="history"),
     path("challenges/<slug:slug>/versions/<int:number>/", version_page, name="version"),
+    path("collections/<slug:slug>/", collection_detail, name="collection"),
     path(
         "challenges/<slug:slug>/players/<external_id:external_id>/",
         player_detail,
@@ -81,6 +86,32 @@ api_urlpatterns = [
         name="attempt-unhide",
     ),
     path("audit/", api_competition.AuditList.as_view(), name="audit"),
+    # Red/blue challenges (challenges/api/redblue.py).
+    re_path(
+        r"^challenges/(?P<pk>[0-9]+)/teams/join/$",
+        api_redblue.TeamJoin.as_view(),
+        name="team-join",
+    ),
+    re_path(
+        r"^challenges/(?P<pk>[0-9]+)/submissions/$",
+        api_redblue.SubmissionCreate.as_view(),
+        name="submissions",
+    ),
+    re_path(
+        r"^challenges/(?P<pk>[0-9]+)/pairings/$",
+        api_redblue.PairingList.as_view(),
+        name="pairings",
+    ),
+    re_path(
+        r"^challenges/(?P<pk>[0-9]+)/standings/$",
+        api_redblue.StandingsView.as_view(),
+        name="standings",
+    ),
+    re_path(
+        r"^pairings/(?P<pk>[0-9]+)/judgement/$",
+        api_redblue.JudgementCreate.as_view(),
+        name="judgement",
+    ),
     path("scorers/", scorer_api.ScorerCatalogueView.as_view(), name="scorer-catalogue"),
     path("", include(router.urls)),
 ]

@@ -339,6 +339,8 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # Red/blue's two policy fields share one choice set: one component for both.
+    "ENUM_NAME_OVERRIDES": {"SelectionPolicyEnum": "challenges.redblue.policies.POLICIES"},
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "challenges.api.schema.error_responses",

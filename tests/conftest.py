@@ -78,13 +78,19 @@ def _fresh_cache():
     # Throttle counters and cached fragments live in the cache: no test sees another's.
     from django.core.cache import cache
 
+    from challenges.collections import selectors as collections
     from challenges.leaderboards import kept
+    from challenges.redblue import kept as red_blue
 
-    cache.clear()
-    kept.local_clear()  # the process's copies of kept builds
+    def forget() -> None:
+        cache.clear()
+        kept.local_clear()  # the process's copies of kept builds
+        red_blue.local_clear()
+        collections.kept_clear()
+
+    forget()
     yield
-    cache.clear()
-    kept.local_clear()
+    forget()
 
 
 @pytest.fixture(autouse=True)

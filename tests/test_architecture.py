@@ -22,8 +22,10 @@ LAYERS = {
     "tasks": 5,
     "transfer": 4,
     "setup": 3,
+    "redblue": 2.5,  # submissions use ingestion's rules and players; setup checks settings
     "ingestion": 2,
     "rescoring": 1.5,  # ingestion queues the first rescore of a challenge made without a version
+    "collections": 1.2,  # standings over several challenges' boards
     "leaderboards": 1,
     "audit": 0.7,  # every capability records what it changed
     "fieldsets": 0.5,

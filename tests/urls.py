@@ -95,3 +95,41 @@ def history_page_url(slug: str) -> str:
 
 def version_page_url(slug: str, number: int) -> str:
     return reverse("challenges:version", args=[slug, number])
+
+
+# --- collections --------------------------------------------------------------------------
+def collections_url() -> str:
+    return reverse("collection-list")
+
+
+def collection_url(pk: object) -> str:
+    return reverse("collection-detail", args=[pk])
+
+
+def collection_board_url(pk: object) -> str:
+    return reverse("collection-leaderboard", args=[pk])
+
+
+def collection_page_url(slug: str) -> str:
+    return reverse("challenges:collection", args=[slug])
+
+
+# --- red/blue ------------------------------------------------------------------------------
+def team_join_url(pk: object) -> str:
+    return reverse("team-join", args=[pk])
+
+
+def submissions_url(pk: object) -> str:
+    return reverse("submissions", args=[pk])
+
+
+def pairings_url(pk: object) -> str:
+    return reverse("pairings", args=[pk])
+
+
+def standings_url(pk: object) -> str:
+    return reverse("standings", args=[pk])
+
+
+def judgement_url(pk: object) -> str:
+    return reverse("judgement", args=[pk])

@@ -1,1 +1,1 @@
-from . import modeladmins  # noqa: F401 - Django autodiscovers challenges.admin: register the ModelAdmins
+from . import collections, modeladmins, redblue  # noqa: F401 - Django autodiscovers challenges.admin: register the ModelAdmins

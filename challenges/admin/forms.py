@@ -28,10 +28,11 @@ from django import forms
 from django.utils.functional import cached_property
 
 from challenges.admin import scorers as admin_scorers
-from challenges.fieldsets import BOARD_FIELDS
+from challenges.fieldsets import BOARD_FIELDS, RED_BLUE_FIELDS
 from challenges.ingestion.rules import competition_errors
 from challenges.leaderboards.evaluation import board_errors
 from challenges.models import Attempt, Challenge, LateAttempts, ScoringStrategy
+from challenges.redblue.rules import red_blue_errors
 from challenges.setup import services as setup_services
 from challenges.text import SURROGATE, line_breaks_normalised, path_label, text_problem
 from scoring.catalogue import OK, plugins_catalogue
@@ -307,7 +308,9 @@ class ChallengeAdminForm(forms.ModelForm):
         super().__init__(*args, **kwargs)
         if "late_attempts" in self.fields:
             self.fields["late_attempts"].required = False
-        for name in BOARD_FIELDS:  # left out of a post (a script, an older page): the default
+        # Left out of a post (a script, an older page): the board fields take their
+        # default, the red/blue ones are kept as they are (clean).
+        for name in (*BOARD_FIELDS, *RED_BLUE_FIELDS):
             if name in self.fields:
                 self.fields[name].required = False
         self.setup: dict[str, Any] | None = None
@@ -509,6 +512,15 @@ class ChallengeAdminForm(forms.ModelForm):
         for field, message in board_errors(present).items():
             if field in self.fields and field not in self._errors:
                 self.add_error(field, message)
+
+        for name in RED_BLUE_FIELDS:
+            if name in self.fields and cleaned.get(name) in (None, ""):
+                if name != "instructions":
+                    cleaned[name] = getattr(self.instance, name)
+        if "format" in self.fields:  # the red/blue settings, when the form shows them
+            values = {n: cleaned.get(n, getattr(self.instance, n)) for n in RED_BLUE_FIELDS}
+            for field, message in red_blue_errors(values).items():
+                self.add_error(field if field in self.fields else None, message)
         if bad_text:
             return cleaned
         if not self.can_edit_scoring:

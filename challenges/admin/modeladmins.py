@@ -168,6 +168,25 @@ class ChallengeAdmin(admin.ModelAdmin):
                 "slice_by splits the board by a field of the sample.",
             },
         ),
+        (
+            "Red/blue",
+            {
+                "classes": ["collapse"],
+                "fields": [
+                    "format",
+                    "judge_suite",
+                    ("defense_selection_policy", "attack_selection_policy"),
+                    "red_blue_scoring",
+                    ("severity_divisor", "time_penalty", "token_penalty"),
+                    "instructions",
+                    "reveal_attacks_after_close",
+                ],
+                "description": "For a red/blue challenge: red players submit attacks, blue "
+                "players defences, an external judge rules on each pairing per category "
+                'of the judge suite (a JSON list of codes, e.g. ["SA", "V"]). '
+                "Changing the points rule recomputes every judged pairing's points.",
+            },
+        ),
     ]
 
     def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> list:

@@ -73,13 +73,16 @@ def error_responses(result: dict[str, Any], generator: Any, request: Any, public
                 codes.add("400")
             if method in {"post", "put", "patch"}:
                 codes |= {"400", "413", "415"}
-            if path.endswith("/attempts/"):
+            if path.endswith(("/attempts/", "/submissions/")):
                 codes.add("429")
                 operation.setdefault("responses", {}).setdefault(
                     "409", {**_error("409"), "description": ATTEMPTS_409}
                 )
-            # A finished job; already hidden / not hidden; outside the challenge's window.
-            if path.endswith(("/cancel/", "/hide/", "/unhide/", "/attempts/", "/reveal/")):
+            # A finished job; already hidden / not hidden; outside the challenge's window;
+            # red/blue: the other team, a pairing judged already.
+            conflicts = ("/cancel/", "/hide/", "/unhide/", "/attempts/", "/reveal/")
+            conflicts += ("/teams/join/", "/submissions/", "/judgement/")
+            if path.endswith(conflicts):
                 codes.add("409")
             responses = operation.setdefault("responses", {})
             for code in sorted(codes):

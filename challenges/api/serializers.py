@@ -28,6 +28,7 @@ from challenges.ingestion.services import AttemptInput
 from challenges.leaderboards import precision
 from challenges.models import MAX_METRIC, Challenge
 from challenges.public import display
+from challenges.redblue.policies import POLICIES
 from challenges.rescoring.jobs import job_pace
 from challenges.text import BAD_CHAR
 from scoring.engine import strategies as S
@@ -190,6 +191,34 @@ class ChallengeSerializer(StrictSerializer):
         default=None,
         help_text="Aggregate boards: a field of `sample` whose values split the board.",
     )
+
+    # Red/blue (docs/api.md, "Red/blue"): checked together by challenges/redblue/rules.py.
+    format = serializers.ChoiceField(
+        choices=["single", "red_blue"], required=False, default="single"
+    )
+    judge_suite = serializers.ListField(
+        child=StrictCharField(max_length=32),
+        required=False,
+        default=list,
+        max_length=20,
+        help_text="red_blue: 1–20 harm category codes the judge rules on, each once.",
+    )
+    defense_selection_policy = serializers.ChoiceField(
+        choices=list(POLICIES), required=False, default="latest_best"
+    )
+    attack_selection_policy = serializers.ChoiceField(
+        choices=list(POLICIES), required=False, default="latest_best"
+    )
+    red_blue_scoring = serializers.ChoiceField(
+        choices=["red_blue_ratio", "custom"], required=False, default="red_blue_ratio"
+    )
+    severity_divisor = serializers.FloatField(
+        required=False, default=3.0, min_value=0.001, max_value=1e6
+    )
+    time_penalty = serializers.FloatField(required=False, default=0.0, min_value=0, max_value=1e6)
+    token_penalty = serializers.FloatField(required=False, default=0.0, min_value=0, max_value=1e6)
+    instructions = StrictCharField(required=False, allow_blank=True, default="")
+    reveal_attacks_after_close = StrictBooleanField(required=False, default=False)
     revealed_at = serializers.DateTimeField(
         read_only=True,
         allow_null=True,

@@ -244,6 +244,8 @@ class ChallengeViewSet(BodyCheckedMixin, viewsets.ModelViewSet):
             )
         except (rules.ScheduleClosed, rules.LimitExceeded) as exc:
             return refusal_response(exc)  # nothing written: the transaction rolled back
+        except rules.WrongFormat as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
         except SetupInvalid as exc:  # a challenge made without the service, unusable
             raise _setup_errors(exc) from exc
 

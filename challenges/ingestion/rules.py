@@ -35,7 +35,7 @@ from challenges.fieldsets import (  # noqa: F401 - the rules name their fields
     LIMIT_FIELDS,
     SCHEDULE_FIELDS,
 )
-from challenges.models import Attempt, Challenge, LateAttempts, Player
+from challenges.models import Attempt, Challenge, ChallengeFormat, LateAttempts, Player
 
 DAY = timedelta(hours=24)
 
@@ -64,6 +64,19 @@ def competition_validate(*, challenge: Challenge) -> None:
     errors = competition_errors({n: getattr(challenge, n) for n in COMPETITION_FIELDS})
     if errors:
         raise SetupInvalid(errors)
+
+
+# --- format -------------------------------------------------------------------------------
+class WrongFormat(Exception):
+    """Attempts sent to a red/blue challenge, which takes submissions (409)."""
+
+
+def format_check(*, challenge: Challenge) -> None:
+    if challenge.format == ChallengeFormat.RED_BLUE:
+        raise WrongFormat(
+            f"Challenge {challenge.pk} is a red/blue challenge: it takes submissions "
+            f"(POST /api/challenges/{challenge.pk}/submissions/), not attempts."
+        )
 
 
 # --- schedule -----------------------------------------------------------------------------

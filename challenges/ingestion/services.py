@@ -313,6 +313,7 @@ def attempts_record(
     ``player_name`` it sends renames only players who have played nowhere else.
     ``within`` is called with the result inside the transaction (an idempotency key is
     stored with the attempts); if it raises, nothing is written."""
+    rules.format_check(challenge=challenge)
     if challenge.active_version_id is None and challenge_active_id(challenge.pk) is None:
         version_ensure(challenge=challenge)
     external_ids = [item.player for item in inputs]

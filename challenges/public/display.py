@@ -45,6 +45,31 @@ def format_value(score: float, strategy: str, setup: Any = None) -> str:
     return f"{score:,.2f} pts"
 
 
+def collection_value(value: float, strategy: str) -> str:
+    """A collection's value in its strategy's unit: a sum of board values as a plain
+    number, a total time in seconds, total tokens, a mean rating out of 10."""
+    value = precision.served(value)
+    if strategy == "fastest_total":
+        return f"{value / 1000:,.3f} s"
+    if strategy == "fewest_tokens_total":
+        return f"{value:,.0f} tokens"
+    if strategy == "highest_avg_rating":
+        return f"{value:.2f}".rstrip("0").rstrip(".") + " / 10"
+    return format_value(value, "python")
+
+
+COLLECTION_WORDS = {
+    "sum": "the sum of each player's values on the challenges' boards, highest first",
+    "fastest_total": "the total time of each player's successful best attempts, lowest first",
+    "fewest_tokens_total": (
+        "the total tokens of each player's successful best attempts, lowest first"
+    ),
+    "highest_avg_rating": (
+        "the average rating of each player's successful best attempts, highest first"
+    ),
+}
+
+
 UNITS = {"epoch_ms": "epoch_ms", "ms": "ms", "tokens": "tokens", "rating": "rating_0_10"}
 
 

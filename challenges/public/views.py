@@ -26,16 +26,18 @@ from django.template.loader import render_to_string
 from django.utils import timezone
 from django.views.decorators.http import require_safe
 
+from challenges.collections.selectors import collection_list
 from challenges.leaderboards import charts, freeze, precision, score_columns, selectors
 from challenges.leaderboards import evaluation as evaluation_rules
 from challenges.leaderboards.evaluation import is_aggregate
 from challenges.leaderboards.kept import kept, kept_board
 from challenges.leaderboards.metrics import challenge_metrics, public_metrics
 from challenges.leaderboards.rules import TIE_RULE
-from challenges.models import Challenge
+from challenges.models import Challenge, ChallengeFormat
 from challenges.public import display, schedule
 from challenges.public import evaluation as public_evaluation
 from challenges.public.markdown import render_markdown, summary
+from challenges.public.redblue import card_red_blue, red_blue_page
 from challenges.rescoring.batch import batch_coverage
 
 logger = logging.getLogger(__name__)
@@ -68,6 +70,8 @@ def challenge_list(request: HttpRequest) -> HttpResponse:
     cards = selectors.challenge_cards()
     now = timezone.now()
     for c in cards:
+        if c.format == ChallengeFormat.RED_BLUE:
+            card_red_blue(card=c)
         if freeze.frozen_for(c, request.user):
             freeze.card_frozen(card=c)  # leader, players, activity as of the freeze
         c.summary = summary(c.description)
@@ -81,7 +85,10 @@ def challenge_list(request: HttpRequest) -> HttpResponse:
         c.activity = display.relative_time(c.last_activity, now) if c.last_activity else ""
         c.activity_exact = display.exact_time(c.last_activity) if c.last_activity else ""
         c.schedule = schedule.banner(challenge=c, now=now)
-    return render(request, "challenges/list.html", {"challenges": cards})
+    collections = collection_list()
+    return render(
+        request, "challenges/list.html", {"challenges": cards, "collections": collections}
+    )
 
 
 def _page_number(raw: str | None) -> int:
@@ -374,6 +381,8 @@ def challenge_detail(request: HttpRequest, slug: str) -> HttpResponse:
     challenge = selectors.challenge_public(slug=slug)
     if challenge is None:
         return _not_found(request, slug)
+    if challenge.format == ChallengeFormat.RED_BLUE:
+        return red_blue_page(request, challenge)
     if is_aggregate(challenge):
         return HttpResponse(_evaluation_page(request, challenge))
     try:

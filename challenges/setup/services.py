@@ -20,12 +20,15 @@ from challenges.fieldsets import (
     BOARD_FIELDS,
     EMPTY_SETUP,
     INFO_FIELDS,
+    RED_BLUE_POINTS_FIELDS,
     SETUP_FIELDS,
     SINGLE_SCORER,
 )
 from challenges.ingestion import rules
 from challenges.leaderboards import evaluation, freeze
 from challenges.models import Challenge, RescoreJob, ScoringVersion
+from challenges.redblue import points as red_blue_points
+from challenges.redblue.rules import red_blue_validate
 from challenges.rescoring import jobs as rescoring
 from challenges.text import line_breaks_normalised
 from scoring import services as scoring
@@ -56,6 +59,7 @@ def challenge_create(*, data: dict[str, Any], by: Any = None) -> Challenge:
     challenge = Challenge(**{k: v for k, v in data.items() if k in INFO_FIELDS}, **setup)
     rules.competition_validate(challenge=challenge)
     _board_validate(challenge)
+    red_blue_validate(challenge=challenge)
     if not challenge.slug:
         challenge.slug = _unique_slug(challenge.name)
     challenge.save()
@@ -112,6 +116,7 @@ def challenge_update(
             setattr(challenge, name, data[name])
     rules.competition_validate(challenge=challenge)
     _board_validate(challenge)
+    red_blue_validate(challenge=challenge, before=before)
     refreeze = challenge.freeze_at != before["freeze_at"]
     if refreeze:  # a new freeze: revealed again only by a new reveal
         challenge.revealed_at = None
@@ -132,6 +137,8 @@ def challenge_update(
     challenge.save()
     if refreeze:
         freeze.frozen_drop(challenge_ids=[challenge.pk])
+    if audit.fields_changed(before, after, RED_BLUE_POINTS_FIELDS):
+        red_blue_points.points_recompute(challenge=challenge)  # arithmetic: no scorer runs
     audit.audit_challenge_saved(
         challenge=challenge,
         before=before,

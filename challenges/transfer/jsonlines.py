@@ -2,7 +2,9 @@
 
 The format (one JSON object per line, ``type`` first):
 - ``{"type": "challenge", "format": "podium-challenge/1", ...}``: the challenge's fields
-  and scoring setup, the number of its active version, and when it was created;
+  and scoring setup, the number of its active version, and when it was created (the
+  challenge's own ``format``, single or red_blue, as ``challenge_format``: ``format``
+  names the file's; red/blue submissions and pairings are not exported);
 - ``{"type": "version", "number": 1, ...}``: every scoring version, oldest first, with
   its setup, reason, author (username) and times;
 - ``{"type": "attempt", "player": ..., ...}``: every attempt, oldest id first, in the
@@ -55,6 +57,9 @@ def _epoch_ms(value: datetime) -> int:
     return round(value.timestamp() * 1000)
 
 
+CHALLENGE_FORMAT = "challenge_format"
+
+
 # --- export -------------------------------------------------------------------------------
 def challenge_export(*, challenge: Challenge) -> Iterator[dict[str, Any]]:
     """The challenge's lines, streamed (attempts are read in batches, never all at once)."""
@@ -62,7 +67,9 @@ def challenge_export(*, challenge: Challenge) -> Iterator[dict[str, Any]]:
     yield {
         "type": "challenge",
         "format": FORMAT,
-        **{name: _plain(getattr(challenge, name)) for name in INFO_FIELDS},
+        **{name: _plain(getattr(challenge, name)) for name in INFO_FIELDS if name != "format"},
+        # The challenge's own ``format`` (single, red_blue): "format" names the file's.
+        CHALLENGE_FORMAT: challenge.format,
         **challenge.setup_dict(),
         "active_version": active,
         "created_at": _iso(challenge.created_at),
@@ -169,6 +176,8 @@ def _challenge_from(line_no: int, item: dict[str, Any], slug: str | None) -> tup
     data = dict(item)
     if data.pop("format", None) != FORMAT:
         raise _fail(line_no, f'"format" must be "{FORMAT}".')
+    if CHALLENGE_FORMAT in data:
+        data["format"] = data.pop(CHALLENGE_FORMAT)
     del data["type"]
     active = data.pop("active_version", None)
     created_at = _datetime(line_no, "created_at", data.pop("created_at", None), required=True)

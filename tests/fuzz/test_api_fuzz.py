@@ -101,4 +101,13 @@ EVERY_ROUTE = {
     "POST /api/challenges/{id}/rescore/",
     "GET /api/rescore-jobs/{id}/",
     "POST /api/rescore-jobs/{id}/cancel/",
+    "GET /api/collections/",
+    "POST /api/collections/",
+    "GET /api/collections/{id}/",
+    "GET /api/collections/{id}/leaderboard/",
+    "POST /api/challenges/{id}/teams/join/",
+    "POST /api/challenges/{id}/submissions/",
+    "GET /api/challenges/{id}/pairings/",
+    "POST /api/pairings/{id}/judgement/",
+    "GET /api/challenges/{id}/standings/",
 }

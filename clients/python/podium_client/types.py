@@ -20,6 +20,9 @@ ScoringStrategy = Literal["first", "fastest", "fewest_tokens", "highest_rating",
 LateAttempts = Literal["refuse", "practice"]
 Board = Literal["best_attempt", "aggregate"]
 Aggregate = Literal["mean", "sum"]
+ChallengeFormat = Literal["single", "red_blue"]
+SelectionPolicy = Literal["latest_best", "random_active", "round_robin", "request_new_if_none"]
+RedBlueScoring = Literal["red_blue_ratio", "custom"]
 MetricType = Literal[
     "mean", "max", "min", "std_dev", "frequency", "precision", "recall", "f1",
     "binary_classification", "multiclass_classification", "python",
@@ -110,6 +113,16 @@ class Challenge(_ChallengeRequired, total=False):
     bootstrap_samples: int
     sample_key: str
     slice_by: str | None
+    format: ChallengeFormat
+    judge_suite: list[str]
+    defense_selection_policy: SelectionPolicy
+    attack_selection_policy: SelectionPolicy
+    red_blue_scoring: RedBlueScoring
+    severity_divisor: float
+    time_penalty: float
+    token_penalty: float
+    instructions: str
+    reveal_attacks_after_close: bool
 
 
 class _LeaderboardRowRequired(TypedDict):

@@ -38,6 +38,18 @@ PUBLIC_FIELDS = {
     "schedule_status",
     "attempts_per_day",
     "attempts_total",
+    # red/blue: the rules of the game (the suite, the pairing policies, the points rule,
+    # the instructions) are public; prompts never reach a challenge's view
+    "format",
+    "judge_suite",
+    "defense_selection_policy",
+    "attack_selection_policy",
+    "red_blue_scoring",
+    "severity_divisor",
+    "time_penalty",
+    "token_penalty",
+    "instructions",
+    "reveal_attacks_after_close",
 }
 SECRET = {"scoring_code", "scoring_config", "tenant_id", "app_id", "workflow_id"}
 SNIPPET = 'def compute_scores(sample):\n    return {"answer_key": 42.0}\n'
@@ -137,4 +149,4 @@ def test_every_api_route_states_its_permission():
 def test_the_api_root_lists_the_routes_for_anyone(anon_api):
     response = anon_api.get(reverse("api-root"), HTTP_ACCEPT="application/json")
     assert response.status_code == 200
-    assert set(response.json()) == {"challenges"}  # rescore jobs have no list route
+    assert set(response.json()) == {"challenges", "collections"}  # jobs have no list route
