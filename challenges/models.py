@@ -722,3 +722,72 @@ class HistoryRecord(models.Model):
 
     def delete(self, *args: Any, **kwargs: Any) -> Any:
         raise ValueError("History records are append-only.")
+
+
+class Event(models.Model):
+    """One thing that happened to a challenge's public board, as the public may see it
+    (challenges/events/): the log the event stream resumes from and webhooks deliver.
+
+    Written only under the challenge's ``LiveBoard`` row lock, so that within one
+    challenge ids follow commit order (a stream resumed after an id misses nothing)."""
+
+    class Type(models.TextChoices):
+        FIRST_BLOOD = "attempt.first_blood"
+        RECORD_BEATEN = "record.beaten"
+        BOARD_CHANGED = "board.changed"
+        RESCORE_FINISHED = "rescore.finished"
+        CHALLENGE_OPENED = "challenge.opened"
+        CHALLENGE_CLOSED = "challenge.closed"
+        CHALLENGE_FROZEN = "challenge.frozen"
+        CHALLENGE_REVEALED = "challenge.revealed"
+
+    id = models.BigAutoField(primary_key=True)
+    type = models.CharField(max_length=32, choices=Type.choices)
+    challenge = models.ForeignKey(Challenge, on_delete=models.CASCADE, related_name="events")
+    occurred_at = models.DateTimeField()
+    data = models.JSONField(default=dict)
+
+    class Meta:
+        ordering = ["id"]
+        indexes = [models.Index(fields=["challenge", "id"], name="event_challenge_id")]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(
+                    type__in=[
+                        "attempt.first_blood",
+                        "record.beaten",
+                        "board.changed",
+                        "rescore.finished",
+                        "challenge.opened",
+                        "challenge.closed",
+                        "challenge.frozen",
+                        "challenge.revealed",
+                    ]
+                ),
+                name="event_type_known",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.type} #{self.pk}"
+
+
+class LiveBoard(models.Model):
+    """What the events of a challenge were last made from (challenges/events/): the
+    public top 10 last seen, whether its first blood was announced, and the schedule
+    moments already announced. Its row lock serializes the challenge's event writers."""
+
+    challenge = models.OneToOneField(
+        Challenge, on_delete=models.CASCADE, primary_key=True, related_name="live"
+    )
+    # [{"rank", "player", "display_name", "score"}, ...]; null: not seen yet (a challenge
+    # older than events: the first look is a baseline, announced as nothing).
+    top = models.JSONField(null=True, blank=True)
+    first_blood = models.BooleanField(default=False)
+    opened_for = models.DateTimeField(null=True, blank=True)  # the opens_at announced
+    closed_for = models.DateTimeField(null=True, blank=True)
+    frozen_for = models.DateTimeField(null=True, blank=True)  # the freeze_at announced
+    checked_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"live board of {self.challenge_id}"

@@ -19,8 +19,10 @@ from celery.utils.time import get_exponential_backoff_interval
 from django.conf import settings
 from django.dispatch import receiver
 
+from challenges.events import board as event_board
+from challenges.events import moments
 from challenges.ingestion import budget, idempotency
-from challenges.leaderboards import ranking
+from challenges.leaderboards import changes, ranking
 from challenges.public import views as public_views
 from challenges.rescoring import batch
 from challenges.rescoring import jobs as rescoring
@@ -214,6 +216,31 @@ def _rebuild_board(
     sender: object = None, *, kind: str, slug: str, query: str, **kwargs: object
 ) -> None:
     board_rebuild.delay(kind, slug, query)
+
+
+@shared_task(name="challenges.tasks.events_board_check", ignore_result=True, **RETRIES)
+def events_board_check(challenge_id: int) -> None:
+    """Look at a challenge's public board and announce what changed (coalesced: see
+    ``events.board.board_check_request``)."""
+    event_board.board_check(challenge_id=challenge_id)
+
+
+def _send_board_check(challenge_id: int, countdown: float) -> None:
+    events_board_check.apply_async((challenge_id,), countdown=countdown)
+
+
+@receiver(changes.board_touched)
+def _board_touched(sender: object = None, *, challenge_id: int, **kwargs: object) -> None:
+    event_board.board_check_request(challenge_id=challenge_id, send=_send_board_check)
+
+
+@shared_task(name="challenges.tasks.events_tick", acks_late=False, ignore_result=True, **RETRIES)
+def events_tick() -> None:
+    """Periodic (Celery beat, every PODIUM_EVENTS_TICK_S): announce the schedule's
+    moments, and look at every active board (a look lost to a broker outage is made)."""
+    moments.schedule_tick()
+    for challenge_id in event_board.boards_to_look_at():
+        event_board.board_check_request(challenge_id=challenge_id, send=_send_board_check)
 
 
 @worker_ready.connect

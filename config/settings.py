@@ -363,6 +363,8 @@ PODIUM_BATCH_MAX_ATTEMPTS = env_int("PODIUM_BATCH_MAX_ATTEMPTS", 50_000, minimum
 PODIUM_IDEMPOTENCY_KEEP_H = env_int("PODIUM_IDEMPOTENCY_KEEP_H", 48, minimum=24)
 PODIUM_RESCORE_STALL_S = env_int("PODIUM_RESCORE_STALL_S", 60, minimum=1)
 PODIUM_WATCHDOG_EVERY_S = env_int("PODIUM_WATCHDOG_EVERY_S", 15, minimum=1)
+# How often the events tick runs: opened, closed and frozen are announced within it.
+PODIUM_EVENTS_TICK_S = env_int("PODIUM_EVENTS_TICK_S", 15, minimum=1)
 
 # --- Celery ---------------------------------------------------------------------
 # Embedded default: a filesystem broker under var/, shared by `make run`'s web process
@@ -393,6 +395,13 @@ CELERY_BEAT_SCHEDULE = {
         "task": "challenges.tasks.rescore_watchdog",
         "schedule": float(PODIUM_WATCHDOG_EVERY_S),
         "options": {"expires": float(PODIUM_WATCHDOG_EVERY_S)},
+    },
+    # Events (challenges/events/): schedule moments announced within 30 s, a look at
+    # every board whose look was lost.
+    "events-tick": {
+        "task": "challenges.tasks.events_tick",
+        "schedule": float(PODIUM_EVENTS_TICK_S),
+        "options": {"expires": float(PODIUM_EVENTS_TICK_S)},
     },
     "idempotency-purge": {
         "task": "challenges.tasks.idempotency_purge",

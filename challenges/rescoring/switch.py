@@ -21,10 +21,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 
+from django.db import transaction
 from django.utils import timezone
 
-from challenges.leaderboards import history, scores
+from challenges.events import moments
+from challenges.leaderboards import changes, history, scores
 from challenges.models import AttemptScore, Challenge, RescoreJob, ScoringVersion
 
 LATE_PLAYERS_BATCH = 500
@@ -65,11 +68,13 @@ def version_switch(
     previous_id = challenge.active_version_id
     challenge.active_version = version
     challenge.save(update_fields=["active_version", "updated_at", *also_save])
-    history.history_record(
+    changes.board_touch(challenge_ids=[challenge.pk])
+    record = history.history_record(
         challenge=challenge,
         version=version,
         previous_version_id=previous_id,
         reason=reason,
         switched_at=challenge.updated_at,
     )
+    transaction.on_commit(partial(moments.rescore_finished, record_id=record.pk))
     return Switched(scored, failed, late.count(), late.exclude(error="").count())
