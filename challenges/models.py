@@ -746,10 +746,16 @@ class Event(models.Model):
     challenge = models.ForeignKey(Challenge, on_delete=models.CASCADE, related_name="events")
     occurred_at = models.DateTimeField()
     data = models.JSONField(default=dict)
+    # Whether its webhook deliveries were made (the periodic tick makes those a broker
+    # outage lost).
+    fanned_out = models.BooleanField(default=False)
 
     class Meta:
         ordering = ["id"]
-        indexes = [models.Index(fields=["challenge", "id"], name="event_challenge_id")]
+        indexes = [
+            models.Index(fields=["challenge", "id"], name="event_challenge_id"),
+            models.Index(fields=["id"], condition=Q(fanned_out=False), name="event_not_fanned_out"),
+        ]
         constraints = [
             models.CheckConstraint(
                 condition=Q(
@@ -791,3 +797,75 @@ class LiveBoard(models.Model):
 
     def __str__(self) -> str:
         return f"live board of {self.challenge_id}"
+
+
+class WebhookEndpoint(models.Model):
+    """A URL that gets a challenge's events, signed (Standard Webhooks: docs/events.md).
+    ``events``: the types it wants (empty: every type)."""
+
+    challenge = models.ForeignKey(Challenge, on_delete=models.CASCADE, related_name="webhooks")
+    url = models.URLField(max_length=2000)  # http(s) only: URLField's own validator
+    events = models.JSONField(default=list, blank=True)
+    description = models.CharField(max_length=500, blank=True)
+    # "whsec_" + base64 of 24 random bytes; shown once, when the endpoint is made.
+    secret = models.CharField(max_length=100, editable=False)
+    is_active = models.BooleanField(default=True)
+    disabled_reason = models.CharField(max_length=500, blank=True)
+    failures_in_row = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["challenge", "id"]
+
+    def __str__(self) -> str:
+        return self.url
+
+    def wants(self, type: str) -> bool:
+        return not self.events or type in self.events
+
+
+class WebhookDelivery(models.Model):
+    """One event to one endpoint: its tries (``log``), until a 2xx or the last try."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending"
+        SUCCEEDED = "succeeded"
+        FAILED = "failed"
+
+    endpoint = models.ForeignKey(
+        WebhookEndpoint, on_delete=models.CASCADE, related_name="deliveries"
+    )
+    event = models.ForeignKey(Event, on_delete=models.CASCADE, related_name="deliveries")
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    tries = models.PositiveIntegerField(default=0)
+    tries_left = models.PositiveIntegerField(default=0)
+    next_try_at = models.DateTimeField(null=True, blank=True)
+    claimed_until = models.DateTimeField(null=True, blank=True)  # a try under way
+    last_status_code = models.PositiveIntegerField(null=True, blank=True)
+    last_error = models.CharField(max_length=500, blank=True)
+    response_excerpt = models.CharField(max_length=1000, blank=True)
+    duration_ms = models.FloatField(null=True, blank=True)
+    # Every try: [{"at", "status_code", "error", "duration_ms"}, ...] (the last 50).
+    log = models.JSONField(default=list, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-id"]
+        constraints = [
+            models.UniqueConstraint(fields=["endpoint", "event"], name="delivery_once"),
+            models.CheckConstraint(
+                condition=Q(status__in=["pending", "succeeded", "failed"]),
+                name="delivery_status_known",
+            ),
+        ]
+        indexes = [
+            models.Index(
+                fields=["next_try_at"],
+                condition=Q(status="pending"),
+                name="delivery_due",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.event_id} → {self.endpoint_id} ({self.status})"

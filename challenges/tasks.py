@@ -20,7 +20,8 @@ from django.conf import settings
 from django.dispatch import receiver
 
 from challenges.events import board as event_board
-from challenges.events import moments
+from challenges.events import log as event_log
+from challenges.events import moments, webhooks
 from challenges.ingestion import budget, idempotency
 from challenges.leaderboards import changes, ranking
 from challenges.public import views as public_views
@@ -241,6 +242,51 @@ def events_tick() -> None:
     moments.schedule_tick()
     for challenge_id in event_board.boards_to_look_at():
         event_board.board_check_request(challenge_id=challenge_id, send=_send_board_check)
+    lost = webhooks.events_not_fanned_out()
+    if lost:
+        webhooks_fan_out.delay(lost)
+    for delivery_id in webhooks.deliveries_due():
+        webhook_deliver.delay(delivery_id)
+
+
+@receiver(event_log.events_written)
+def _events_written(sender: object = None, *, event_ids: list[int], **kwargs: object) -> None:
+    webhooks_fan_out.delay(event_ids)
+
+
+@shared_task(
+    name="challenges.tasks.webhooks_fan_out",
+    acks_late=True,
+    reject_on_worker_lost=True,
+    ignore_result=True,
+    **RETRIES,
+)
+def webhooks_fan_out(event_ids: list[int]) -> None:
+    """Make the webhook deliveries of new events and send them."""
+    for delivery_id in webhooks.deliveries_create(event_ids=event_ids):
+        webhook_deliver.delay(delivery_id)
+
+
+@receiver(webhooks.delivery_due)
+def _delivery_due(sender: object = None, *, delivery_id: int, **kwargs: object) -> None:
+    webhook_deliver.delay(delivery_id)
+
+
+RETRY_BY_COUNTDOWN_S = 60  # a later retry is sent by the periodic tick when it is due
+
+
+@shared_task(
+    name="challenges.tasks.webhook_deliver",
+    acks_late=True,
+    reject_on_worker_lost=True,
+    ignore_result=True,
+    **RETRIES,
+)
+def webhook_deliver(delivery_id: int) -> None:
+    """Try one delivery (5 s at most); a near retry is queued with its countdown."""
+    retry_in = webhooks.delivery_try(delivery_id=delivery_id)
+    if retry_in is not None and retry_in <= RETRY_BY_COUNTDOWN_S:
+        webhook_deliver.apply_async((delivery_id,), countdown=retry_in)
 
 
 @worker_ready.connect

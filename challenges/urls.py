@@ -6,6 +6,7 @@ from rest_framework.routers import DefaultRouter
 from challenges.api import competition as api_competition
 from challenges.api import scorers as scorer_api
 from challenges.api import views as api
+from challenges.api import webhooks as api_webhooks
 from challenges.public import views
 from challenges.public.player import player_detail
 from challenges.public.switches import history_page, version_page
@@ -81,6 +82,22 @@ api_urlpatterns = [
         name="attempt-unhide",
     ),
     path("audit/", api_competition.AuditList.as_view(), name="audit"),
+    # Webhooks (challenges/api/webhooks.py).
+    re_path(
+        r"^challenges/(?P<pk>[0-9]+)/webhooks/$",
+        api_webhooks.EndpointList.as_view(),
+        name="webhook-list",
+    ),
+    re_path(
+        r"^challenges/(?P<pk>[0-9]+)/webhooks/(?P<wid>[0-9]+)/deliveries/$",
+        api_webhooks.DeliveryList.as_view(),
+        name="webhook-deliveries",
+    ),
+    re_path(
+        r"^challenges/(?P<pk>[0-9]+)/webhooks/(?P<wid>[0-9]+)/deliveries/(?P<did>[0-9]+)/redeliver/$",
+        api_webhooks.Redeliver.as_view(),
+        name="webhook-redeliver",
+    ),
     path("scorers/", scorer_api.ScorerCatalogueView.as_view(), name="scorer-catalogue"),
     path("", include(router.urls)),
 ]

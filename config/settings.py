@@ -48,6 +48,19 @@ def env_int(name: str, default: int, *, minimum: int = 0) -> int:
     return value
 
 
+def env_float(name: str, default: float, *, above: float = 0.0) -> float:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name}={raw!r} is not a number.") from None
+    if not value > above or value == float("inf"):
+        raise ImproperlyConfigured(f"{name}={value} must be a finite number above {above:g}.")
+    return value
+
+
 def env_list(name: str, default: list[str]) -> list[str]:
     raw = os.environ.get(name)
     if raw is None:
@@ -327,6 +340,8 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # One name for the event types (webhooks' "events" and a delivery's event "type").
+    "ENUM_NAME_OVERRIDES": {"EventTypeEnum": "challenges.models.Event.Type"},
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "challenges.api.schema.error_responses",
@@ -363,6 +378,11 @@ PODIUM_BATCH_MAX_ATTEMPTS = env_int("PODIUM_BATCH_MAX_ATTEMPTS", 50_000, minimum
 PODIUM_IDEMPOTENCY_KEEP_H = env_int("PODIUM_IDEMPOTENCY_KEEP_H", 48, minimum=24)
 PODIUM_RESCORE_STALL_S = env_int("PODIUM_RESCORE_STALL_S", 60, minimum=1)
 PODIUM_WATCHDOG_EVERY_S = env_int("PODIUM_WATCHDOG_EVERY_S", 15, minimum=1)
+# Webhooks (challenges/events/webhooks.py): an endpoint whose host resolves to a private,
+# loopback or link-local address is refused unless this is set (development, tests).
+PODIUM_WEBHOOK_ALLOW_PRIVATE = env_bool("PODIUM_WEBHOOK_ALLOW_PRIVATE", False)
+# Multiplies the retry schedule (10 s, 1 min, 5 min, … 3 h); below 1 only to try it out.
+PODIUM_WEBHOOK_RETRY_SCALE = env_float("PODIUM_WEBHOOK_RETRY_SCALE", 1.0)
 # How often the events tick runs: opened, closed and frozen are announced within it.
 PODIUM_EVENTS_TICK_S = env_int("PODIUM_EVENTS_TICK_S", 15, minimum=1)
 
