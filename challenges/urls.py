@@ -9,6 +9,7 @@ from challenges.api import views as api
 from challenges.api import webhooks as api_webhooks
 from challenges.public import views
 from challenges.public.player import player_detail
+from challenges.public.stream import challenge_events
 from challenges.public.switches import history_page, version_page
 
 
@@ -52,6 +53,7 @@ urlpatterns = [
     path("challenges/<slug:slug>/leaderboard.csv", views.export_csv, name="export-csv"),
     path("challenges/<slug:slug>/leaderboard.json", views.export_json, name="export-json"),
     path("challenges/<slug:slug>/history/", history_page, name="history"),
+    path("challenges/<slug:slug>/events/", challenge_events, name="events"),
     path("challenges/<slug:slug>/versions/<int:number>/", version_page, name="version"),
     path(
         "challenges/<slug:slug>/players/<external_id:external_id>/",

@@ -383,6 +383,9 @@ PODIUM_WATCHDOG_EVERY_S = env_int("PODIUM_WATCHDOG_EVERY_S", 15, minimum=1)
 PODIUM_WEBHOOK_ALLOW_PRIVATE = env_bool("PODIUM_WEBHOOK_ALLOW_PRIVATE", False)
 # Multiplies the retry schedule (10 s, 1 min, 5 min, … 3 h); below 1 only to try it out.
 PODIUM_WEBHOOK_RETRY_SCALE = env_float("PODIUM_WEBHOOK_RETRY_SCALE", 1.0)
+# The event stream (GET /challenges/<slug>/events/): a comment this often on a quiet
+# stream, so that proxies and browsers keep it open.
+PODIUM_SSE_HEARTBEAT_S = env_float("PODIUM_SSE_HEARTBEAT_S", 15.0)
 # How often the events tick runs: opened, closed and frozen are announced within it.
 PODIUM_EVENTS_TICK_S = env_int("PODIUM_EVENTS_TICK_S", 15, minimum=1)
 
