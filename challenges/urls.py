@@ -8,6 +8,7 @@ from challenges.api import scorers as scorer_api
 from challenges.api import views as api
 from challenges.api import webhooks as api_webhooks
 from challenges.public import views
+from challenges.public.feeds import ctftime_feed
 from challenges.public.player import player_detail
 from challenges.public.stream import challenge_events
 from challenges.public.switches import history_page, version_page
@@ -54,6 +55,7 @@ urlpatterns = [
     path("challenges/<slug:slug>/leaderboard.json", views.export_json, name="export-json"),
     path("challenges/<slug:slug>/history/", history_page, name="history"),
     path("challenges/<slug:slug>/events/", challenge_events, name="events"),
+    path("challenges/<slug:slug>/ctftime.json", ctftime_feed, name="ctftime"),
     path("challenges/<slug:slug>/versions/<int:number>/", version_page, name="version"),
     path(
         "challenges/<slug:slug>/players/<external_id:external_id>/",
