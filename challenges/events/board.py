@@ -69,7 +69,11 @@ def board_top(*, challenge: Challenge) -> list[dict[str, Any]]:
     if not challenge.is_active:
         return []
     board = freeze.board_id(challenge=challenge, user=AnonymousUser())
-    page = selectors.leaderboard_page(challenge=challenge, limit=TOP, offset=0, board_id=board)
+    if board is None:
+        return []
+    # Read now, not from the page checkpoints (which may lag a second under steady
+    # ingestion): a look that saw a lagging board would miss the last change of a burst.
+    rows = selectors.leaderboard_top(board_id=board, limit=TOP)
     return [
         {
             "rank": row.rank,
@@ -77,7 +81,7 @@ def board_top(*, challenge: Challenge) -> list[dict[str, Any]]:
             "display_name": row.display_name,
             "score": precision.served(row.score),
         }
-        for row in page.rows
+        for row in rows
     ]
 
 

@@ -25,7 +25,7 @@ from challenges.models import Event
 
 logger = logging.getLogger(__name__)
 
-POLL_S = 0.2
+POLL_S = 0.1
 QUEUE_MAX = 500  # events waiting for one subscriber before it is dropped
 READ_AT_MOST = 2000  # events read in one poll
 

@@ -17,13 +17,14 @@ from collections.abc import AsyncIterator
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.core.handlers.asgi import ASGIRequest
+from django.db import close_old_connections
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.views.decorators.http import require_safe
 
 from challenges.events import hub as events_hub
 from challenges.events import log
 from challenges.leaderboards import selectors
-from challenges.models import Event
+from challenges.models import Challenge, Event
 from challenges.text import row_id
 
 RETRY_MS = 3000  # how soon a browser reconnects after the stream ends
@@ -34,7 +35,17 @@ def _last_event_id(request: HttpRequest) -> int | None:
     return row_id(raw.strip()) if raw.strip() else None
 
 
+# Every read of a stream runs in the event loop's small shared pool of threads
+# (thread_sensitive=False), never in the request's own thread: a request's thread keeps
+# its database connection until the response ends, which for a stream is hours, and a
+# thousand streams would hold a thousand connections.
+def _challenge(slug: str) -> Challenge | None:
+    close_old_connections()
+    return selectors.challenge_public(slug=slug)
+
+
 def _backlog(challenge_id: int, after: int) -> list[Event]:
+    close_old_connections()
     return log.events_after(challenge_id=challenge_id, after_id=after)
 
 
@@ -69,7 +80,7 @@ async def _stream(*, challenge_id: int, slug: str, after: int | None) -> AsyncIt
 
 @require_safe
 async def challenge_events(request: HttpRequest, slug: str) -> HttpResponse:
-    challenge = await sync_to_async(selectors.challenge_public)(slug=slug)
+    challenge = await sync_to_async(_challenge, thread_sensitive=False)(slug)
     if challenge is None:
         return HttpResponse("Not found.", status=404, content_type="text/plain")
     if not isinstance(request, ASGIRequest):

@@ -51,10 +51,15 @@
   source.addEventListener("error", function () {
     setLive(false); // polling goes on; EventSource reconnects by itself
   });
+  // The page's ranks may lag a fast burst by up to a second (PODIUM_RANKING_MAX_AGE_MS):
+  // one more refresh after the last event of a burst shows where it ended.
+  var settle = null;
   BOARD_EVENTS.forEach(function (type) {
     source.addEventListener(type, function (evt) {
       section.dataset.lastEventId = evt.lastEventId;
       refresh();
+      if (settle) window.clearTimeout(settle);
+      settle = window.setTimeout(function () { settle = null; refresh(); }, 1500);
     });
   });
 })();

@@ -16,7 +16,8 @@ from challenges.events import board as event_board
 from challenges.events import moments
 from challenges.models import Challenge, Event, LiveBoard
 from challenges.setup import services as setup_services
-from tests.factories import SEED_ATTEMPT, make_challenge
+from tests.factories import SEED_ATTEMPT, attempt_input, make_challenge
+from tests.factories import record as record_service
 from tests.urls import attempts_url, detail_url, rescore_url, reveal_url
 
 pytestmark = pytest.mark.django_db
@@ -301,3 +302,16 @@ def test_a_broker_outage_never_fails_the_request(committed, integration_api, mon
     monkeypatch.undo()
     committed(tasks.events_tick)  # the tick looks again
     assert [t for t, _ in events(challenge)] == ["attempt.first_blood", "board.changed"]
+
+
+def test_a_look_reads_the_board_now_not_lagging_checkpoints(committed, settings):
+    # Under steady ingestion page checkpoints may lag (PODIUM_RANKING_MAX_AGE_MS): a
+    # look that read them would miss the last change of a burst for good.
+    settings.PODIUM_RANKING_MAX_AGE_MS = 60_000
+    challenge = make_challenge(scoring_strategy="fastest")
+    committed(record_service, challenge, attempt_input("ada", elapsed_ms=500))
+    for i, ms in enumerate([400, 300, 200]):
+        committed(record_service, challenge, attempt_input(f"p{i}", elapsed_ms=ms))
+    last = events(challenge, "board.changed")[-1][1]
+    assert top_players(last) == ["p2", "p1", "p0", "ada"]
+    assert events(challenge, "record.beaten")[-1][1]["new"]["player"] == "p2"
