@@ -16,9 +16,16 @@ while attempts are recorded, on PostgreSQL, with a real Celery worker and uvicor
 Target: p99 <= 2 s from commit to every subscriber; no subscriber dropped (each gets the
 last attempt's event). Exits non-zero when missed.
 
+``--fanout``: instead, webhook fan-out: EVENTS events (default 1,000) to ENDPOINTS
+endpoints (default 10) on a local receiver that fails 20 % of requests (a 500), the
+retry schedule scaled by ``--retry-scale`` (default 0.01: 0.1 s, 0.6 s, 3 s, 9 s ...);
+every delivery must succeed (none failed, none twice after a 2xx) within the scaled
+retry budget. Reports deliveries/s and the tries made.
+
     BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/podium_bench_live \\
     BENCH_REDIS_URL=redis://127.0.0.1:6379/14 \\
     .venv/bin/python bench/live.py [--subscribers 1000] [--seconds 20] [--rate N]
+    .venv/bin/python bench/live.py --fanout [--events 1000] [--endpoints 10]
 """
 
 from __future__ import annotations
@@ -147,12 +154,98 @@ def subscribers_process(port: int, count: int, pipe) -> None:
     asyncio.run(streams(port, count, pipe))
 
 
+def fanout(args: argparse.Namespace) -> int:
+    """Webhook fan-out through the real worker to a receiver failing 20 % of requests."""
+    import random
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    os.environ.update(environment())
+    os.environ["PODIUM_WEBHOOK_RETRY_SCALE"] = str(args.retry_scale)
+    _pg.setup_django(URL)
+    from django.db import transaction
+
+    from challenges.events import log, webhooks
+    from challenges.models import WebhookDelivery
+    from challenges.setup import services as setup_services
+
+    got: dict[str, int] = {}  # webhook-id + endpoint path → 2xx answers
+    lock = threading.Lock()
+    rng = random.Random(7)
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            with lock:
+                fail = rng.random() < 0.2
+                if not fail:
+                    key = f"{self.headers['webhook-id']} {self.path}"
+                    got[key] = got.get(key, 0) + 1
+            self.send_response(500 if fail else 200)
+            self.end_headers()
+
+        def log_message(self, *a: object) -> None:
+            pass
+
+    receiver = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    receiver.daemon_threads = True
+    threading.Thread(target=receiver.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{receiver.server_address[1]}"
+    challenge = setup_services.challenge_create(data={"name": "Bench hooks", "slug": "hooks"})
+    for k in range(args.endpoints):
+        webhooks.endpoint_create(challenge=challenge, url=f"{base}/e{k}")
+    env = {**environment(), "PODIUM_WEBHOOK_RETRY_SCALE": str(args.retry_scale)}
+    worker = _worker.Worker(env)
+    try:
+        worker.wait()
+        from config.celery import app
+
+        app.set_current()  # the worker's ping made its own app current (see main)
+        app.set_default()
+        budget = sum(webhooks.RETRY_AFTER_S) * args.retry_scale * 1.1 + 60
+        started = time.monotonic()
+        for start in range(0, args.events, 100):
+            with transaction.atomic():
+                log.live_locked(challenge=challenge)
+                for n in range(start, min(args.events, start + 100)):
+                    log.event_write(challenge=challenge, type="board.changed", data={"n": n})
+        expected = args.events * args.endpoints
+        pending = WebhookDelivery.objects.exclude(status="succeeded")
+        while time.monotonic() - started < budget:
+            done = WebhookDelivery.objects.filter(status="succeeded").count()
+            if done == expected:
+                break
+            time.sleep(0.5)
+        took = time.monotonic() - started
+    finally:
+        worker.stop()
+        receiver.shutdown()
+    done = WebhookDelivery.objects.filter(status="succeeded").count()
+    failed = WebhookDelivery.objects.filter(status="failed").count()
+    tries = sum(WebhookDelivery.objects.values_list("tries", flat=True))
+    twice = sum(1 for n in got.values() if n > 1)
+    print(
+        f"{args.events} events to {args.endpoints} endpoints, 20 % of answers 500: "
+        f"{done}/{expected} delivered in {took:.1f} s ({done / took:.0f} deliveries/s), "
+        f"{tries} tries, {failed} failed, {pending.count()} not delivered, "
+        f"{twice} delivered twice after a 2xx (retry budget {budget:.0f} s)"
+    )
+    ok = done == expected and failed == 0 and twice == 0
+    print("target (all delivered within the retry budget, none twice):", "met" if ok else "MISSED")
+    return 0 if ok else 1
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--subscribers", type=int, default=1000)
     parser.add_argument("--seconds", type=float, default=20)
     parser.add_argument("--rate", type=float, default=0, help="attempts/s (0: half measured)")
+    parser.add_argument("--fanout", action="store_true", help="webhook fan-out instead")
+    parser.add_argument("--events", type=int, default=1000)
+    parser.add_argument("--endpoints", type=int, default=10)
+    parser.add_argument("--retry-scale", type=float, default=0.01)
     args = parser.parse_args()
+    if args.fanout:
+        return fanout(args)
 
     os.environ.update(environment())
     _pg.setup_django(URL)

@@ -251,7 +251,8 @@ def events_tick() -> None:
 
 @receiver(event_log.events_written)
 def _events_written(sender: object = None, *, event_ids: list[int], **kwargs: object) -> None:
-    webhooks_fan_out.delay(event_ids)
+    if webhooks.deliveries_wanted(event_ids=event_ids):
+        webhooks_fan_out.delay(event_ids)
 
 
 @shared_task(

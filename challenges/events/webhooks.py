@@ -81,6 +81,18 @@ def endpoint_create(
 
 
 # --- fan-out --------------------------------------------------------------------------
+def deliveries_wanted(*, event_ids: Sequence[int]) -> bool:
+    """Whether these events have an endpoint to go to; when none has, they are marked
+    fanned out at once (no task for the many events of challenges without webhooks)."""
+    events = Event.objects.filter(pk__in=list(event_ids), fanned_out=False)
+    wanted = WebhookEndpoint.objects.filter(
+        challenge_id__in=events.values("challenge_id"), is_active=True
+    ).exists()
+    if not wanted:
+        events.update(fanned_out=True)
+    return wanted
+
+
 def deliveries_create(*, event_ids: Iterable[int]) -> list[int]:
     """Make the deliveries of these events to every active endpoint that wants them
     (idempotent: one per event and endpoint); the ids of those due now."""

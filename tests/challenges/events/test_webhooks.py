@@ -105,6 +105,23 @@ def test_bad_endpoints_are_a_400_naming_the_field(admin_api, body, field):
     assert not WebhookEndpoint.objects.exists()
 
 
+@pytest.mark.parametrize(
+    ("raw", "field"),
+    [
+        ('{"url": "https://x.example", "description": "a\\u0000b"}', "description"),
+        ('{"url": "https://x.example/\\ud800"}', "url"),
+        ('{"url": "https://x.example", "events": ["board.changed\\u0000"]}', "events"),
+        ("[1, 2]", "non_field_errors"),
+    ],
+)
+def test_hostile_text_is_a_400_naming_the_field(admin_api, raw, field):
+    challenge = make_challenge()
+    response = admin_api.post(webhooks_url(challenge), raw, content_type="application/json")
+    assert response.status_code == 400, response.content
+    assert field in response.json()
+    assert not WebhookEndpoint.objects.exists()
+
+
 def test_only_admins_manage_webhooks(anon_api, staff_api, integration_api):
     challenge = make_challenge()
     for api in (anon_api, staff_api, integration_api):
@@ -405,3 +422,14 @@ def test_a_private_endpoint_fails_its_delivery_by_default(hook, admin_api, setti
     delivery = WebhookDelivery.objects.get(pk=delivery_id)
     assert hook.requests == []
     assert "not public" in delivery.last_error and delivery.status == "pending"
+
+
+def test_events_without_endpoints_need_no_task(committed, integration_api, monkeypatch):
+    from challenges import tasks
+
+    sent = []
+    monkeypatch.setattr(tasks.webhooks_fan_out, "delay", lambda ids: sent.append(ids))
+    challenge = make_challenge(scoring_strategy="fastest")
+    record(committed, integration_api, challenge, "ada", 500)
+    assert sent == []
+    assert not Event.objects.filter(fanned_out=False).exists()
