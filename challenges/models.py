@@ -852,6 +852,7 @@ class WebhookDelivery(models.Model):
 
     class Meta:
         ordering = ["-id"]
+        verbose_name_plural = "webhook deliveries"
         constraints = [
             models.UniqueConstraint(fields=["endpoint", "event"], name="delivery_once"),
             models.CheckConstraint(
