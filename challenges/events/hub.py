@@ -3,7 +3,9 @@ challenges that have subscribers and hands each new event to their queues.
 
 One place feeds every stream: the log (``Event``), which every writer goes through, so
 the embedded default needs no Redis and a stream resumed after an id misses nothing.
-One query every ``POLL_S`` per process serves all its streams, however many. Within a
+One query every ``POLL_S`` per process serves all its streams, however many; every read
+of the streams runs in one thread of the hub's own (``Hub.db``), so a process's streams
+hold one database connection between them. Within a
 challenge ids follow commit order (``log``), so a cursor per challenge is exact. A
 subscriber too slow to take its events (its queue full) is dropped: its stream ends
 and the browser resumes with ``Last-Event-ID`` from the log.
@@ -14,16 +16,20 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
+from typing import Any, TypeVar
 
-from asgiref.sync import sync_to_async
-from django.db import close_old_connections
+from django.db import close_old_connections, connections
 from django.db.models import Max, Q
 
 from challenges.events import log
 from challenges.models import Event
 
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 POLL_S = 0.1
 QUEUE_MAX = 500  # events waiting for one subscriber before it is dropped
@@ -69,14 +75,24 @@ class Hub:
         self.slugs: dict[int, str] = {}
         self.task: asyncio.Task[None] | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
+        self.executor: ThreadPoolExecutor | None = None
+
+    async def db(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run a database read in the hub's one thread (its one connection)."""
+        if self.executor is None:
+            self.executor = ThreadPoolExecutor(1, thread_name_prefix="podium-events")
+        return await asyncio.get_running_loop().run_in_executor(self.executor, partial(fn, *args))
+
+    def db_close(self) -> None:
+        """Close the hub thread's database connection (tests, and a process's end)."""
+        if self.executor is not None:
+            self.executor.submit(connections.close_all).result()
 
     async def subscribe(self, *, challenge_id: int, slug: str) -> Subscriber:
         """Register before reading any backlog: from here on nothing is missed."""
         subscriber = Subscriber(challenge_id)
         if challenge_id not in self.cursors:
-            self.cursors[challenge_id] = await sync_to_async(_latest, thread_sensitive=False)(
-                challenge_id
-            )
+            self.cursors[challenge_id] = await self.db(_latest, challenge_id)
         self.slugs[challenge_id] = slug
         self.subscribers.setdefault(challenge_id, set()).add(subscriber)
         self._ensure_running()
@@ -110,7 +126,7 @@ class Hub:
         cursors = {c: self.cursors[c] for c in list(self.subscribers) if c in self.cursors}
         if not cursors:
             return 0
-        events = await sync_to_async(_read, thread_sensitive=False)(cursors)
+        events = await self.db(_read, cursors)
         for event in events:
             challenge_id = event.challenge_id
             if event.pk <= self.cursors.get(challenge_id, 0):

@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 
-from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.core.handlers.asgi import ASGIRequest
 from django.db import close_old_connections
@@ -35,10 +34,10 @@ def _last_event_id(request: HttpRequest) -> int | None:
     return row_id(raw.strip()) if raw.strip() else None
 
 
-# Every read of a stream runs in the event loop's small shared pool of threads
-# (thread_sensitive=False), never in the request's own thread: a request's thread keeps
-# its database connection until the response ends, which for a stream is hours, and a
-# thousand streams would hold a thousand connections.
+# Every read of a stream runs in the hub's one thread (``Hub.db``), never in the
+# request's own thread: a request's thread keeps its database connection until the
+# response ends, which for a stream is hours, and a thousand streams would hold a
+# thousand connections.
 def _challenge(slug: str) -> Challenge | None:
     close_old_connections()
     return selectors.challenge_public(slug=slug)
@@ -56,7 +55,7 @@ async def _stream(*, challenge_id: int, slug: str, after: int | None) -> AsyncIt
         yield f"retry: {RETRY_MS}\n: connected\n\n".encode()
         sent = 0
         if after is not None:
-            backlog = await sync_to_async(_backlog, thread_sensitive=False)(challenge_id, after)
+            backlog = await hub.db(_backlog, challenge_id, after)
             for event in backlog:
                 yield events_hub.frame(event, slug)
             sent = backlog[-1].pk if backlog else after
@@ -80,7 +79,7 @@ async def _stream(*, challenge_id: int, slug: str, after: int | None) -> AsyncIt
 
 @require_safe
 async def challenge_events(request: HttpRequest, slug: str) -> HttpResponse:
-    challenge = await sync_to_async(_challenge, thread_sensitive=False)(slug)
+    challenge = await events_hub.hub.db(_challenge, slug)
     if challenge is None:
         return HttpResponse("Not found.", status=404, content_type="text/plain")
     if not isinstance(request, ASGIRequest):

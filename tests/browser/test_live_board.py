@@ -41,6 +41,9 @@ def asgi_server():
     yield f"http://127.0.0.1:{port}"
     server.should_exit = True
     thread.join(timeout=10)
+    from challenges.events import hub
+
+    hub.hub.db_close()  # its thread's database connection (PostgreSQL drops the test DB)
 
 
 @pytest.fixture

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 from datetime import timedelta
 
 import pytest
 from asgiref.sync import sync_to_async
-from django.db import transaction
+from django.db import connection, transaction
 from django.test import AsyncClient
 from django.urls import reverse
 from django.utils import timezone
@@ -25,10 +26,23 @@ from tests.factories import make_challenge
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
+@pytest.fixture(autouse=True)
+def _hub_connection_closed():
+    # The hub's thread keeps its database connection (one per process, by design):
+    # closed after each test, or PostgreSQL could not drop the test database.
+    yield
+    events_hub.hub.db_close()
+
+
 def write(challenge, n: int = 1, type_: str = "board.changed") -> list[Event]:
     with transaction.atomic():
         log.live_locked(challenge=challenge)
-        return [log.event_write(challenge=challenge, type=type_, data={"n": i}) for i in range(n)]
+        written = [
+            log.event_write(challenge=challenge, type=type_, data={"n": i}) for i in range(n)
+        ]
+    if threading.current_thread() is not threading.main_thread():
+        connection.close()  # asgiref's thread outlives the test: not its connection
+    return written
 
 
 def events_url(challenge) -> str:
@@ -239,6 +253,7 @@ def test_a_subscriber_too_slow_is_dropped_and_resumes_from_the_log(monkeypatch):
         assert await subscriber.queue.get() is None  # its stream ends
         if hub.task:
             hub.task.cancel()
+        hub.db_close()
 
     asyncio.run(run())
 
