@@ -115,8 +115,8 @@ def board_check(*, challenge_id: int) -> list[Event]:
         challenge = (
             Challenge.objects.select_related("active_version").filter(pk=challenge_id).first()
         )
-        if challenge is None:
-            return written
+        if challenge is None or not challenge.is_active:
+            return written  # not public: nothing to say (nor to forget, for a comeback)
         live = log.live_locked(challenge=challenge)
         top = board_top(challenge=challenge)
         before = live.top

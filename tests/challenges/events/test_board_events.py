@@ -315,3 +315,19 @@ def test_a_look_reads_the_board_now_not_lagging_checkpoints(committed, settings)
     last = events(challenge, "board.changed")[-1][1]
     assert top_players(last) == ["p2", "p1", "p0", "ada"]
     assert events(challenge, "record.beaten")[-1][1]["new"]["player"] == "p2"
+
+
+def test_a_challenge_made_inactive_announces_nothing(committed, integration_api, admin_api):
+    challenge = make_challenge(scoring_strategy="fastest")
+    record(committed, integration_api, challenge, "ada", 500)
+    count = Event.objects.count()
+    response = committed(
+        admin_api.patch, detail_url(challenge.pk), {"is_active": False}, format="json"
+    )
+    assert response.status_code == 200
+    record(committed, integration_api, challenge, "bob", 100)
+    committed(event_board.board_check, challenge_id=challenge.pk)
+    assert Event.objects.count() == count  # not even an empty board
+    committed(admin_api.patch, detail_url(challenge.pk), {"is_active": True}, format="json")
+    record(committed, integration_api, challenge, "cyd", 50)
+    assert events(challenge, "record.beaten")[-1][1]["previous"]["player"] == "ada"
