@@ -1021,3 +1021,151 @@ class Pairing(models.Model):
 
     def __str__(self) -> str:
         return f"pairing {self.pk}: attack {self.attack_id} vs defence {self.defense_id}"
+
+
+class Event(models.Model):
+    """One thing that happened to a challenge's public board, as the public may see it
+    (challenges/events/): the log the event stream resumes from and webhooks deliver.
+
+    Written only under the challenge's ``LiveBoard`` row lock, so that within one
+    challenge ids follow commit order (a stream resumed after an id misses nothing)."""
+
+    class Type(models.TextChoices):
+        FIRST_BLOOD = "attempt.first_blood"
+        RECORD_BEATEN = "record.beaten"
+        BOARD_CHANGED = "board.changed"
+        RESCORE_FINISHED = "rescore.finished"
+        CHALLENGE_OPENED = "challenge.opened"
+        CHALLENGE_CLOSED = "challenge.closed"
+        CHALLENGE_FROZEN = "challenge.frozen"
+        CHALLENGE_REVEALED = "challenge.revealed"
+
+    id = models.BigAutoField(primary_key=True)
+    type = models.CharField(max_length=32, choices=Type.choices)
+    challenge = models.ForeignKey(Challenge, on_delete=models.CASCADE, related_name="events")
+    occurred_at = models.DateTimeField()
+    data = models.JSONField(default=dict)
+    # Whether its webhook deliveries were made (the periodic tick makes those a broker
+    # outage lost).
+    fanned_out = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["id"]
+        indexes = [
+            models.Index(fields=["challenge", "id"], name="event_challenge_id"),
+            models.Index(fields=["id"], condition=Q(fanned_out=False), name="event_not_fanned_out"),
+        ]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(
+                    type__in=[
+                        "attempt.first_blood",
+                        "record.beaten",
+                        "board.changed",
+                        "rescore.finished",
+                        "challenge.opened",
+                        "challenge.closed",
+                        "challenge.frozen",
+                        "challenge.revealed",
+                    ]
+                ),
+                name="event_type_known",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.type} #{self.pk}"
+
+
+class LiveBoard(models.Model):
+    """What the events of a challenge were last made from (challenges/events/): the
+    public top 10 last seen, whether its first blood was announced, and the schedule
+    moments already announced. Its row lock serializes the challenge's event writers."""
+
+    challenge = models.OneToOneField(
+        Challenge, on_delete=models.CASCADE, primary_key=True, related_name="live"
+    )
+    # [{"rank", "player", "display_name", "score"}, ...]; null: not seen yet (a challenge
+    # older than events: the first look is a baseline, announced as nothing).
+    top = models.JSONField(null=True, blank=True)
+    first_blood = models.BooleanField(default=False)
+    opened_for = models.DateTimeField(null=True, blank=True)  # the opens_at announced
+    closed_for = models.DateTimeField(null=True, blank=True)
+    frozen_for = models.DateTimeField(null=True, blank=True)  # the freeze_at announced
+    checked_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"live board of {self.challenge_id}"
+
+
+class WebhookEndpoint(models.Model):
+    """A URL that gets a challenge's events, signed (Standard Webhooks: docs/events.md).
+    ``events``: the types it wants (empty: every type)."""
+
+    challenge = models.ForeignKey(Challenge, on_delete=models.CASCADE, related_name="webhooks")
+    url = models.URLField(max_length=2000)  # http(s) only: URLField's own validator
+    events = models.JSONField(default=list, blank=True)
+    description = models.CharField(max_length=500, blank=True)
+    # "whsec_" + base64 of 24 random bytes; shown once, when the endpoint is made.
+    secret = models.CharField(max_length=100, editable=False)
+    is_active = models.BooleanField(default=True)
+    disabled_reason = models.CharField(max_length=500, blank=True)
+    failures_in_row = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["challenge", "id"]
+
+    def __str__(self) -> str:
+        return self.url
+
+    def wants(self, type: str) -> bool:
+        return not self.events or type in self.events
+
+
+class WebhookDelivery(models.Model):
+    """One event to one endpoint: its tries (``log``), until a 2xx or the last try."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending"
+        SUCCEEDED = "succeeded"
+        FAILED = "failed"
+
+    endpoint = models.ForeignKey(
+        WebhookEndpoint, on_delete=models.CASCADE, related_name="deliveries"
+    )
+    event = models.ForeignKey(Event, on_delete=models.CASCADE, related_name="deliveries")
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    tries = models.PositiveIntegerField(default=0)
+    tries_left = models.PositiveIntegerField(default=0)
+    next_try_at = models.DateTimeField(null=True, blank=True)
+    claimed_until = models.DateTimeField(null=True, blank=True)  # a try under way
+    last_status_code = models.PositiveIntegerField(null=True, blank=True)
+    last_error = models.CharField(max_length=500, blank=True)
+    response_excerpt = models.CharField(max_length=1000, blank=True)
+    duration_ms = models.FloatField(null=True, blank=True)
+    # Every try: [{"at", "status_code", "error", "duration_ms"}, ...] (the last 50).
+    log = models.JSONField(default=list, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-id"]
+        verbose_name_plural = "webhook deliveries"
+        constraints = [
+            models.UniqueConstraint(fields=["endpoint", "event"], name="delivery_once"),
+            models.CheckConstraint(
+                condition=Q(status__in=["pending", "succeeded", "failed"]),
+                name="delivery_status_known",
+            ),
+        ]
+        indexes = [
+            models.Index(
+                fields=["next_try_at"],
+                condition=Q(status="pending"),
+                name="delivery_due",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.event_id} → {self.endpoint_id} ({self.status})"

@@ -19,10 +19,13 @@ from celery.utils.time import get_exponential_backoff_interval
 from django.conf import settings
 from django.dispatch import receiver
 
+from challenges.events import board as event_board
+from challenges.events import log as event_log
+from challenges.events import moments, webhooks
 from challenges.ingestion import budget, idempotency
-from challenges.leaderboards import evaluation, history, ranking
+from challenges.leaderboards import changes, evaluation, ranking
 from challenges.public import views as public_views
-from challenges.rescoring import batch
+from challenges.rescoring import batch, switch
 from challenges.rescoring import jobs as rescoring
 from config.transient import TRANSIENT, forget_connection, is_transient
 
@@ -115,7 +118,7 @@ def rescore_resume() -> None:
         send_dispatch=rescore_dispatch.delay, stalled_for_s=settings.PODIUM_RESCORE_STALL_S
     )
     # History records whose switch committed but whose process died before writing them.
-    history.records_write_due(older_than_s=HISTORY_DUE_GRACE_S)
+    switch.history_write_due(older_than_s=HISTORY_DUE_GRACE_S)
 
 
 @shared_task(
@@ -128,7 +131,7 @@ def rescore_watchdog() -> None:
         send_dispatch=rescore_dispatch.delay, stalled_for_s=settings.PODIUM_RESCORE_STALL_S
     )
     # History records whose switch committed but whose process died before writing them.
-    history.records_write_due(older_than_s=HISTORY_DUE_GRACE_S)
+    switch.history_write_due(older_than_s=HISTORY_DUE_GRACE_S)
 
 
 @receiver(rescoring.job_queued)
@@ -234,6 +237,77 @@ def _rebuild_board(
     sender: object = None, *, kind: str, slug: str, query: str, **kwargs: object
 ) -> None:
     board_rebuild.delay(kind, slug, query)
+
+
+@shared_task(name="challenges.tasks.events_board_check", ignore_result=True, **RETRIES)
+def events_board_check(challenge_id: int) -> None:
+    """Look at a challenge's public board and announce what changed (coalesced: see
+    ``events.board.board_check_request``)."""
+    event_board.board_check(challenge_id=challenge_id)
+
+
+def _send_board_check(challenge_id: int, countdown: float) -> None:
+    events_board_check.apply_async((challenge_id,), countdown=countdown)
+
+
+@receiver(changes.board_touched)
+def _board_touched(sender: object = None, *, challenge_id: int, **kwargs: object) -> None:
+    event_board.board_check_request(challenge_id=challenge_id, send=_send_board_check)
+
+
+@shared_task(name="challenges.tasks.events_tick", acks_late=False, ignore_result=True, **RETRIES)
+def events_tick() -> None:
+    """Periodic (Celery beat, every PODIUM_EVENTS_TICK_S): announce the schedule's
+    moments, and look at every active board (a look lost to a broker outage is made)."""
+    moments.schedule_tick()
+    for challenge_id in event_board.boards_to_look_at():
+        event_board.board_check_request(challenge_id=challenge_id, send=_send_board_check)
+    lost = webhooks.events_not_fanned_out()
+    if lost:
+        webhooks_fan_out.delay(lost)
+    for delivery_id in webhooks.deliveries_due():
+        webhook_deliver.delay(delivery_id)
+
+
+@receiver(event_log.events_written)
+def _events_written(sender: object = None, *, event_ids: list[int], **kwargs: object) -> None:
+    if webhooks.deliveries_wanted(event_ids=event_ids):
+        webhooks_fan_out.delay(event_ids)
+
+
+@shared_task(
+    name="challenges.tasks.webhooks_fan_out",
+    acks_late=True,
+    reject_on_worker_lost=True,
+    ignore_result=True,
+    **RETRIES,
+)
+def webhooks_fan_out(event_ids: list[int]) -> None:
+    """Make the webhook deliveries of new events and send them."""
+    for delivery_id in webhooks.deliveries_create(event_ids=event_ids):
+        webhook_deliver.delay(delivery_id)
+
+
+@receiver(webhooks.delivery_due)
+def _delivery_due(sender: object = None, *, delivery_id: int, **kwargs: object) -> None:
+    webhook_deliver.delay(delivery_id)
+
+
+RETRY_BY_COUNTDOWN_S = 60  # a later retry is sent by the periodic tick when it is due
+
+
+@shared_task(
+    name="challenges.tasks.webhook_deliver",
+    acks_late=True,
+    reject_on_worker_lost=True,
+    ignore_result=True,
+    **RETRIES,
+)
+def webhook_deliver(delivery_id: int) -> None:
+    """Try one delivery (5 s at most); a near retry is queued with its countdown."""
+    retry_in = webhooks.delivery_try(delivery_id=delivery_id)
+    if retry_in is not None and retry_in <= RETRY_BY_COUNTDOWN_S:
+        webhook_deliver.apply_async((delivery_id,), countdown=retry_in)
 
 
 @worker_ready.connect

@@ -8,9 +8,12 @@ from challenges.api import competition as api_competition
 from challenges.api import redblue as api_redblue
 from challenges.api import scorers as scorer_api
 from challenges.api import views as api
+from challenges.api import webhooks as api_webhooks
 from challenges.public import views
 from challenges.public.collections import collection_detail
+from challenges.public.feeds import ctftime_feed
 from challenges.public.player import player_detail
+from challenges.public.stream import challenge_events
 from challenges.public.switches import history_page, version_page
 
 
@@ -55,6 +58,8 @@ urlpatterns = [
     path("challenges/<slug:slug>/leaderboard.csv", views.export_csv, name="export-csv"),
     path("challenges/<slug:slug>/leaderboard.json", views.export_json, name="export-json"),
     path("challenges/<slug:slug>/history/", history_page, name="history"),
+    path("challenges/<slug:slug>/events/", challenge_events, name="events"),
+    path("challenges/<slug:slug>/ctftime.json", ctftime_feed, name="ctftime"),
     path("challenges/<slug:slug>/versions/<int:number>/", version_page, name="version"),
     path("collections/<slug:slug>/", collection_detail, name="collection"),
     path(
@@ -111,6 +116,22 @@ api_urlpatterns = [
         r"^pairings/(?P<pk>[0-9]+)/judgement/$",
         api_redblue.JudgementCreate.as_view(),
         name="judgement",
+    ),
+    # Webhooks (challenges/api/webhooks.py).
+    re_path(
+        r"^challenges/(?P<pk>[0-9]+)/webhooks/$",
+        api_webhooks.EndpointList.as_view(),
+        name="webhook-list",
+    ),
+    re_path(
+        r"^challenges/(?P<pk>[0-9]+)/webhooks/(?P<wid>[0-9]+)/deliveries/$",
+        api_webhooks.DeliveryList.as_view(),
+        name="webhook-deliveries",
+    ),
+    re_path(
+        r"^challenges/(?P<pk>[0-9]+)/webhooks/(?P<wid>[0-9]+)/deliveries/(?P<did>[0-9]+)/redeliver/$",
+        api_webhooks.Redeliver.as_view(),
+        name="webhook-redeliver",
     ),
     path("scorers/", scorer_api.ScorerCatalogueView.as_view(), name="scorer-catalogue"),
     path("", include(router.urls)),

@@ -48,6 +48,19 @@ def env_int(name: str, default: int, *, minimum: int = 0) -> int:
     return value
 
 
+def env_float(name: str, default: float, *, above: float = 0.0) -> float:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name}={raw!r} is not a number.") from None
+    if not value > above or value == float("inf"):
+        raise ImproperlyConfigured(f"{name}={value} must be a finite number above {above:g}.")
+    return value
+
+
 def env_list(name: str, default: list[str]) -> list[str]:
     raw = os.environ.get(name)
     if raw is None:
@@ -339,8 +352,12 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
-    # Red/blue's two policy fields share one choice set: one component for both.
-    "ENUM_NAME_OVERRIDES": {"SelectionPolicyEnum": "challenges.redblue.policies.POLICIES"},
+    # Red/blue's two policy fields share one choice set: one component for both; and one
+    # name for the event types (webhooks' "events" and a delivery's event "type").
+    "ENUM_NAME_OVERRIDES": {
+        "SelectionPolicyEnum": "challenges.redblue.policies.POLICIES",
+        "EventTypeEnum": "challenges.models.Event.Type",
+    },
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "challenges.api.schema.error_responses",
@@ -377,6 +394,16 @@ PODIUM_BATCH_MAX_ATTEMPTS = env_int("PODIUM_BATCH_MAX_ATTEMPTS", 50_000, minimum
 PODIUM_IDEMPOTENCY_KEEP_H = env_int("PODIUM_IDEMPOTENCY_KEEP_H", 48, minimum=24)
 PODIUM_RESCORE_STALL_S = env_int("PODIUM_RESCORE_STALL_S", 60, minimum=1)
 PODIUM_WATCHDOG_EVERY_S = env_int("PODIUM_WATCHDOG_EVERY_S", 15, minimum=1)
+# Webhooks (challenges/events/webhooks.py): an endpoint whose host resolves to a private,
+# loopback or link-local address is refused unless this is set (development, tests).
+PODIUM_WEBHOOK_ALLOW_PRIVATE = env_bool("PODIUM_WEBHOOK_ALLOW_PRIVATE", False)
+# Multiplies the retry schedule (10 s, 1 min, 5 min, … 3 h); below 1 only to try it out.
+PODIUM_WEBHOOK_RETRY_SCALE = env_float("PODIUM_WEBHOOK_RETRY_SCALE", 1.0)
+# The event stream (GET /challenges/<slug>/events/): a comment this often on a quiet
+# stream, so that proxies and browsers keep it open.
+PODIUM_SSE_HEARTBEAT_S = env_float("PODIUM_SSE_HEARTBEAT_S", 15.0)
+# How often the events tick runs: opened, closed and frozen are announced within it.
+PODIUM_EVENTS_TICK_S = env_int("PODIUM_EVENTS_TICK_S", 15, minimum=1)
 
 # --- Celery ---------------------------------------------------------------------
 # Embedded default: a filesystem broker under var/, shared by `make run`'s web process
@@ -411,6 +438,13 @@ CELERY_BEAT_SCHEDULE = {
         "task": "challenges.tasks.rescore_watchdog",
         "schedule": float(PODIUM_WATCHDOG_EVERY_S),
         "options": {"expires": float(PODIUM_WATCHDOG_EVERY_S)},
+    },
+    # Events (challenges/events/): schedule moments announced within 30 s, a look at
+    # every board whose look was lost.
+    "events-tick": {
+        "task": "challenges.tasks.events_tick",
+        "schedule": float(PODIUM_EVENTS_TICK_S),
+        "options": {"expires": float(PODIUM_EVENTS_TICK_S)},
     },
     "idempotency-purge": {
         "task": "challenges.tasks.idempotency_purge",

@@ -26,6 +26,7 @@ LAYERS = {
     "ingestion": 2,
     "rescoring": 1.5,  # ingestion queues the first rescore of a challenge made without a version
     "collections": 1.2,  # standings over several challenges' boards
+    "events": 1.2,  # announces what the public boards show; the capabilities above tell it
     "leaderboards": 1,
     "audit": 0.7,  # every capability records what it changed
     "fieldsets": 0.5,

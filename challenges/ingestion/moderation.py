@@ -18,6 +18,7 @@ from typing import Any
 from django.db import transaction
 
 from challenges.audit import Kind, audit_record
+from challenges.events import moments
 from challenges.leaderboards import exclusions, freeze, scores
 from challenges.models import Attempt, Challenge, Player, PlayerHide, ScoringVersion
 from challenges.rescoring import batch as batch_scoring
@@ -144,7 +145,11 @@ def challenge_reveal(*, challenge: Challenge, by: Any = None) -> Challenge:
     """End the board freeze (``freeze.board_reveal``: raises ``RevealRefused``). A batch
     scorer ranked relative to the attempts before the freeze until now: it runs again
     over the whole set."""
-    challenge = freeze.board_reveal(challenge=challenge, by=by)
+    with transaction.atomic():
+        # Registered first: the reveal is announced before what the board then shows.
+        pk = challenge.pk
+        transaction.on_commit(lambda: moments.challenge_revealed(challenge_id=pk))
+        challenge = freeze.board_reveal(challenge=challenge, by=by)
     if batch_scoring.has_batch(challenge.active_version):
         batch_scoring.batch_request(challenge_id=challenge.pk)
     return challenge

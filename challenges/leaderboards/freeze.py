@@ -25,8 +25,8 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from challenges.leaderboards import changes, sql
 from challenges.leaderboards import ranking as R
-from challenges.leaderboards import sql
 from challenges.models import (
     Challenge,
     LeaderboardEntry,
@@ -97,6 +97,7 @@ def frozen_ensure(*, challenge: Challenge, version_id: int | None = None) -> int
 
 def frozen_drop(*, challenge_ids: Iterable[int]) -> None:
     """Drop the frozen boards of these challenges (rebuilt at the next frozen read)."""
+    challenge_ids = list(challenge_ids)
     boards = [
         frozen_id(pk)
         for pk in ScoringVersion.objects.filter(challenge_id__in=list(challenge_ids)).values_list(
@@ -106,6 +107,7 @@ def frozen_drop(*, challenge_ids: Iterable[int]) -> None:
     if boards:
         LeaderboardRanking.objects.filter(version_id__in=boards).delete()
         LeaderboardEntry.objects.filter(version_id__in=boards).delete()
+        changes.board_touch(challenge_ids=challenge_ids)
 
 
 def last_activity(challenge: Challenge, newest: datetime | None) -> datetime | None:

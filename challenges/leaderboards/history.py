@@ -240,24 +240,24 @@ def record_due(
     )
 
 
-def records_write_due(*, challenge_id: int | None = None, older_than_s: float = 0) -> int:
+def records_write_due(*, challenge_id: int | None = None, older_than_s: float = 0) -> list[int]:
     """Write the records of switches that are due (of one challenge, or all), each
     computed outside any transaction, then stored and its due row removed in one short
     transaction; a due row another process has just written (or is writing) is
-    skipped. Returns how many records this call wrote."""
+    skipped. Returns the ids of the records this call wrote."""
     dues = HistoryDue.objects.order_by("pk")
     if challenge_id is not None:
         dues = dues.filter(challenge_id=challenge_id)
     if older_than_s:
         dues = dues.filter(switched_at__lte=timezone.now() - timedelta(seconds=older_than_s))
-    written = 0
+    written: list[int] = []
     for due in list(dues):
         diff = pairs_diff(sql.board_pairs(due.previous_version_id or 0, due.version_id))
         with transaction.atomic():
             mine = HistoryDue.objects.select_for_update(skip_locked=True).filter(pk=due.pk)
             if not mine.exists():
                 continue  # written by another process meanwhile
-            _record_create(
+            record = _record_create(
                 diff,
                 challenge_id=due.challenge_id,
                 version_id=due.version_id,
@@ -266,7 +266,7 @@ def records_write_due(*, challenge_id: int | None = None, older_than_s: float = 
                 switched_at=due.switched_at,
             )
             mine.delete()
-        written += 1
+        written.append(record.pk)
     return written
 
 

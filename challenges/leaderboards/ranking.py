@@ -39,7 +39,7 @@ from django.db.models.signals import post_delete, post_save
 from django.dispatch import Signal, receiver
 from django.utils import timezone
 
-from challenges.leaderboards import sql
+from challenges.leaderboards import changes, sql
 from challenges.models import Attempt, LeaderboardEntry, LeaderboardRanking, Player
 
 logger = logging.getLogger(__name__)
@@ -315,6 +315,8 @@ def rankings_renamed(*, player_ids: list[int]) -> None:
     def mark() -> None:
         boards = LeaderboardEntry.objects.filter(player_id__in=ids).values("version_id")
         LeaderboardRanking.objects.filter(stale=False, version_id__in=boards).update(stale=True)
+        played = Attempt.objects.filter(player_id__in=ids).values_list("challenge_id", flat=True)
+        changes.board_touch(challenge_ids=set(played))  # a name on a top 10 may change
 
     transaction.on_commit(mark)
 

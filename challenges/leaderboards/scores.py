@@ -18,7 +18,7 @@ from typing import Any
 from django.db import connection, transaction
 from django.db.models import Exists, F, OuterRef, QuerySet
 
-from challenges.leaderboards import exclusions, sql
+from challenges.leaderboards import changes, exclusions, sql
 from challenges.models import (
     Attempt,
     AttemptScore,
@@ -376,6 +376,7 @@ def entries_rebuild(*, version: ScoringVersion, parts: int = 1) -> None:
         LeaderboardEntry.objects.filter(version=version).delete()
         sql.set_local("work_mem", "'256MB'")  # sort a million rows in memory, not on disk
         sql.entries_insert_best(version.pk, ranked=True)
+        changes.board_touch(challenge_ids=[version.challenge_id])
         return
     failures: list[BaseException] = []
 
@@ -402,6 +403,7 @@ def entries_rebuild(*, version: ScoringVersion, parts: int = 1) -> None:
         thread.join()
     if failures:
         raise failures[0]
+    changes.board_touch(challenge_ids=[version.challenge_id])
 
 
 def entries_repair(*, version_id: int, player_ids: Sequence[int]) -> None:
@@ -410,6 +412,11 @@ def entries_repair(*, version_id: int, player_ids: Sequence[int]) -> None:
     are left unranked: readers of this version recompute its checkpoints."""
     LeaderboardEntry.objects.filter(version_id=version_id, player_id__in=player_ids).delete()
     sql.entries_insert_best(version_id, player_ids=player_ids, ranked=False)
+    changes.board_touch(
+        challenge_ids=ScoringVersion.objects.filter(pk=abs(version_id)).values_list(
+            "challenge_id", flat=True
+        )
+    )
 
 
 def entries_upsert(
@@ -436,3 +443,4 @@ def entries_upsert(
             for _, a, row in sorted(best.values(), key=lambda b: b[1].player_id)
         ]
     )
+    changes.board_touch(challenge_ids=[version.challenge_id])

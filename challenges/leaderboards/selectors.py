@@ -519,6 +519,21 @@ def page_numbers(page: int, pages: int, *, around: int = 2) -> list[int | None]:
 EXPORT_BATCH = 2000
 
 
+def leaderboard_top(*, board_id: int, limit: int) -> list[LeaderboardRow]:
+    """The first ``limit`` rows of a board, read now from its rank index (never from
+    page checkpoints, which may lag ``PODIUM_RANKING_MAX_AGE_MS`` under steady
+    ingestion): a row's competition rank depends only on the rows ahead of it."""
+    rows = []
+    previous = None
+    rank = 0
+    for place, v in enumerate(_rows_where(board_id, "all", [], limit), start=1):
+        if (v["sort_key"], v["created_at"]) != previous:
+            rank = place
+        previous = (v["sort_key"], v["created_at"])
+        rows.append(_rows([v], [rank])[0])
+    return rows
+
+
 def leaderboard_stream(*, version_id: int) -> Iterator[LeaderboardRow]:
     """Every row of a version's leaderboard in rank order, read in keyset batches (a
     constant amount of memory, no OFFSET), each one constant statement along the rank

@@ -35,6 +35,7 @@ from django.db.models import F, Max
 from django.dispatch import Signal
 from django.utils import timezone
 
+from challenges.events import moments
 from challenges.leaderboards import exclusions, freeze, history, scores
 from challenges.models import (
     Attempt,
@@ -275,7 +276,7 @@ def batch_run(*, challenge_id: int) -> BatchRun | None:
         now = timezone.now()
         if public:  # same version, new scores: cached pages are keyed by updated_at
             Challenge.objects.filter(pk=challenge_id).update(updated_at=now)
-        history.history_record(
+        record = history.history_record(
             challenge=locked,
             version=version,
             previous_version_id=version.pk,
@@ -283,6 +284,7 @@ def batch_run(*, challenge_id: int) -> BatchRun | None:
             reason=HistoryRecord.Reason.BATCH,
             switched_at=now,
         )
+        transaction.on_commit(lambda: moments.rescore_finished(record_id=record.pk))
         BatchState.objects.filter(pk=challenge_id).update(
             version=version,
             covered=covered,

@@ -13,10 +13,11 @@ one, never a mix, and no attempt recorded meanwhile is missed:
 3. every other queued or running rescore job of the challenge is cancelled (it would
    switch to its own version later and undo this one);
 4. the pointer moves;
-5. the history record of the switch is noted as due (``leaderboards.history``): the
+5. the public boards' watchers are told (``changes.board_touch``: events), and the
+   history record of the switch is noted as due (``leaderboards.history``): the
    public rank diff of the previous version's board and this one's is computed after
-   the switch commits, outside the lock (the caller calls ``history.records_write_due``),
-   so the switch does not wait for it.
+   the switch commits, outside the lock (the caller calls ``history_after_switch``), so
+   the switch does not wait for it; ``rescore.finished`` is announced once it is stored.
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ from dataclasses import dataclass
 
 from django.utils import timezone
 
-from challenges.leaderboards import history, scores
+from challenges.events import moments
+from challenges.leaderboards import changes, history, scores
 from challenges.models import AttemptScore, Challenge, RescoreJob, ScoringVersion
 
 LATE_PLAYERS_BATCH = 500
@@ -69,6 +71,7 @@ def version_switch(
     previous_id = challenge.active_version_id
     challenge.active_version = version
     challenge.save(update_fields=["active_version", "updated_at", *also_save])
+    changes.board_touch(challenge_ids=[challenge.pk])
     history.record_due(
         challenge=challenge,
         version=version,
@@ -80,11 +83,21 @@ def version_switch(
 
 
 def history_after_switch(*, challenge_id: int) -> None:
-    """Once a switch has committed: write its history record now. If that fails, the
-    record stays due and the rescore watchdog writes it (``history.records_write_due``)."""
+    """Once a switch has committed: write its history record now and announce it
+    (``rescore.finished``). If that fails, the record stays due and the rescore watchdog
+    writes it (``history_write_due``)."""
     try:
-        history.records_write_due(challenge_id=challenge_id)
+        history_write_due(challenge_id=challenge_id)
     except Exception:
         logger.exception(
             "history record left for the watchdog", extra={"challenge_id": challenge_id}
         )
+
+
+def history_write_due(*, challenge_id: int | None = None, older_than_s: float = 0) -> int:
+    """Write the history records left due (``history.records_write_due``) and announce
+    each once it is stored; how many were written."""
+    written = history.records_write_due(challenge_id=challenge_id, older_than_s=older_than_s)
+    for record_id in written:
+        moments.rescore_finished(record_id=record_id)
+    return len(written)

@@ -110,7 +110,7 @@ def test_serve_says_once_when_snippets_are_disabled(monkeypatch, available):
         else sandbox.Availability(None, ("bubblewrap (bwrap) is not installed",))
     )
     monkeypatch.setattr(sandbox, "availability", lambda **_: found)
-    monkeypatch.setattr(serve, "call_command", lambda *args, **kwargs: None)  # no server
+    monkeypatch.setattr(serve, "serve_http", lambda **kwargs: None)  # no server
     out, err = StringIO(), StringIO()
     call_command("serve", "--no-worker", stdout=out, stderr=err)
     if available:

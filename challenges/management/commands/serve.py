@@ -1,7 +1,10 @@
 """`manage.py serve`: the web server plus a Celery worker, for `make run`.
 
-The worker is a child process; it stops when the server stops (Ctrl-C). It runs the
-periodic rescore watchdog too (Celery beat, embedded: there is one worker here).
+The server is uvicorn serving the ASGI application (config/asgi.py): the pages as
+``runserver`` would (static files included, in development), and the event streams,
+which a WSGI server cannot hold open without a thread each. The worker is a child
+process; it stops when the server stops (Ctrl-C). It runs the periodic tasks too
+(Celery beat, embedded: there is one worker here).
 """
 
 from __future__ import annotations
@@ -15,7 +18,6 @@ import textwrap
 import threading
 
 from django.conf import settings
-from django.core.management import call_command
 from django.core.management.base import BaseCommand
 
 from scoring import sandbox
@@ -31,6 +33,24 @@ def _die_with_parent() -> None:
 
 def _raise_exit(signum: int, frame: object) -> None:
     raise SystemExit(0)
+
+
+# Open streams end this long after Ctrl-C or SIGTERM (browsers then resume them).
+GRACEFUL_S = 3
+
+
+def serve_http(*, host: str, port: int) -> None:
+    """Serve the site with uvicorn until stopped."""
+    import uvicorn
+
+    uvicorn.run(
+        "config.asgi:application",
+        host=host,
+        port=port,
+        lifespan="off",
+        log_level="warning",
+        timeout_graceful_shutdown=GRACEFUL_S,
+    )
 
 
 class Command(BaseCommand):
@@ -74,7 +94,7 @@ class Command(BaseCommand):
                 "\n  " + textwrap.fill(snippets.message, 86, subsequent_indent="  ") + "\n"
             )
         try:
-            call_command("runserver", f"{host}:{port}", use_reloader=False)
+            serve_http(host=host, port=port)
         finally:
             if worker is not None and worker.poll() is None:
                 worker.terminate()  # the main process stops its pool children itself
