@@ -14,9 +14,12 @@ import re
 import time
 
 import pytest
+from django.core.cache import cache
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from challenges.leaderboards import evaluation, freeze, ranking
+from challenges.leaderboards import evaluation, freeze, kept, ranking
 from challenges.models import LeaderboardRanking, Player
 from challenges.setup import services as setup_services
 from tests.factories import attempt_input, make_challenge, record
@@ -269,3 +272,44 @@ def test_an_aggregate_board_names_players_as_of_its_freeze(client, anon_api, sta
     assert _player_name(client, challenge.slug, "ada") == "Ada"
     live = staff_api.get(leaderboard_url(challenge.pk)).json()
     assert {r["player"]: r["display_name"] for r in live["results"]}["ada"] == "Ada Lovelace"
+
+
+def _queries(read) -> int:
+    with CaptureQueriesContext(connection) as captured:
+        read()
+    return len(captured)
+
+
+def test_names_as_of_the_freeze_cost_no_query_per_row(client, anon_api):
+    """The frozen board's reads cost the same queries whether nobody or most of its
+    players were renamed since the freeze (no query per row)."""
+    challenge = make_challenge(scoring_strategy="fastest", slug="many")
+    record(
+        challenge,
+        *[attempt_input(f"p{i:02d}", player_name=f"P{i}", elapsed_ms=i + 1) for i in range(30)],
+    )
+    _freeze(challenge)
+    reads = {
+        "api": lambda: anon_api.get(leaderboard_url(challenge.pk)),
+        "fragment": lambda: client.get(page_url(challenge.slug, "board")),
+        "search": lambda: client.get(page_url(challenge.slug, "board"), {"q": "P2"}),
+        "csv": lambda: b"".join(client.get(page_url(challenge.slug, "export-csv"))),
+        "charts": lambda: client.get(page_url(challenge.slug, "charts")),
+        "cards": lambda: client.get("/challenges/"),
+    }
+    for read in reads.values():
+        read()  # the frozen board built, the ranking current
+
+    def cold() -> dict[str, int]:
+        cache.clear()  # nothing kept: every read reads its rows and names
+        kept.local_clear()
+        return {name: _queries(read) for name, read in reads.items()}
+
+    before = cold()
+    record(
+        challenge,
+        *[attempt_input(f"p{i:02d}", player_name=f"New {i}", elapsed_ms=999) for i in range(25)],
+    )
+    assert cold() == before
+    body = anon_api.get(leaderboard_url(challenge.pk)).json()
+    assert [r["display_name"] for r in body["results"]][:3] == ["P0", "P1", "P2"]
