@@ -292,6 +292,25 @@ class Player(models.Model):
         return self.display_name or self.external_id
 
 
+class PlayerRename(models.Model):
+    """A change of a player's display name, kept so that a board frozen before it still
+    shows the name as it was (``leaderboards/names.py``). Append-only."""
+
+    player = models.ForeignKey(Player, on_delete=models.CASCADE, related_name="renames")
+    old_name = models.CharField(max_length=200)
+    new_name = models.CharField(max_length=200)
+    at = models.DateTimeField()
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["player", "at", "id"], name="player_rename_player_at"),
+            models.Index(fields=["at"], name="player_rename_at"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.old_name} → {self.new_name}"
+
+
 class Attempt(models.Model):
     challenge = models.ForeignKey(Challenge, on_delete=models.CASCADE, related_name="attempts")
     player = models.ForeignKey(Player, on_delete=models.CASCADE, related_name="attempts")

@@ -30,6 +30,7 @@ from django.http import (
     HttpResponseRedirect,
 )
 from django.urls import path, reverse
+from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.text import Truncator
 
@@ -41,6 +42,7 @@ from challenges.admin.dashboard import failures_count
 from challenges.admin.forms import ChallengeAdminForm
 from challenges.ingestion import moderation, services
 from challenges.leaderboards import freeze
+from challenges.leaderboards import names as player_names
 from challenges.leaderboards.metrics import challenge_metrics
 from challenges.models import (
     Attempt,
@@ -487,6 +489,11 @@ class PlayerAdmin(admin.ModelAdmin):
                         "display_name": form.initial["display_name"],
                     },
                     after={"player": obj.external_id, "display_name": obj.display_name},
+                )
+                # Kept: a board frozen before now still shows the old name.
+                player_names.renames_record(
+                    renames=[(obj.pk, form.initial["display_name"], obj.display_name)],
+                    at=timezone.now(),
                 )
             super().save_model(request, obj, form, change)
 

@@ -73,7 +73,9 @@ def board_top(*, challenge: Challenge) -> list[dict[str, Any]]:
         return []
     # Read now, not from the page checkpoints (which may lag a second under steady
     # ingestion): a look that saw a lagging board would miss the last change of a burst.
-    rows = selectors.leaderboard_top(board_id=board, limit=TOP)
+    # A frozen board names its players as at the freeze (a later rename does not show).
+    names_at = freeze.names_at(challenge, board)
+    rows = selectors.leaderboard_top(board_id=board, limit=TOP, names_at=names_at)
     return [
         {
             "rank": row.rank,

@@ -20,6 +20,7 @@ from django.utils import timezone
 from challenges import audit
 from challenges.ingestion import rules
 from challenges.ingestion.budget import PENDING, ScoringBudget, pending_enqueue, score_status
+from challenges.leaderboards import names as player_names
 from challenges.leaderboards import ranking, scores, sql
 from challenges.models import (
     Attempt,
@@ -118,12 +119,15 @@ def _players_upsert(
         for player in locked.order_by("external_id"):
             players[player.external_id] = player
         renamed = []
+        kept = []  # (player id, old name, new name): a frozen board shows the old one
         for ext in renames:
             if players[ext].display_name != names[ext]:
+                kept.append((players[ext].pk, players[ext].display_name, names[ext]))
                 players[ext].display_name = names[ext]
                 renamed.append(players[ext])
         if renamed:
             Player.objects.bulk_update(renamed, ["display_name"])
+            player_names.renames_record(renames=kept, at=timezone.now())
             ranking.rankings_renamed(player_ids=[p.pk for p in renamed])
     return players
 

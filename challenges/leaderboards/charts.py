@@ -17,6 +17,7 @@ from django.db.models.functions import Floor
 
 from challenges.leaderboards import exclusions
 from challenges.leaderboards import ranking as R
+from challenges.leaderboards.names import names_as_of
 from challenges.models import Attempt, AttemptScore, Challenge, LeaderboardEntry
 from scoring.engine.strategies import get_strategy
 
@@ -88,6 +89,9 @@ def _top_history(
     )
     if not top:
         return []
+    if before is not None:  # a frozen board: its players named as of the freeze
+        names = names_as_of(player_ids=[p for p, _ in top], at=before)
+        top = [(p, names.get(p, name)) for p, name in top]
     score = AttemptScore.objects.filter(version_id=version_id, attempt_id=OuterRef("pk"))
     mine = Attempt.objects.filter(challenge_id=challenge.pk, player_id__in=[p for p, _ in top])
     if before is not None:  # a frozen board: no point after the freeze

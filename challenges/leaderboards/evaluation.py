@@ -41,6 +41,7 @@ from challenges.fieldsets import BOARD_FIELDS
 from challenges.leaderboards import exclusions, freeze, precision, sql
 from challenges.leaderboards import ranking as R
 from challenges.leaderboards.metrics import challenge_metrics, public_metrics
+from challenges.leaderboards.names import names_as_of
 from challenges.models import (
     Aggregate,
     Attempt,
@@ -434,7 +435,8 @@ def evaluation_rows(view: EvaluationView, challenge: Challenge) -> EvaluationVie
         .values_list("rows", flat=True)
         .first()
     )
-    return dataclasses.replace(view, rows=_rows(challenge, stored or []))
+    names_at = challenge.freeze_at if view.frozen else None  # as of the freeze
+    return dataclasses.replace(view, rows=_rows(challenge, stored or [], names_at))
 
 
 def _lineage(version_id: int) -> str:
@@ -492,7 +494,11 @@ def slice_check(challenge: Challenge, value: str | None) -> str:
     return value
 
 
-def _rows(challenge: Challenge, stored: list[list[Any]]) -> list[IntervalRow]:
+def _rows(
+    challenge: Challenge, stored: list[list[Any]], names_at: datetime | None = None
+) -> list[IntervalRow]:
+    """The stored rows with their players' ids and names (as of ``names_at``, a frozen
+    board's), hidden players left out."""
     ids = [row[0] for row in stored]
     hidden = exclusions.hidden_player_ids(challenge_id=challenge.pk, player_ids=ids)
     names = dict(
@@ -501,6 +507,9 @@ def _rows(challenge: Challenge, stored: list[list[Any]]) -> list[IntervalRow]:
             "pk", "external_id", "display_name"
         )
     )
+    if names_at is not None and names:
+        past = names_as_of(player_ids=names, at=names_at)
+        names = {pk: (external, past.get(pk, name)) for pk, (external, name) in names.items()}
     return [
         IntervalRow(row[0], *names[row[0]], *row[1:])
         for row in stored

@@ -8,12 +8,13 @@ rankings carry no foreign-key constraint for this), so every public reader — p
 ranks, search, exports, charts, the API — reads it unchanged, by id. It is built on the
 first frozen read of a version, from that version's scores of the attempts recorded
 before the freeze (never their client-given ``created_at``), leaving out what is never
-ranked (``exclusions``). A rescore or "make active again" during the freeze changes the
-active version, hence the board id: the new version's frozen board is built from its own
-scores, so a frozen board never mixes versions. Ingestion after the freeze writes only
-the live boards; moderation, a change of ``freeze_at`` and the reveal drop the
-challenge's frozen boards, and deleted attempts mark them stale (either way rebuilt at
-the next read).
+ranked (``exclusions``). Its players are named as they were at the freeze
+(``names_at``): a rename after it shows only after the reveal. A rescore or "make active
+again" during the freeze changes the active version, hence the board id: the new
+version's frozen board is built from its own scores, so a frozen board never mixes
+versions. Ingestion after the freeze writes only the live boards; moderation, a change
+of ``freeze_at`` and the reveal drop the challenge's frozen boards, and deleted attempts
+mark them stale (either way rebuilt at the next read).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from django.utils import timezone
 
 from challenges.leaderboards import changes, sql
 from challenges.leaderboards import ranking as R
+from challenges.leaderboards.names import names_as_of
 from challenges.models import (
     Challenge,
     LeaderboardEntry,
@@ -50,6 +52,15 @@ def frozen_for(challenge: Challenge, user: Any) -> bool:
 
 def frozen_id(version_id: int) -> int:
     return -version_id
+
+
+def names_at(challenge: Challenge, board_id: int | None) -> datetime | None:
+    """The moment the names of board ``board_id`` are shown as of: a frozen board's are
+    as of the freeze (``leaderboards/names.py``: a rename after it does not show until
+    the reveal); None: the names as they are now (a live board)."""
+    if board_id is None or board_id >= 0:
+        return None
+    return challenge.freeze_at
 
 
 def board_id(*, challenge: Challenge, user: Any) -> int | None:
@@ -124,10 +135,13 @@ def card_frozen(*, card: Challenge) -> None:
     leader = (
         LeaderboardEntry.objects.filter(version_id=board)
         .order_by("sort_key", "created_at", "attempt_id")
-        .values_list("player__display_name", "score")
+        .values_list("player_id", "score")
         .first()
     )
-    card.leader_name, card.leader_score = leader or (None, None)
+    card.leader_name, card.leader_score = None, None
+    if leader is not None:
+        named = names_as_of(player_ids=[leader[0]], at=card.freeze_at)
+        card.leader_name, card.leader_score = named.get(leader[0]), leader[1]
     card.players = R.ranking_current(version_id=board).entries
     card.last_activity = last_activity(card, card.last_activity)
 

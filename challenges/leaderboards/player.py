@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from challenges.leaderboards import exclusions, freeze
+from challenges.leaderboards.names import names_as_of
 from challenges.leaderboards.score_columns import public_details
 from challenges.leaderboards.selectors import BREAKDOWN_FIELDS, LeaderboardRow, leaderboard_player
 from challenges.models import Attempt, AttemptScore, Challenge, Player
@@ -46,8 +47,8 @@ def player_page(
     """The player's page as ``user`` may see it, newest attempts first; None when the
     player has no attempt at this challenge, does not exist, or is hidden from it.
     Hidden attempts are left out (practice ones stay: they are the player's own); while
-    the board is frozen for ``user``, so are attempts recorded after the freeze, and the
-    rank is the frozen board's."""
+    the board is frozen for ``user``, so are attempts recorded after the freeze, the
+    rank is the frozen board's and the player's name as of the freeze."""
     player = Player.objects.filter(external_id=external_id).first()
     if player is None or exclusions.player_is_hidden(
         challenge_id=challenge.pk, player_id=player.pk
@@ -56,6 +57,9 @@ def player_page(
     attempts = Attempt.objects.filter(challenge=challenge, player=player, hidden=False)
     if freeze.frozen_for(challenge, user):
         attempts = attempts.filter(recorded_at__lt=challenge.freeze_at)
+        # Named as on the frozen board (this copy of the player is never saved).
+        named = names_as_of(player_ids=[player.pk], at=challenge.freeze_at)
+        player.display_name = named.get(player.pk, player.display_name)
     total = attempts.count()
     if total == 0:
         return None

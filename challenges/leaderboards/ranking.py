@@ -302,18 +302,22 @@ def _entries_deleted(sender: type, **kwargs: Any) -> None:
 
 
 # --- renames ------------------------------------------------------------------------------
-# A renamed player changes what the rows of every board holding them show, with no entry
-# changed: the rankings of those boards are marked stale once the rename commits, so that
-# a reader holding rows by ranking token (``selectors.board_settled``) reads them again.
+# A renamed player changes what the rows of every live board holding them show, with no
+# entry changed: the rankings of those boards are marked stale once the rename commits, so
+# that a reader holding rows by ranking token (``selectors.board_settled``) reads them
+# again. Frozen boards (negative ids) are left alone: they name players as of their
+# freeze, which every frozen board's is before now (``leaderboards/names.py``).
 def rankings_renamed(*, player_ids: list[int]) -> None:
-    """Mark stale, on commit, the rankings of the boards where these players have an
-    entry (call after renaming them)."""
+    """Mark stale, on commit, the rankings of the live boards where these players have
+    an entry (call after renaming them)."""
     if not player_ids:
         return
     ids = list(player_ids)
 
     def mark() -> None:
-        boards = LeaderboardEntry.objects.filter(player_id__in=ids).values("version_id")
+        boards = LeaderboardEntry.objects.filter(player_id__in=ids, version_id__gt=0).values(
+            "version_id"
+        )
         LeaderboardRanking.objects.filter(stale=False, version_id__in=boards).update(stale=True)
         played = Attempt.objects.filter(player_id__in=ids).values_list("challenge_id", flat=True)
         changes.board_touch(challenge_ids=set(played))  # a name on a top 10 may change

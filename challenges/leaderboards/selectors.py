@@ -24,8 +24,8 @@ from django.db.models import (
 )
 from django.db.models.functions import Least
 
+from challenges.leaderboards import freeze, sql
 from challenges.leaderboards import ranking as R
-from challenges.leaderboards import sql
 from challenges.models import (
     Attempt,
     AttemptScore,
@@ -308,13 +308,17 @@ def _rows(values: list[dict[str, Any]], ranks: list[int]) -> list[LeaderboardRow
 
 
 def _rows_where(
-    version_id: int, condition: str, params: list[Any], limit: int
+    version_id: int,
+    condition: str,
+    params: list[Any],
+    limit: int,
+    names_at: datetime | None = None,
 ) -> list[dict[str, Any]]:
     """Up to ``limit`` rows in rank order (a condition of ``sql.ROWS``), as
-    ``values(*ROW_FIELDS)`` gives them."""
+    ``values(*ROW_FIELDS)`` gives them; ``names_at``: names as of then (``freeze.names_at``)."""
     return [
         dict(zip(ROW_FIELDS, r, strict=True))
-        for r in sql.entry_rows(version_id, condition, params, limit)
+        for r in sql.entry_rows(version_id, condition, params, limit, names_at=names_at)
     ]
 
 
@@ -323,23 +327,29 @@ def _key_params(key: R.Key) -> list[Any]:
     return [key[0], sql.timestamp(R.from_us(key[1])), key[2]]
 
 
-def _rows_from_key(version_id: int, key: R.Key, limit: int) -> list[dict[str, Any]]:
-    return _rows_where(version_id, "from_key", _key_params(key), limit)
+def _rows_from_key(
+    version_id: int, key: R.Key, limit: int, names_at: datetime | None = None
+) -> list[dict[str, Any]]:
+    return _rows_where(version_id, "from_key", _key_params(key), limit, names_at)
 
 
-def _rows_named(version_id: int, text: str, limit: int) -> list[dict[str, Any]]:
-    """Rows whose display name contains ``text`` (any case)."""
-    condition, params = sql.name_condition(text)
-    return _rows_where(version_id, condition, params, limit)
+def _rows_named(
+    version_id: int, text: str, limit: int, names_at: datetime | None = None
+) -> list[dict[str, Any]]:
+    """Rows whose display name (as of ``names_at``) contains ``text`` (any case)."""
+    condition, params = sql.name_condition(text, names_at=names_at)
+    return _rows_where(version_id, condition, params, limit, names_at)
 
 
-def _slice(ranking: R.Ranking, *, offset: int, limit: int) -> list[LeaderboardRow]:
+def _slice(
+    ranking: R.Ranking, *, offset: int, limit: int, names_at: datetime | None = None
+) -> list[LeaderboardRow]:
     """Rows at 0-based places [offset, offset + limit), read from their checkpoint."""
     if offset >= ranking.entries or limit <= 0 or not ranking.keys:
         return []
     j = min(offset // PAGE, len(ranking.keys) - 1)
     start = j * PAGE
-    values = _rows_from_key(ranking.version_id, ranking.keys[j], offset - start + limit)
+    values = _rows_from_key(ranking.version_id, ranking.keys[j], offset - start + limit, names_at)
     ranks = R.assign_ranks(_ties(values), place=start, rank=ranking.ranks[j])
     skip = offset - start
     return _rows(values[skip:], ranks[skip:])
@@ -425,7 +435,9 @@ def leaderboard_page(
     if version is None:
         return LeaderboardPage(None, 0, [])
     ranking = _ranking(challenge, board_id or version.pk)
-    return LeaderboardPage(version, ranking.entries, _slice(ranking, offset=offset, limit=limit))
+    names_at = freeze.names_at(challenge, ranking.version_id)
+    rows = _slice(ranking, offset=offset, limit=limit, names_at=names_at)
+    return LeaderboardPage(version, ranking.entries, rows)
 
 
 def leaderboard_player(
@@ -437,7 +449,7 @@ def leaderboard_player(
         return LeaderboardPage(None, 0, [])
     board = board_id or version.pk
     ranking = _ranking(challenge, board)
-    entry = _rows_where(board, "player", [external_id], 1)
+    entry = _rows_where(board, "player", [external_id], 1, freeze.names_at(challenge, board))
     if not entry:
         return LeaderboardPage(version, ranking.entries, [])
     found = entry[0]
@@ -482,10 +494,11 @@ def board_page(
     else:
         ranking = _ranking(challenge, version.pk)
     board = ranking.version_id
+    names_at = freeze.names_at(challenge, board)  # a frozen board's: as of the freeze
     pages = max(1, -(-ranking.entries // PAGE))
     common = {"query": query, "player": player, "ranked_at": ranking.computed_at}
     if query:
-        values = _rows_named(board, query, PAGE + 1)
+        values = _rows_named(board, query, PAGE + 1, names_at)
         more, values = len(values) > PAGE, values[:PAGE]
         keys = [(v["sort_key"], R.to_us(v["created_at"]), v["attempt_id"]) for v in values]
         ranks = _ranks_of(ranking, keys)
@@ -499,7 +512,7 @@ def board_page(
             key = (entry[0]["sort_key"], R.to_us(entry[0]["created_at"]), entry[0]["attempt_id"])
             page = _place_of(ranking, key) // PAGE + 1
     page = min(max(page, 1), pages)
-    rows = _slice(ranking, offset=(page - 1) * PAGE, limit=PAGE)
+    rows = _slice(ranking, offset=(page - 1) * PAGE, limit=PAGE, names_at=names_at)
     return Board(version, ranking.entries, rows, page, pages, player_found=found, **common)
 
 
@@ -519,14 +532,17 @@ def page_numbers(page: int, pages: int, *, around: int = 2) -> list[int | None]:
 EXPORT_BATCH = 2000
 
 
-def leaderboard_top(*, board_id: int, limit: int) -> list[LeaderboardRow]:
+def leaderboard_top(
+    *, board_id: int, limit: int, names_at: datetime | None = None
+) -> list[LeaderboardRow]:
     """The first ``limit`` rows of a board, read now from its rank index (never from
     page checkpoints, which may lag ``PODIUM_RANKING_MAX_AGE_MS`` under steady
-    ingestion): a row's competition rank depends only on the rows ahead of it."""
+    ingestion): a row's competition rank depends only on the rows ahead of it.
+    ``names_at``: names as of then (a frozen board's, ``freeze.names_at``)."""
     rows = []
     previous = None
     rank = 0
-    for place, v in enumerate(_rows_where(board_id, "all", [], limit), start=1):
+    for place, v in enumerate(_rows_where(board_id, "all", [], limit, names_at), start=1):
         if (v["sort_key"], v["created_at"]) != previous:
             rank = place
         previous = (v["sort_key"], v["created_at"])
@@ -534,18 +550,21 @@ def leaderboard_top(*, board_id: int, limit: int) -> list[LeaderboardRow]:
     return rows
 
 
-def leaderboard_stream(*, version_id: int) -> Iterator[LeaderboardRow]:
+def leaderboard_stream(
+    *, version_id: int, names_at: datetime | None = None
+) -> Iterator[LeaderboardRow]:
     """Every row of a version's leaderboard in rank order, read in keyset batches (a
     constant amount of memory, no OFFSET), each one constant statement along the rank
-    index."""
+    index. ``names_at``: names as of then (a frozen board's, ``freeze.names_at``)."""
     key: R.Key | None = None
     place = rank = 0
     previous = None
     while True:
         if key is None:
-            batch = _rows_where(version_id, "all", [], EXPORT_BATCH)
+            batch = _rows_where(version_id, "all", [], EXPORT_BATCH, names_at)
         else:
-            batch = _rows_where(version_id, "after_key", _key_params(key), EXPORT_BATCH)
+            params = _key_params(key)
+            batch = _rows_where(version_id, "after_key", params, EXPORT_BATCH, names_at)
         for v in batch:
             place += 1
             if (v["sort_key"], v["created_at"]) != previous:

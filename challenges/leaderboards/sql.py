@@ -35,6 +35,7 @@ from challenges.models import (
     LeaderboardRanking,
     Player,
     PlayerHide,
+    PlayerRename,
     RescoreJob,
     ScoringVersion,
 )
@@ -46,6 +47,7 @@ ENTRY = LeaderboardEntry._meta.db_table
 RANKING = LeaderboardRanking._meta.db_table
 PLAYER = Player._meta.db_table
 HIDE = PlayerHide._meta.db_table
+RENAME = PlayerRename._meta.db_table
 HISTORY = HistoryRecord._meta.db_table
 JOB = RescoreJob._meta.db_table
 VERSION = ScoringVersion._meta.db_table
@@ -590,11 +592,46 @@ def board_probe(pk: int, include_inactive: bool) -> tuple[Any, ...] | None:
     return fetch_one(_BOARD_PROBE, [pk, include_inactive], datetimes=(1,), booleans=(4, 5))
 
 
+# --- display names as of a moment (challenges/leaderboards/names.py) ------------------------
+# The player ``p``'s display name as of a moment (its one parameter): the old name of
+# their first rename at or after it, else the name they have now. A frozen board shows
+# names as of its freeze; one index probe (player, at) per row.
+NAME_AS_OF = (
+    f"COALESCE((SELECT r.old_name FROM {RENAME} r WHERE r.player_id = p.id"  # noqa: S608
+    " AND r.at >= %s ORDER BY r.at, r.id LIMIT 1), p.display_name)"
+)
+# The same, for a search that tests every row of a board: the players renamed since the
+# moment are read once (a hashed set), and only theirs probe for the old name.
+_NAME_AS_OF_SCAN = (
+    f"CASE WHEN p.id IN (SELECT r.player_id FROM {RENAME} r WHERE r.at >= %s)"  # noqa: S608
+    f" THEN {NAME_AS_OF} ELSE p.display_name END"
+)
+_RENAMED_SINCE = f"p.id = ANY(ARRAY(SELECT r.player_id FROM {RENAME} r WHERE r.at >= %s))"  # noqa: S608
+_NAMES_AS_OF = {
+    "postgresql": f"SELECT p.id, {NAME_AS_OF} FROM {PLAYER} p WHERE p.id = ANY(%s)",  # noqa: S608
+    "default": f"SELECT p.id, {NAME_AS_OF} FROM {PLAYER} p WHERE p.id IN ({{marks}})",  # noqa: S608
+}
+
+
+def names_as_of(player_ids: list[int], at: datetime) -> dict[int, str]:
+    """{player id: display name as of ``at``} of these players, in one statement."""
+    if not player_ids:
+        return {}
+    if postgres():
+        rows = fetch(_NAMES_AS_OF["postgresql"], [timestamp(at), list(player_ids)])
+    else:  # no arrays: one placeholder per id
+        marks = ", ".join(["%s"] * len(player_ids))
+        statement = _NAMES_AS_OF["default"].format(marks=marks)
+        rows = fetch(statement, [timestamp(at), *player_ids])
+    return dict(rows)
+
+
 # --- leaderboard rows -------------------------------------------------------------------------
 # Rows in rank order from a key, a name search, a player's row: the hot reads of every
-# page view and refresh, as constant SQL.
+# page view and refresh, as constant SQL. ``ROWS_AS_OF``: the same with the names as of a
+# moment (a frozen board's), its first parameter.
 _ROWS = f"""
-SELECT e.sort_key, e.created_at, e.attempt_id, e.score, p.external_id, p.display_name
+SELECT e.sort_key, e.created_at, e.attempt_id, e.score, p.external_id, {{name}}
 FROM {ENTRY} e JOIN {PLAYER} p ON p.id = e.player_id
 WHERE e.version_id = %s AND {{condition}}
 ORDER BY e.sort_key, e.created_at, e.attempt_id
@@ -619,24 +656,61 @@ _CONDITIONS = {
     ),
     "name": "p.display_name LIKE %s ESCAPE '\\'",
     "player": "p.external_id = %s",
+    # A frozen board's search: the names as of the freeze (a scan of its rows in rank
+    # order; no name index holds past names).
+    # PostgreSQL: first the players whose name now matches (the name indexes, as above)
+    # or who were renamed since (by id), then the name as of the moment among those.
+    "name_as_of_postgresql": (
+        f"(UPPER(p.display_name::text) LIKE UPPER(%s) OR {_RENAMED_SINCE})"
+        f" AND UPPER(({_NAME_AS_OF_SCAN})::text) LIKE UPPER(%s) AND {SERIAL}"
+    ),
+    "letter_as_of_postgresql": (
+        "(regexp_split_to_array(UPPER(p.display_name::text), '') @> ARRAY[UPPER(%s)]"
+        f" OR {_RENAMED_SINCE})"
+        f" AND UPPER(({_NAME_AS_OF_SCAN})::text) LIKE UPPER(%s) AND {SERIAL}"
+    ),
+    "name_as_of": f"{_NAME_AS_OF_SCAN} LIKE %s ESCAPE '\\'",
 }
-ROWS = {name: _ROWS.format(condition=condition) for name, condition in _CONDITIONS.items()}
+ROWS = {
+    name: _ROWS.format(condition=condition, name="p.display_name")
+    for name, condition in _CONDITIONS.items()
+}
+ROWS_AS_OF = {
+    name: _ROWS.format(condition=condition, name=NAME_AS_OF)
+    for name, condition in _CONDITIONS.items()
+}
 ROW_COLUMNS = ("sort_key", "created_at", "attempt_id", "score", "external_id", "display_name")
 
 
 def entry_rows(
-    version_id: int, condition: str, params: Sequence[Any], limit: int
+    version_id: int,
+    condition: str,
+    params: Sequence[Any],
+    limit: int,
+    *,
+    names_at: datetime | None = None,
 ) -> list[tuple[Any, ...]]:
     """Up to ``limit`` entries (``ROW_COLUMNS``) in rank order that meet a condition of
-    ``ROWS``."""
-    return fetch(ROWS[condition], [version_id, *params, limit], datetimes=(1,))
+    ``ROWS``; ``names_at``: with the display names as of that moment."""
+    if names_at is None:
+        return fetch(ROWS[condition], [version_id, *params, limit], datetimes=(1,))
+    at = timestamp(names_at)
+    return fetch(ROWS_AS_OF[condition], [at, version_id, *params, limit], datetimes=(1,))
 
 
-def name_condition(text: str) -> tuple[str, list[Any]]:
+def name_condition(text: str, *, names_at: datetime | None = None) -> tuple[str, list[Any]]:
     """The condition and parameters of a search for names containing ``text`` (any
     case). On PostgreSQL the planner weighs the name indexes against walking the rank
-    order (best when most names match) from their statistics, in a serial plan."""
+    order (best when most names match) from their statistics, in a serial plan.
+    ``names_at``: among the names as of that moment (a frozen board's)."""
     pattern = f"%{connection.ops.prep_for_like_query(text)}%"
+    if names_at is not None:
+        at = timestamp(names_at)
+        if not postgres():
+            return "name_as_of", [at, at, pattern]
+        if len(text) == 1 and text.isascii():
+            return "letter_as_of_postgresql", [text, at, at, at, pattern]
+        return "name_as_of_postgresql", [pattern, at, at, at, pattern]
     if not postgres():
         return "name", [pattern]
     if len(text) == 1 and text.isascii():  # (UPPER of some letters is two letters)

@@ -568,7 +568,9 @@ def _export_rows(challenge: Challenge, board_id: int | None) -> Iterator[tuple[A
     frozen board's rows are the active version's attempts: their scores are its)."""
     if board_id is None:
         return
-    rows = selectors.leaderboard_stream(version_id=board_id)
+    rows = selectors.leaderboard_stream(
+        version_id=board_id, names_at=freeze.names_at(challenge, board_id)
+    )
     unit = display.score_unit((challenge.active_version or challenge).scoring_strategy)
     for row, scores in score_columns.with_scores(rows, challenge.active_version):
         yield (
