@@ -56,6 +56,8 @@ def env_file(tmp_path: Path) -> Path:
         "DATABASE_URL": f"sqlite:///{tmp_path / 'podium.sqlite3'}",
         "PODIUM_BIND": f"127.0.0.1:{_free_port()}",
         "PODIUM_WEB_PROCESSES": "1",
+        "PODIUM_STREAM_HOST": "127.0.0.1",
+        "PODIUM_STREAM_PORT": str(_free_port()),
         "WEB_THREADS": "2",
         "FORWARDED_ALLOW_IPS": "127.0.0.1",
         "PODIUM_WORKER_PROCESSES": "2",
@@ -106,7 +108,7 @@ def test_the_configuration_parses_and_every_command_exists(env_file):
         check=True,
     ).stdout
     commands = json.loads(out.strip().splitlines()[-1])
-    assert set(commands) == {"web", "worker-0", "worker-1", "beat"}
+    assert set(commands) == {"web", "stream", "worker-0", "worker-1", "beat"}
     for name, command in commands.items():
         executable = Path(command.split()[0])
         assert executable.is_file() and os.access(executable, os.X_OK), (name, command)
@@ -164,7 +166,7 @@ def _wait(what, timeout: float, every: float = 0.2):
 
 def test_every_program_runs_and_one_killed_is_back_within_5_s(supervised, env_file):
     env = supervised
-    programs = {"web", "worker-0", "worker-1", "beat"}
+    programs = {"web", "stream", "worker-0", "worker-1", "beat"}
 
     def all_running():
         status = _status(env)
@@ -176,8 +178,12 @@ def test_every_program_runs_and_one_killed_is_back_within_5_s(supervised, env_fi
     bind = _settings(env_file)["PODIUM_BIND"]
     with urllib.request.urlopen(f"http://{bind}/healthz", timeout=10) as response:
         assert response.status == 200
+    settings = _settings(env_file)
+    stream = f"http://{settings['PODIUM_STREAM_HOST']}:{settings['PODIUM_STREAM_PORT']}"
+    with urllib.request.urlopen(f"{stream}/healthz", timeout=10) as response:
+        assert response.status == 200  # the stream server serves the same application
 
-    for name in ("worker-1", "beat", "web"):
+    for name in ("worker-1", "beat", "web", "stream"):
         before = status[name][1]
         assert before
         os.kill(before, signal.SIGKILL)
