@@ -104,6 +104,17 @@ def exact_time(value: datetime) -> str:
 
 
 ROW_ID_MAX = 2**63 - 1  # the largest id any of our integer columns can hold
+PAGE_MAX = 10**6  # past any board's last page (a board shows 50 rows a page)
+
+
+def page_number(raw: str | None) -> int:
+    """A page number from a query string (``?page=``): 1 for anything that is not a
+    number, or is below 1; at most PAGE_MAX (a page past the last one is the page's own
+    business: a board answers 404). The one page-number parser of the public pages."""
+    try:
+        return min(max(1, int(raw or "1")), PAGE_MAX)
+    except ValueError:
+        return 1
 
 
 def row_id(value: Any) -> int | None:

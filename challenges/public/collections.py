@@ -16,6 +16,7 @@ from challenges.leaderboards.selectors import PAGE, page_numbers
 from challenges.models import Challenge
 from challenges.public import display
 from challenges.public.markdown import render_markdown
+from challenges.text import page_number
 
 
 def _cells(row: Standing, challenges: list[Challenge]) -> list[dict[str, Any]]:
@@ -37,13 +38,6 @@ def _cells(row: Standing, challenges: list[Challenge]) -> list[dict[str, Any]]:
     return cells
 
 
-def _page_number(raw: str | None) -> int:
-    try:
-        return max(1, int(raw or "1"))
-    except ValueError:
-        return 1
-
-
 @require_safe
 def collection_detail(request: HttpRequest, slug: str) -> HttpResponse:
     collection = selectors.collection_by_slug(slug)
@@ -51,7 +45,7 @@ def collection_detail(request: HttpRequest, slug: str) -> HttpResponse:
         return render(request, "404.html", {"missing": "collection", "slug": slug}, status=404)
     board = selectors.collection_board(collection=collection)
     pages = max(1, -(-len(board.standings) // PAGE))
-    page = _page_number(request.GET.get("page"))
+    page = page_number(request.GET.get("page"))
     if page > pages:
         return render(request, "404.html", {"missing": "page", "pages": pages}, status=404)
     n = len(board.challenges)

@@ -16,13 +16,7 @@ from challenges.leaderboards.player import player_page
 from challenges.leaderboards.rules import TIE_RULE
 from challenges.public import display
 from challenges.public import evaluation as public_evaluation
-
-
-def _page_number(raw: str | None) -> int:
-    try:
-        return max(1, int(raw or "1"))
-    except ValueError:
-        return 1
+from challenges.text import page_number
 
 
 @require_safe
@@ -30,7 +24,7 @@ def player_detail(request: HttpRequest, slug: str, external_id: str) -> HttpResp
     challenge = selectors.challenge_public(slug=slug)
     if challenge is None:
         return render(request, "404.html", {"missing": "challenge", "slug": slug}, status=404)
-    asked = _page_number(request.GET.get("page"))
+    asked = page_number(request.GET.get("page"))
     found = player_page(challenge=challenge, external_id=external_id, page=asked, user=request.user)
     if found is not None and asked > found.pages:  # past the last page: 404 (docs/pages.md)
         return render(

@@ -14,6 +14,7 @@ from challenges.leaderboards.kept import kept
 from challenges.leaderboards.rules import TIE_RULE
 from challenges.public import display
 from challenges.public.views import board_rows
+from challenges.text import page_number
 
 
 def _missing(request: HttpRequest, slug: str) -> HttpResponse:
@@ -48,13 +49,6 @@ def history_page(request: HttpRequest, slug: str) -> HttpResponse:
     return HttpResponse(kept("history-page", parts, build))
 
 
-def _page_number(raw: str | None) -> int:
-    try:
-        return min(max(1, int(raw or "1")), 10**6)
-    except ValueError:
-        return 1
-
-
 @require_safe
 def version_page(request: HttpRequest, slug: str, number: int) -> HttpResponse:
     challenge = selectors.challenge_public(slug=slug)
@@ -69,7 +63,7 @@ def version_page(request: HttpRequest, slug: str, number: int) -> HttpResponse:
             status=404,
         )
     version = found.version
-    page = _page_number(request.GET.get("page"))
+    page = page_number(request.GET.get("page"))
 
     def build() -> str:
         board = selectors.board_page(challenge=challenge, page=page, board_id=found.board_id)

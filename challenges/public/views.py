@@ -39,6 +39,7 @@ from challenges.public import evaluation as public_evaluation
 from challenges.public.markdown import render_markdown, summary
 from challenges.public.redblue import card_red_blue, red_blue_page
 from challenges.rescoring.batch import batch_coverage
+from challenges.text import page_number
 
 logger = logging.getLogger(__name__)
 
@@ -91,16 +92,9 @@ def challenge_list(request: HttpRequest) -> HttpResponse:
     )
 
 
-def _page_number(raw: str | None) -> int:
-    try:
-        return max(1, int(raw or "1"))
-    except ValueError:
-        return 1
-
-
 def _board_request(request: HttpRequest) -> dict[str, Any]:
     return {
-        "page": _page_number(request.GET.get("page")),
+        "page": page_number(request.GET.get("page")),
         "query": (request.GET.get("q") or "").strip()[:SEARCH_MAX],
         "player": (request.GET.get("player") or "").strip()[:255],
     }

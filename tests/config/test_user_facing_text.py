@@ -55,3 +55,22 @@ def test_the_one_id_parser(raw, expected):
     from challenges.text import row_id
 
     assert row_id(raw) == expected
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        (None, 1),
+        ("", 1),
+        ("3", 3),
+        ("0", 1),
+        ("-4", 1),
+        ("abc", 1),
+        ("9" * 5000, 1),  # past Python's digit limit: not a number
+        (str(10**12), 10**6),  # past any board's last page: the page answers 404
+    ],
+)
+def test_one_page_number_parser(raw, expected):
+    from challenges.text import page_number
+
+    assert page_number(raw) == expected
