@@ -21,7 +21,14 @@ from django.urls import reverse
 
 from tests.browser.conftest import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS
 from tests.browser.test_every_page import LONG, data  # noqa: F401 - the fixture
-from tests.urls import history_page_url, page_url, player_url
+from tests.browser.test_formats import formats  # noqa: F401 - the fixture
+from tests.urls import (
+    collection_page_url,
+    history_page_url,
+    page_url,
+    player_url,
+    version_page_url,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 TOOLS = ROOT / "var" / "npm-tools"
@@ -63,7 +70,7 @@ def tools() -> Path:
     return modules
 
 
-def _tour_pages(base: str, data, admin) -> list[tuple[str, str, bool]]:  # noqa: F811
+def _tour_pages(base: str, data, formats, admin) -> list[tuple[str, str, bool]]:  # noqa: F811
     """(name, url, needs the admin login) of every page audited."""
     weighted = data["weighted"]
     pages = [
@@ -74,6 +81,7 @@ def _tour_pages(base: str, data, admin) -> list[tuple[str, str, bool]]:  # noqa:
         ("challenge-long", base + page_url(LONG), False),
         ("player", base + player_url(weighted.slug, "user-03"), False),
         ("history", base + history_page_url(weighted.slug), False),
+        ("version", base + version_page_url(weighted.slug, 1), False),
         ("not-found", base + page_url("no-such"), False),
         ("api-docs", base + reverse("api-docs"), False),
         ("admin-login", base + reverse("admin:login"), False),
@@ -86,10 +94,13 @@ def _tour_pages(base: str, data, admin) -> list[tuple[str, str, bool]]:  # noqa:
     ]
     if "snippet" in data:
         pages.append(("challenge-snippet", base + page_url(data["snippet"].slug), False))
+    league, season = formats
+    pages.append(("red-blue", base + page_url(league.slug), False))
+    pages.append(("collection", base + collection_page_url(season.slug), False))
     return pages
 
 
-def test_axe_finds_no_serious_violation(browser, live_server, data, admin, tools):  # noqa: F811
+def test_axe_finds_no_serious_violation(browser, live_server, data, formats, admin, tools):  # noqa: F811
     axe = (tools / "axe-core" / "axe.min.js").read_text()
     admin.set_password("pw")
     admin.save()
@@ -101,7 +112,7 @@ def test_axe_finds_no_serious_violation(browser, live_server, data, admin, tools
         page = context.new_page()
         page.set_default_timeout(20_000)
         logged_in = False
-        for name, url, needs_login in _tour_pages(live_server.url, data, admin):
+        for name, url, needs_login in _tour_pages(live_server.url, data, formats, admin):
             if needs_login and not logged_in:
                 page.goto(live_server.url + reverse("admin:login"))
                 page.fill("#id_username", admin.username)
