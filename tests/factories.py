@@ -93,3 +93,24 @@ def counts() -> dict[str, int]:
 
     models = (Challenge, ScoringVersion, Attempt, Player, AttemptScore, LeaderboardEntry)
     return {m.__name__: m.objects.count() for m in models}
+
+
+def public_score_rows(challenge: Challenge, *, before: datetime | None = None) -> Any:
+    """Brute force for the tests' references: every counted score row of the active
+    version as the public board takes them (no practice or hidden attempt, no hidden
+    player; recorded before ``before`` when given), straight from the scores table."""
+    from django.db.models import Q
+
+    from challenges.models import AttemptScore, PlayerHide
+
+    challenge.refresh_from_db()
+    hidden = PlayerHide.objects.filter(Q(challenge=challenge) | Q(challenge__isnull=True))
+    scores = AttemptScore.objects.filter(
+        version_id=challenge.active_version_id,
+        sort_key__isnull=False,
+        attempt__practice=False,
+        attempt__hidden=False,
+    ).exclude(player_id__in=hidden.values("player_id"))
+    if before is not None:
+        scores = scores.filter(attempt__recorded_at__lt=before)
+    return scores

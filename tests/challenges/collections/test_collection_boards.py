@@ -11,15 +11,14 @@ import re
 import time
 
 import pytest
-from django.db.models import Q
 from django.utils import timezone
 
 from challenges.collections.standings import STRATEGIES
 from challenges.ingestion import moderation, services
-from challenges.models import Attempt, AttemptScore, Challenge, Player, PlayerHide
+from challenges.models import Attempt, AttemptScore, Challenge, Player
 from challenges.setup import services as setup_services
 from tests.challenges.collections.reference import Best, reference_standings
-from tests.factories import WEIGHTED_SEED, attempt_input, make_challenge
+from tests.factories import WEIGHTED_SEED, attempt_input, make_challenge, public_score_rows
 from tests.urls import collection_board_url, collection_page_url, collections_url
 
 pytestmark = pytest.mark.django_db
@@ -28,16 +27,9 @@ pytestmark = pytest.mark.django_db
 def public_bests(challenge: Challenge) -> dict[str, Best]:
     """Each player's best attempt on the challenge's public board, from the scores."""
     challenge.refresh_from_db()
-    hidden = PlayerHide.objects.filter(Q(challenge=challenge) | Q(challenge__isnull=True))
-    scores = AttemptScore.objects.filter(
-        version_id=challenge.active_version_id,
-        sort_key__isnull=False,
-        attempt__practice=False,
-        attempt__hidden=False,
-    ).exclude(player_id__in=hidden.values("player_id"))
     now = timezone.now()
-    if challenge.freeze_at and challenge.revealed_at is None and now >= challenge.freeze_at:
-        scores = scores.filter(attempt__recorded_at__lt=challenge.freeze_at)
+    frozen = challenge.freeze_at and challenge.revealed_at is None and now >= challenge.freeze_at
+    scores = public_score_rows(challenge, before=challenge.freeze_at if frozen else None)
     best: dict[str, tuple] = {}
     for s in scores.select_related("player", "attempt"):
         key = (s.sort_key, s.created_at, s.attempt_id)

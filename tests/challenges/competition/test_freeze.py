@@ -13,16 +13,15 @@ import time
 from datetime import timedelta
 
 import pytest
-from django.db.models import Q
 from django.urls import reverse
 from django.utils import timezone
 
 from challenges.ingestion import moderation, services
-from challenges.models import AttemptScore, AuditEvent, Challenge, Player, PlayerHide
+from challenges.models import AuditEvent, Challenge, Player
 from challenges.rescoring import jobs as rescoring
 from challenges.setup import services as setup_services
 from challenges.setup import versions
-from tests.factories import T0, attempt_input, make_challenge
+from tests.factories import T0, attempt_input, make_challenge, public_score_rows
 from tests.urls import detail_url, leaderboard_url, page_url, reveal_url
 
 pytestmark = pytest.mark.django_db
@@ -30,16 +29,7 @@ pytestmark = pytest.mark.django_db
 
 def reference(challenge: Challenge, *, before=None) -> list[tuple[int, str, float]]:
     """Brute force: every score row of the active version, best per player, ranked."""
-    challenge.refresh_from_db()
-    hidden = PlayerHide.objects.filter(Q(challenge=challenge) | Q(challenge__isnull=True))
-    scores = AttemptScore.objects.filter(
-        version_id=challenge.active_version_id,
-        sort_key__isnull=False,
-        attempt__practice=False,
-        attempt__hidden=False,
-    ).exclude(player_id__in=hidden.values("player_id"))
-    if before is not None:
-        scores = scores.filter(attempt__recorded_at__lt=before)
+    scores = public_score_rows(challenge, before=before)
     best = {}
     for s in scores.select_related("player"):
         key = (s.sort_key, s.created_at, s.attempt_id)
