@@ -51,7 +51,11 @@ def reference_standings(
         if not counted:
             continue
         total = sum((v for v, _ in counted), Fraction(0))
-        value = total / len(counted) if strategy == "highest_avg_rating" else total
+        exact = total / len(counted) if strategy == "highest_avg_rating" else total
+        # The rule ranks by the value as a float: the exact result, correctly rounded
+        # (docs/ranking.md). Two exact sums a rounding apart are one value: a tie, and the
+        # earlier completion goes first, as on any board.
+        value = Fraction(float(exact))
         facts[p] = (len(counted), value, max(t for _, t in counted))
     higher = strategy in ("sum", "highest_avg_rating")
 

@@ -123,3 +123,11 @@ def test_the_sum_is_exact_in_any_member_order():
 def test_an_unknown_strategy_is_refused():
     with pytest.raises(ValueError, match="Unknown collection strategy"):
         standings_rank(strategy="median", boards=[])
+
+
+def test_sums_a_rounding_apart_are_a_tie_on_value():
+    """0.1 + 0.3 and 0.2 + 0.2 differ exactly but are one float: tied on value, so the
+    earlier completion ranks first (hypothesis found the brute force ranking them apart)."""
+    boards = [{"a": best(0.1, at=1), "b": best(0.2, at=2)}, {"a": best(0.3, at=1), "b": best(0.2)}]
+    assert ranked("sum", boards) == [(1, "a", 0.4, 2), (2, "b", 0.4, 2)]
+    assert ranked("sum", boards) == reference_standings("sum", boards)
