@@ -547,12 +547,11 @@ def _version_read(challenge: Any, params: dict[str, Any], user: Any) -> dict[str
         return {**body, "version": found.version.number, "current": found.current}
 
     # Kept under the board's ranking token while it names every row (history.board_token).
-    token = history.board_token(board_id=found.board_id)
-    if token is None:
+    if found.token is None:
         return build()
     asked = tuple(sorted((k, str(v)) for k, v in params.items()))
-    board = (found.version.pk, found.board_id, found.current)
-    return kept("version-api", (challenge.pk, board, token, asked), build)
+    board = (found.version_id, found.board_id, found.current)
+    return kept("version-api", (challenge.pk, board, found.token, asked), build)
 
 
 def _leaderboard_read(

@@ -21,7 +21,7 @@ from functools import partial
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Q, QuerySet
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from challenges.leaderboards import exclusions, freeze, ranking, selectors, sql
@@ -311,35 +311,51 @@ def history_public(*, challenge: Challenge, user: Any) -> list[HistoryRecord]:
     return records
 
 
-@dataclass(frozen=True)
 class VersionBoard:
-    version: ScoringVersion
-    board_id: int  # the version's entries, or its frozen board during a freeze
-    current: bool
+    """A version's board as a reader may read it. ``token``: the ranking token that
+    names every row while nothing changed since its ranking (what is built from the
+    rows may be kept under it), None otherwise. The version itself is read when a
+    build asks for it: a kept read needs only its id."""
+
+    def __init__(self, *, version_id: int, board_id: int, current: bool, token: str | None):
+        self.version_id = version_id
+        self.board_id = board_id  # the version's entries, or its frozen board during a freeze
+        self.current = current
+        self.token = token
+        self._version: ScoringVersion | None = None
+
+    @property
+    def version(self) -> ScoringVersion:
+        if self._version is None:
+            self._version = ScoringVersion.objects.get(pk=self.version_id)
+        return self._version
 
 
 def version_board(*, challenge: Challenge, number: int, user: Any) -> VersionBoard | None:
     """Version ``number``'s board as ``user`` may read it; None when the version was
-    never the active one publicly (or does not exist)."""
+    never the active one publicly (or does not exist). One round trip on the common
+    read (sql.version_board); a frozen board is made first when it is missing."""
     if not 1 <= number <= MAX_NUMBER:
         return None
-    version = ScoringVersion.objects.filter(challenge_id=challenge.pk, number=number).first()
-    if version is None:
+    frozen = freeze.frozen_for(challenge, user)
+    before = challenge.freeze_at if frozen else _NEVER
+    found = sql.version_board(challenge.pk, number, before)
+    if found is None:
         return None
-    current = version.pk == challenge.active_version_id
-    if not current:
-        was_public = _visible(challenge, user).filter(
-            Q(version_id=version.pk) | Q(previous_version_id=version.pk)
+    version_id, was_public, token, stale, changed = found
+    current = version_id == challenge.active_version_id
+    if not (current or was_public):
+        return None
+    if frozen:
+        board = freeze.frozen_ensure(challenge=challenge, version_id=version_id)
+        return VersionBoard(
+            version_id=version_id, board_id=board, current=current, token=board_token(board)
         )
-        if not was_public.exists():
-            return None
-    board = version.pk
-    if freeze.frozen_for(challenge, user):
-        board = freeze.frozen_ensure(challenge=challenge, version_id=version.pk)
-    return VersionBoard(version, board, current)
+    kept = token if token and not stale and not changed else None
+    return VersionBoard(version_id=version_id, board_id=version_id, current=current, token=kept)
 
 
-def board_token(*, board_id: int) -> str | None:
+def board_token(board_id: int) -> str | None:
     """The ranking token that names every row of a version's (or frozen) board while no
     entry changed since its ranking and nothing marked it stale (a hide, a rename):
     what is built from the rows may be kept under it. None: read the rows."""

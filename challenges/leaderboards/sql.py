@@ -465,6 +465,28 @@ def history_stamp(challenge_id: int, before: datetime) -> tuple[Any, ...]:
     return tuple(found or ())
 
 
+# A version's board as the public reads it (challenges/leaderboards/history.py): the
+# version, whether a public history record names it, and its ranking's state, at once.
+_VERSION_BOARD = f"""SELECT v.id,
+ EXISTS (SELECT 1 FROM {HISTORY} h WHERE h.challenge_id = v.challenge_id
+         AND h.switched_at < %s AND (h.version_id = v.id OR h.previous_version_id = v.id)),
+ r.token, r.stale,
+ EXISTS (SELECT 1 FROM {ENTRY} e WHERE e.version_id = v.id AND e.unranked)
+FROM {VERSION} v LEFT JOIN {RANKING} r ON r.version_id = v.id
+WHERE v.challenge_id = %s AND v.number = %s"""  # noqa: S608 - our tables
+
+
+def version_board(challenge_id: int, number: int, before: datetime) -> tuple[Any, ...] | None:
+    """(version id, named by a record switched before ``before``, ranking token, stale,
+    entries changed since the ranking) of the challenge's version ``number``; None when
+    there is no such version."""
+    found = fetch_one(_VERSION_BOARD, [timestamp(before), challenge_id, number])
+    if found is None:
+        return None
+    version_id, was_public, token, stale, changed = found
+    return version_id, bool(was_public), token, bool(stale), bool(changed)
+
+
 # --- players ---------------------------------------------------------------------------
 _PLAYERS_NEW = (
     f"INSERT INTO {PLAYER} (external_id, display_name, created_at) "  # noqa: S608 - our table

@@ -62,10 +62,10 @@ def version_page(request: HttpRequest, slug: str, number: int) -> HttpResponse:
             {"missing": "version", "slug": slug, "challenge": challenge},
             status=404,
         )
-    version = found.version
     page = page_number(request.GET.get("page"))
 
     def build() -> str:
+        version = found.version
         board = selectors.board_page(challenge=challenge, page=page, board_id=found.board_id)
         now = timezone.now()
         rows = board_rows(board, version.scoring_strategy, {}, now, version, challenge.slug)
@@ -84,10 +84,9 @@ def version_page(request: HttpRequest, slug: str, number: int) -> HttpResponse:
 
     # A past version's board changes only with its ranking (a hide or a rename marks it
     # stale): kept under its token, for the minute its relative times are worded in.
-    token = history.board_token(board_id=found.board_id)
-    if token is None:
+    if found.token is None:
         return HttpResponse(build())
     minute = timezone.now().replace(second=0, microsecond=0)
-    board = (found.version.pk, found.board_id, found.current)
-    parts = (challenge.pk, challenge.slug, challenge.updated_at, board, token, page, minute)
+    board = (found.version_id, found.board_id, found.current)
+    parts = (challenge.pk, challenge.slug, challenge.updated_at, board, found.token, page, minute)
     return HttpResponse(kept("version-page", parts, build))

@@ -325,3 +325,27 @@ def test_kept_version_boards_follow_renames_and_hides(
     body, html = both()
     assert player.external_id not in {r["player"] for r in body["results"]}
     assert f">{renamed}<" not in html
+
+
+def test_a_kept_version_board_is_read_in_one_query(anon_api, client):
+    """A past version's board that nothing changed since its ranking is served from what
+    was built, after one round trip that finds the version, checks a public record names
+    it and reads its ranking's state (sql.version_board); the version itself is not read."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    challenge = seeded()
+    rescore_to(challenge, "fewest_tokens")
+    for _ in range(2):  # the ranking settles, the builds are kept
+        board_json(anon_api, challenge, "&version=1")
+        client.get(version_page_url(challenge.slug, 1))
+    for read in (
+        lambda: board_json(anon_api, challenge, "&version=1"),
+        lambda: client.get(version_page_url(challenge.slug, 1)),
+    ):
+        read()  # the challenge is looked up (and kept in the process) like any board's
+        with CaptureQueriesContext(connection) as queries:
+            read()
+        statements = [q["sql"] for q in queries.captured_queries]
+        # the challenge's probe (as every board read), then the version's board
+        assert len(statements) == 2 and "v.number" in statements[1], statements
