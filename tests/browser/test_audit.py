@@ -1,7 +1,9 @@
 """Accessibility and page quality, audited by the tools people use: axe-core on every
 public page, the API reference and the admin pages the README's tour opens (no serious
 or critical violation, at 1280 and 390 px), and Lighthouse on the API reference at
-mobile settings (performance ≥ 90, accessibility ≥ 95, best practices ≥ 95).
+mobile settings (performance ≥ 90, accessibility ≥ 95, best practices ≥ 95; each the
+median of three runs, as Lighthouse's own guidance on score variability advises: the
+suite runs in parallel, and one run's performance score moves with the machine's load).
 
 The tools come from npm (pinned below) into var/npm-tools on first use; without npm, or
 when its registry cannot be reached, the tests are skipped with the reason. They run
@@ -13,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import statistics
 import subprocess
 from pathlib import Path
 
@@ -36,6 +39,7 @@ PACKAGES = ["lighthouse@13.5.0", "axe-core@4.14.1"]
 WIDTHS = (1280, 390)
 SERIOUS = {"serious", "critical"}
 LIGHTHOUSE_MIN = {"performance": 90, "accessibility": 95, "best-practices": 95}
+LIGHTHOUSE_RUNS = 3  # the median of each category is judged
 
 pytestmark = [
     pytest.mark.slow,
@@ -137,10 +141,9 @@ def test_axe_finds_no_serious_violation(browser, live_server, data, formats, adm
     assert not found, found
 
 
-def test_lighthouse_on_the_api_reference_at_mobile_settings(live_server, tools, tmp_path):
-    report = tmp_path / "lighthouse.json"
+def lighthouse_scores(url: str, tools: Path, report: Path) -> dict[str, int]:
     run = subprocess.run(
-        [str(tools / ".bin" / "lighthouse"), live_server.url + reverse("api-docs"),
+        [str(tools / ".bin" / "lighthouse"), url,
          "--quiet", "--form-factor=mobile", "--output=json", f"--output-path={report}",
          "--only-categories=performance,accessibility,best-practices",
          "--chrome-flags=" + " ".join(CHROMIUM_ARGS)],
@@ -149,8 +152,19 @@ def test_lighthouse_on_the_api_reference_at_mobile_settings(live_server, tools, 
     )  # fmt: skip
     assert run.returncode == 0, run.stderr[-2000:]
     categories = json.loads(report.read_text())["categories"]
-    scores = {name: round(c["score"] * 100) for name, c in categories.items()}
+    return {name: round(c["score"] * 100) for name, c in categories.items()}
+
+
+def test_lighthouse_on_the_api_reference_at_mobile_settings(live_server, tools, tmp_path):
+    url = live_server.url + reverse("api-docs")
+    runs = [
+        lighthouse_scores(url, tools, tmp_path / f"lighthouse-{n}.json")
+        for n in range(LIGHTHOUSE_RUNS)
+    ]
+    scores = {name: statistics.median(run[name] for run in runs) for name in runs[0]}
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    (ARTIFACTS / "lighthouse-api-docs.json").write_text(json.dumps(scores) + "\n")
+    (ARTIFACTS / "lighthouse-api-docs.json").write_text(
+        json.dumps({"median": scores, "runs": runs}) + "\n"
+    )
     low = {k: v for k, v in scores.items() if v < LIGHTHOUSE_MIN.get(k, 0)}
-    assert not low, scores
+    assert not low, {"median": scores, "runs": runs}

@@ -70,6 +70,11 @@ def data(admin):
     return made
 
 
+SHOW_ALL = """() => { for (const e of document.querySelectorAll("*")) {
+    if (getComputedStyle(e).contentVisibility === "auto") e.style.contentVisibility = "visible";
+} }"""
+
+
 def check(page, url: str, name: str, status: int = 200) -> dict[str, str]:
     """Open ``url`` at both widths and assert the page is sound; return its text."""
     texts = {}
@@ -79,6 +84,10 @@ def check(page, url: str, name: str, status: int = 200) -> dict[str, str]:
         response = page.goto(url)
         assert response is not None and response.status == status, (url, response.status)
         page.wait_for_load_state("networkidle")
+        # Sections off screen may skip their layout (content-visibility: auto) until they
+        # come near the viewport, where they look as they would have: lay out all of them,
+        # so that the whole page is measured, read and photographed.
+        page.evaluate(SHOW_ALL)
         overflow = page.evaluate(
             "() => document.documentElement.scrollWidth - document.documentElement.clientWidth"
         )
