@@ -4,6 +4,9 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PORT ?= 8000
 export PORT
+# The suite runs on two processes (pytest-xdist): each test owns its database and ports.
+# PYTEST_ARGS="-n 0" runs it in one; PYTEST_ARGS="-n 0 tests/…" one part.
+PYTEST_ARGS ?= -n 2
 
 .PHONY: run test lint bench clean
 
