@@ -162,17 +162,24 @@ def _sample_text(key: str | None) -> Any:
 
 
 def evaluation_stamp(
-    challenge: Challenge, version_id: int, *, frozen: bool, lineage: str | None = None
+    challenge: Challenge,
+    version_id: int,
+    *,
+    frozen: bool,
+    lineage: str | None = None,
+    newest: int | None = None,
 ) -> str:
     """What the board's data is, cheaply (two index reads): a change of it asks for new
     intervals. A pending attempt scored later without changing any entry is seen at the
-    next change."""
-    newest = (
-        Attempt.objects.filter(challenge_id=challenge.pk)
-        .order_by("-id")
-        .values_list("id", flat=True)
-        .first()
-    )
+    next change. ``lineage``, ``newest`` (the newest attempt's id): as the caller read
+    them, or read here."""
+    if newest is None:
+        newest = (
+            Attempt.objects.filter(challenge_id=challenge.pk)
+            .order_by("-id")
+            .values_list("id", flat=True)
+            .first()
+        )
     if lineage is None:
         lineage = _lineage(version_id)
     saved = challenge.updated_at.isoformat() if challenge.updated_at else ""
@@ -382,19 +389,19 @@ def evaluation_board(
     if version_id is None:
         return EvaluationView(pending=False, ci_level=challenge.ci_level)
     frozen = freeze.frozen_for(challenge, user)
-    stored = {
-        board.slice: board
-        for board in EvaluationBoard.objects.filter(
-            challenge_id=challenge.pk, version_id=version_id, frozen=frozen, slice__in={"", slice}
-        ).defer("rows")
-    }
+    # One round trip: the stored boards, with their ranking's lineage and the newest
+    # attempt (what a check of the stored intervals against the data compares).
+    stored = sql.evaluation_boards(challenge.pk, version_id, frozen, slice)
     whole = stored.get("")
     if whole is None or whole.setup != setup_key(challenge):
         _refresh_request(challenge.pk)
         return EvaluationView(slice=slice, ci_level=challenge.ci_level)
-    lineage = _lineage(version_id)
+    if whole.ranking_stale is None or whole.ranking_stale:  # recomputed, as _lineage does
+        lineage = _lineage(version_id)
+    else:
+        lineage = whole.ranking_lineage or ""
     if _check_due(challenge.pk) and whole.stamp != evaluation_stamp(
-        challenge, version_id, frozen=frozen, lineage=lineage
+        challenge, version_id, frozen=frozen, lineage=lineage, newest=whole.newest_attempt or 0
     ):
         _refresh_request(challenge.pk)
     board = stored.get(slice)
@@ -408,12 +415,12 @@ def evaluation_board(
         pending=False,
         ci_level=challenge.ci_level,
         metrics=whole.metrics,
-        board_id=board.pk if board is not None else None,
+        board_id=board.id if board is not None else None,
         frozen=frozen,
         # What the rows depend on: the stored board, and the names and hides (a rename or
         # a hide renews the ranking's lineage); never the newest attempt, so a board under
         # steady ingestion keeps its key until its intervals are recomputed.
-        key=f"{challenge.pk}:{board.pk if board else 0}:{whole.computed_at.isoformat()}:"
+        key=f"{challenge.pk}:{board.id if board else 0}:{whole.computed_at.isoformat()}:"
         f"{lineage}:{int(frozen)}:{challenge.updated_at.isoformat()}",
     )
     return evaluation_rows(view, challenge) if rows else view

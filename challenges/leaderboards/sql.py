@@ -17,9 +17,10 @@ ON CONFLICT), built-in strategies computed by the database, COPY, and the locks.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.db import connection
 from django.db.models import CharField
@@ -30,6 +31,7 @@ from challenges.models import (
     Attempt,
     AttemptScore,
     Challenge,
+    EvaluationBoard,
     HistoryRecord,
     LeaderboardEntry,
     LeaderboardRanking,
@@ -51,6 +53,7 @@ RENAME = PlayerRename._meta.db_table
 HISTORY = HistoryRecord._meta.db_table
 JOB = RescoreJob._meta.db_table
 VERSION = ScoringVersion._meta.db_table
+EVALUATION = EvaluationBoard._meta.db_table
 
 
 # --- running a statement -------------------------------------------------------------------
@@ -485,6 +488,56 @@ def version_board(challenge_id: int, number: int, before: datetime) -> tuple[Any
         return None
     version_id, was_public, token, stale, changed = found
     return version_id, bool(was_public), token, bool(stale), bool(changed)
+
+
+# An aggregate board's stored intervals as a reader asks for them
+# (challenges/leaderboards/evaluation.py): the whole board's and a slice's, without their
+# rows, with the ranking's lineage and the newest attempt, in one round trip.
+_EVALUATION_BOARDS = f"""SELECT b.id, b.slice, b.setup, b.stamp, b.computed_at, b.attempts,
+ b.items, b.paired, b.slices, b.metrics,
+ (SELECT r.lineage FROM {RANKING} r WHERE r.version_id = b.version_id),
+ (SELECT r.stale FROM {RANKING} r WHERE r.version_id = b.version_id),
+ (SELECT a.id FROM {ATTEMPT} a WHERE a.challenge_id = b.challenge_id ORDER BY a.id DESC LIMIT 1)
+FROM {EVALUATION} b
+WHERE b.challenge_id = %s AND b.version_id = %s AND b.frozen = %s AND b.slice IN ('', %s)"""  # noqa: S608
+
+
+class StoredBoard(NamedTuple):
+    id: int
+    slice: str
+    setup: str
+    stamp: str
+    computed_at: datetime
+    attempts: int
+    items: int
+    paired: bool
+    slices: dict[str, int]
+    metrics: dict[str, dict[str, float]]
+    ranking_lineage: str | None  # None: the version has no ranking yet
+    ranking_stale: bool | None
+    newest_attempt: int | None
+
+
+def _json(value: Any) -> Any:
+    return json.loads(value) if isinstance(value, str | bytes) else value
+
+
+def evaluation_boards(
+    challenge_id: int, version_id: int, frozen: bool, slice: str
+) -> dict[str, StoredBoard]:
+    """The stored boards of the whole board ("") and of ``slice``, by slice."""
+    rows = fetch(
+        _EVALUATION_BOARDS,
+        [challenge_id, version_id, frozen, slice],
+        datetimes=(4,),
+        booleans=(7, 11),
+    )
+    boards = {}
+    for row in rows:
+        values = list(row)
+        values[8], values[9] = _json(values[8]), _json(values[9])
+        boards[values[1]] = StoredBoard(*values)
+    return boards
 
 
 # --- players ---------------------------------------------------------------------------

@@ -208,3 +208,24 @@ def test_the_page_shows_a_chosen_metric_as_a_column(client):
     assert cells == ["0.75", "0.25"]  # a's own accuracy, then b's (rank order)
     unknown = client.get(page_url(challenge.slug), {"metric": "nope"}).content.decode()
     assert 'class="col-metric"' not in unknown
+
+
+def test_a_kept_aggregate_read_is_two_queries(client, anon_api, board, settings):
+    """A read the stored intervals have not changed since is served from its kept build
+    after two round trips: the challenge's probe (as every board) and the stored boards
+    with their ranking's lineage and the newest attempt (sql.evaluation_boards)."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    settings.PODIUM_RANKING_MAX_AGE_MS = 1000  # the data check: once a second
+    reads = (
+        lambda: anon_api.get(leaderboard_url(board.pk) + "?slice=math"),
+        lambda: client.get(page_url(board.slug)),
+        lambda: client.get(page_url(board.slug) + "?slice=code"),
+    )
+    for read in reads:
+        read(), read()  # built, kept; the check of the data made for this second
+        with CaptureQueriesContext(connection) as queries:
+            assert read().status_code == 200
+        statements = [q["sql"] for q in queries.captured_queries]
+        assert len(statements) == 2, statements
