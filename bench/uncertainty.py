@@ -16,7 +16,11 @@ COPY), the worker's computation through ``evaluation_compute`` (reading the atte
 included), then in-process requests (Django's test client) of the API leaderboard, the
 page, a slice and the JSON export, each alternating with ``/healthz``: medians, p99 and
 the ratio of /healthz's median to each (target ≥ 0.6 for the API and the page, as the
-best-attempt boards'; the export, built per request, is shown and not judged).
+best-attempt boards'; the export, built per request, is shown and not judged). Then
+(``--seconds`` > 0) the same reads under gunicorn (2 sync workers) driven by wrk, beside
+/healthz in the same rounds, as bench/leaderboard.py measures the best-attempt boards
+(target ≥ 0.6). Page p99 under steady ingestion on an aggregate board:
+``bench/load.py --board aggregate``.
 """
 
 from __future__ import annotations
@@ -65,7 +69,7 @@ def floor(players: int, items: int, samples: int) -> float:
     return time.perf_counter() - start
 
 
-def reads(players: int, items: int, requests: int) -> int:
+def reads(players: int, items: int, requests: int, seconds: float, rounds: int) -> int:
     """The Django side: compute through the worker's service, then reads beside /healthz."""
     import os
     import random
@@ -154,6 +158,22 @@ def reads(players: int, items: int, requests: int) -> int:
             f"  {label:16s} median {1000 * med:6.2f} ms  p99 {1000 * p99:6.2f} ms   "
             f"/healthz {1000 * ref:5.2f} ms   ratio {ratio:.2f}"
         )
+    if seconds > 0:
+        import _http
+
+        env = {
+            "DATABASE_URL": url,
+            "DEBUG": "false",
+            "SECRET_KEY": "bench-only-secret-key-not-for-production",
+            "CACHE_URL": os.environ.get("BENCH_CACHE_URL", "redis://127.0.0.1:6379/13"),
+            "LOG_LEVEL": "WARNING",
+            "CELERY_BROKER_URL": "filesystem://localhost//",  # as bench/leaderboard.py
+        }
+        targets = [(label, path) for label, path in cases.items() if "export" not in label]
+        ok = (
+            _http.reads_beside_healthz(env, targets, seconds=seconds, rounds=rounds, connections=8)
+            and ok
+        )
     return 0 if ok else 1
 
 
@@ -165,9 +185,11 @@ def main() -> int:
     parser.add_argument("--samples", type=int, default=1000)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--requests", type=int, default=200)
+    parser.add_argument("--seconds", type=float, default=5.0, help="--reads: wrk seconds per round")
+    parser.add_argument("--rounds", type=int, default=3, help="--reads: wrk rounds")
     args = parser.parse_args()
     if args.reads:
-        return reads(100, 1000, args.requests)
+        return reads(100, 1000, args.requests, args.seconds, args.rounds)
     p, k, b = args.players, args.items, args.samples
     print(f"{p * k:,} attempts: {p} players × {k} items, B = {b}, {args.repeats} repeats")
     ours = statistics.median(run(p, k, b) for _ in range(args.repeats))
