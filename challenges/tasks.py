@@ -215,8 +215,10 @@ def _refresh_ranking(sender: object = None, *, version_id: int, **kwargs: object
 @shared_task(name="challenges.tasks.evaluation_refresh", ignore_result=True, **RETRIES)
 def evaluation_refresh(challenge_id: int) -> None:
     """Recompute an aggregate board's intervals after its data changed (asked by a
-    reader, at most once per PODIUM_RANKING_MAX_AGE_MS), so that no reader waits."""
-    evaluation.evaluation_compute(challenge_id=challenge_id)
+    reader, at most once per PODIUM_RANKING_MAX_AGE_MS), so that no reader waits; then
+    build its public page and fragment ahead, so that no reader waits for those either."""
+    if evaluation.evaluation_compute(challenge_id=challenge_id):
+        public_views.evaluation_build_ahead(challenge_id=challenge_id)
 
 
 @receiver(evaluation.refresh_requested)

@@ -371,6 +371,7 @@ class EvaluationView:
     board_id: int | None = None  # the stored board of the slice
     frozen: bool = False  # the public's board during a freeze
     key: str = ""  # names what the rows show ("" while pending: nothing to keep)
+    family: str = ""  # the key but for the stored board: the names, hides, setup
     metrics: dict[str, dict[str, float]] = field(default_factory=dict)  # whole board's
 
 
@@ -405,6 +406,7 @@ def evaluation_board(
     ):
         _refresh_request(challenge.pk)
     board = stored.get(slice)
+    family = f"{challenge.pk}:{lineage}:{int(frozen)}:{challenge.updated_at.isoformat()}"
     view = EvaluationView(
         computed_at=whole.computed_at,
         attempts=board.attempts if board is not None else 0,
@@ -420,8 +422,8 @@ def evaluation_board(
         # What the rows depend on: the stored board, and the names and hides (a rename or
         # a hide renews the ranking's lineage); never the newest attempt, so a board under
         # steady ingestion keeps its key until its intervals are recomputed.
-        key=f"{challenge.pk}:{board.id if board else 0}:{whole.computed_at.isoformat()}:"
-        f"{lineage}:{int(frozen)}:{challenge.updated_at.isoformat()}",
+        key=f"{family}:{board.id if board else 0}:{whole.computed_at.isoformat()}",
+        family=family,
     )
     return evaluation_rows(view, challenge) if rows else view
 

@@ -59,6 +59,37 @@ def kept(kind: str, parts: tuple[Any, ...], build: Callable[[], T]) -> T:
     return found
 
 
+def kept_recomputed(
+    kind: str,
+    parts: tuple[Any, ...],
+    family: tuple[Any, ...],
+    build: Callable[[], T],
+    *,
+    fresh: bool,
+    ahead: bool = False,
+) -> T:
+    """``build()``'s result for content named by ``parts``, kept, for content a worker
+    recomputes now and then (an aggregate board's intervals): ``family`` names the same
+    content but for the computation (the names, the hides, the challenge as saved).
+
+    While nothing is kept for ``parts`` yet and the computation they name is ``fresh``
+    (made less than ``ranking.reuse_bound()`` ago), the last build of the family is
+    served: the previous computation's, which says when it was made. The worker that
+    made the new one builds the common reads ahead (``ahead``), so that under steady
+    ingestion no reader waits for a build; past the bound a reader builds."""
+    key = _key(kind, parts)
+    latest = _key(f"{kind}-latest", family)
+    if not ahead:
+        found = cache.get(key)
+        if found is None and fresh:
+            found = cache.get(latest)
+        if found is not None:
+            return found
+    result = build()
+    cache.set_many({key: result, latest: result}, KEPT_TTL)
+    return result
+
+
 class _Built(NamedTuple):
     """A board's build as kept by ``kept_board``, with what it was built from."""
 

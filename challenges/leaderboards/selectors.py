@@ -146,6 +146,11 @@ def challenge_slug(*, version_id: int) -> str | None:
     return found.first()
 
 
+def challenge_slug_of(*, challenge_id: int) -> str | None:
+    """The slug of challenge ``challenge_id`` if the public may read it (None: not)."""
+    return challenge_list().filter(pk=challenge_id).values_list("slug", flat=True).first()
+
+
 def _challenge_copy(pk: int, updated_at: datetime, version_id: int | None) -> Challenge | None:
     """A per-request copy of the challenge (with its active version) as saved at
     ``updated_at``: the cached object is shared by every request of the process."""

@@ -27,10 +27,10 @@ from django.utils import timezone
 from django.views.decorators.http import require_safe
 
 from challenges.collections.selectors import collection_list
-from challenges.leaderboards import charts, freeze, precision, score_columns, selectors
+from challenges.leaderboards import charts, freeze, precision, ranking, score_columns, selectors
 from challenges.leaderboards import evaluation as evaluation_rules
 from challenges.leaderboards.evaluation import is_aggregate
-from challenges.leaderboards.kept import kept, kept_board
+from challenges.leaderboards.kept import kept, kept_board, kept_recomputed
 from challenges.leaderboards.metrics import challenge_metrics, public_metrics
 from challenges.leaderboards.rules import TIE_RULE
 from challenges.models import Challenge, ChallengeFormat
@@ -427,15 +427,29 @@ def _page_html(request: HttpRequest, challenge: Challenge, board_id: int | None)
     return view.html(page=extra)
 
 
-def _evaluation_kept(kind: str, view: Any, parts: tuple[Any, ...], build: Callable[[], str]) -> str:
+def _evaluation_kept(
+    kind: str, view: Any, parts: tuple[Any, ...], build: Callable[[], str], *, ahead: bool = False
+) -> str:
     """An aggregate board's build, kept under the view's key (the stored board, names,
-    hides, the challenge as saved) and ``parts``; built afresh while nothing is stored."""
+    hides, the challenge as saved) and ``parts``; built afresh while nothing is stored.
+    Just after a worker stored new intervals the previous ones' build may be served
+    (``kept_recomputed``): the worker builds the page and fragment ahead."""
     if not view.key:
         return build()
-    return kept(kind, (view.key, view.slice, *parts), build)
+    fresh = view.computed_at is not None and (
+        timezone.now() - view.computed_at < ranking.reuse_bound()
+    )
+    return kept_recomputed(
+        kind,
+        (view.key, view.slice, *parts),
+        (view.family, view.slice, *parts),
+        build,
+        fresh=fresh,
+        ahead=ahead,
+    )
 
 
-def _evaluation_page(request: HttpRequest, challenge: Challenge) -> str:
+def _evaluation_page(request: HttpRequest, challenge: Challenge, *, ahead: bool = False) -> str:
     """An aggregate board's page: the stored intervals (public/evaluation.py), kept by
     what it shows (the schedule's phase and the minute its banner is worded for too)."""
     view = public_evaluation.board_view(request, challenge)
@@ -447,8 +461,36 @@ def _evaluation_page(request: HttpRequest, challenge: Challenge) -> str:
         now.replace(second=0, microsecond=0),
     )
     return _evaluation_kept(
-        "page-eval", view, parts, lambda: _evaluation_page_build(request, challenge, view)
+        "page-eval",
+        view,
+        parts,
+        lambda: _evaluation_page_build(request, challenge, view),
+        ahead=ahead,
     )
+
+
+def _evaluation_fragment(request: HttpRequest, challenge: Challenge, *, ahead: bool = False) -> str:
+    view = public_evaluation.board_view(request, challenge)
+    return _evaluation_kept(
+        "board-eval",
+        view,
+        (challenge.rescoring, public_evaluation.metric_asked(request)),
+        lambda: public_evaluation.board_html(request, challenge, view)[0],
+        ahead=ahead,
+    )
+
+
+def evaluation_build_ahead(*, challenge_id: int) -> None:
+    """Build the public's page and live fragment of an aggregate board whose intervals a
+    worker has just stored (the ``evaluation_refresh`` task), so that no reader builds
+    them: until they are kept, readers serve the previous intervals' (``kept_recomputed``)."""
+    slug = selectors.challenge_slug_of(challenge_id=challenge_id)
+    challenge = selectors.challenge_public(slug=slug) if slug else None
+    if challenge is None or not is_aggregate(challenge):
+        return
+    request = _anonymous_get()  # what an anonymous GET of the page without a query shows
+    _evaluation_page(request, challenge, ahead=True)
+    _evaluation_fragment(request, challenge, ahead=True)
 
 
 def _evaluation_page_build(request: HttpRequest, challenge: Challenge, view: Any) -> str:
@@ -481,15 +523,7 @@ def challenge_board(request: HttpRequest, slug: str) -> HttpResponse:
     if challenge is None:
         return _not_found(request, slug)
     if is_aggregate(challenge):
-        view = public_evaluation.board_view(request, challenge)
-        response = HttpResponse(
-            _evaluation_kept(
-                "board-eval",
-                view,
-                (challenge.rescoring, public_evaluation.metric_asked(request)),
-                lambda: public_evaluation.board_html(request, challenge, view)[0],
-            )
-        )
+        response = HttpResponse(_evaluation_fragment(request, challenge))
         response["Cache-Control"] = "no-cache"
         return response
     try:

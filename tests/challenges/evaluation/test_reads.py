@@ -7,8 +7,10 @@ from __future__ import annotations
 import csv
 import io
 import re
+from datetime import timedelta
 
 import pytest
+from django.utils import timezone
 
 from challenges.ingestion import moderation
 from challenges.leaderboards import evaluation
@@ -229,3 +231,45 @@ def test_a_kept_aggregate_read_is_two_queries(client, anon_api, board, settings)
             assert read().status_code == 200
         statements = [q["sql"] for q in queries.captured_queries]
         assert len(statements) == 2, statements
+
+
+def test_new_intervals_no_reader_builds_under_steady_ingestion(
+    client, board, settings, monkeypatch, django_capture_on_commit_callbacks
+):
+    """Under steady ingestion a worker stores new intervals about once a second: a
+    reader meeting them first is served the previous intervals' page (which says when
+    they were computed) while the worker builds the new page ahead; once it has, readers
+    get the new one. Past the bound (PODIUM_RANKING_MAX_AGE_MS × 5) or after a rename,
+    nothing older is served."""
+    from challenges import tasks
+    from challenges.public import evaluation as public_evaluation
+
+    settings.PODIUM_RANKING_MAX_AGE_MS = 1000
+    before = client.get(page_url(board.slug)).content.decode()  # built by a reader
+    builds = []
+    real = public_evaluation.board_html
+    monkeypatch.setattr(
+        public_evaluation, "board_html", lambda *a, **kw: builds.append(1) or real(*a, **kw)
+    )
+    record(board, attempt_input("newcomer", rating=7, sample={"id": "q1", "topic": "math"}))
+    record(board, attempt_input("newcomer", rating=7, sample={"id": "q2", "topic": "code"}))
+    evaluation.evaluation_compute(challenge_id=board.pk)  # stored; no page built yet
+    assert client.get(page_url(board.slug)).content.decode() == before and not builds
+
+    tasks.evaluation_refresh(board.pk)  # a worker: computes and builds ahead
+    assert len(builds) == 2  # the page and the live fragment
+    after = client.get(page_url(board.slug)).content.decode()
+    assert "newcomer" in after and len(builds) == 2  # served what the worker built
+
+    record(board, attempt_input("late", rating=3, sample={"id": "q3", "topic": "math"}))
+    record(board, attempt_input("late", rating=3, sample={"id": "q4", "topic": "code"}))
+    evaluation.evaluation_compute(challenge_id=board.pk)
+    later = timezone.now() + timedelta(seconds=6)  # past 5 × 1 s after that computation
+    monkeypatch.setattr(timezone, "now", lambda: later)
+    assert "late" in client.get(page_url(board.slug)).content.decode()  # a reader built it
+
+    player = Player.objects.get(external_id="newcomer")
+    player.display_name = "Renamed newcomer"
+    with django_capture_on_commit_callbacks(execute=True):
+        player.save()
+    assert ">Renamed newcomer</a>" in client.get(page_url(board.slug)).content.decode()
