@@ -519,9 +519,12 @@ def main() -> int:
     challenge = Challenge.objects.get(pk=challenge.pk)
     last_fault = max((at for at, _ in faults), default=started)
 
-    in_cut = lambda t: cut is not None and cut[0] <= t <= cut[1] + 5  # noqa: E731
-    outside = [r for r in reader.reads if not in_cut(r[0])]
-    inside = [r for r in reader.reads if in_cut(r[0])]
+    def in_cut(read: tuple) -> bool:  # a read that overlaps the cut (and 5 s after it)
+        start, end = read[0], read[0] + read[4] / 1000
+        return cut is not None and start <= cut[1] + 5 and end >= cut[0]
+
+    outside = [r for r in reader.reads if not in_cut(r)]
+    inside = [r for r in reader.reads if in_cut(r)]
     bad_outside = [r for r in outside if r[2].startswith("5")]
     bad_inside = [r for r in inside if r[2].startswith("5") and not (r[2] == "503" and r[3])]
     dropped = [r for r in reader.reads if not r[2].isdigit()]
@@ -564,8 +567,9 @@ def main() -> int:
     }
     for label, ok in checks.items():
         print(f"  [{'ok' if ok else 'FAIL'}] {label}")
-    if bad_outside or bad_inside:
-        print("  first bad reads:", (bad_outside + bad_inside)[:5])
+    for at, path, outcome, _, ms in (bad_outside + bad_inside + dropped)[:10]:
+        print(f"  bad read at {at - started:+.1f}s: {outcome} in {ms:.0f} ms, {path}")
+    print("  faults at: " + ", ".join(f"{at - started:+.0f}s {what}" for at, what in faults))
     print(f"logs: {work / 'log'}")
     return 0 if all(checks.values()) else 1
 
