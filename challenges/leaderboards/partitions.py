@@ -83,8 +83,6 @@ def versions_kept_q() -> Q:
 
 def versions_discardable(*, keep_s: float | None = None) -> list[int]:
     """Ids of the versions with a partition whose scores are no longer kept."""
-    if not sql.postgres():
-        return []
     with_partition = sql.score_partition_versions()
     if not with_partition:
         return []

@@ -864,6 +864,12 @@ WHERE c.oid = to_regclass(%s)
 """
 
 
+def _partitioned() -> bool:
+    """Whether the scores table is partitioned: on PostgreSQL, always (the database's
+    own vendor, not ``postgres()``, which tests may turn off to take SQLite's paths)."""
+    return connection.vendor == "postgresql"
+
+
 def score_partition(version_id: int) -> str:
     """The name of a version's partition of the scores table."""
     return f"{SCORE}_v{int(version_id)}"
@@ -872,7 +878,7 @@ def score_partition(version_id: int) -> str:
 def score_partition_state(version_id: int) -> str:
     """``"none"``, ``"attached"``, ``"detaching"`` (a detach was interrupted) or
     ``"detached"`` (PostgreSQL; elsewhere always ``"none"``)."""
-    if not postgres():
+    if not _partitioned():
         return "none"
     row = fetch_one(_PARTITION_STATE, [score_partition(version_id)])
     if row is None:
@@ -884,7 +890,7 @@ def score_partition_make(version_id: int) -> bool:
     """Make the version's partition unless it is there (PostgreSQL; elsewhere nothing);
     whether one was made. In the caller's transaction: the partition is born with its
     version and rolled back with it."""
-    if not postgres():
+    if not _partitioned():
         return False
     name, value = score_partition(version_id), int(version_id)
     # One maker at a time (the lock's own queue), and then no race on the name.
@@ -904,7 +910,7 @@ def score_partition_drop(version_id: int) -> bool:
     """Drop the version's partition and every score in it, in O(1) (PostgreSQL;
     elsewhere nothing); whether there was one. Outside any transaction: DETACH …
     CONCURRENTLY runs two of its own. Finishes a detach that was interrupted."""
-    if not postgres():
+    if not _partitioned():
         return False
     if connection.in_atomic_block:
         raise RuntimeError("score_partition_drop runs outside any transaction")
@@ -928,6 +934,6 @@ WHERE i.inhparent = '{SCORE}'::regclass ORDER BY 1
 
 def score_partition_versions() -> list[int]:
     """The version ids that have a partition (PostgreSQL; elsewhere none)."""
-    if not postgres():
+    if not _partitioned():
         return []
     return [v for (v,) in fetch(_PARTITION_VERSIONS, [len(score_partition(0))])]
