@@ -104,7 +104,11 @@ def versions_discardable(*, keep_s: float | None = None) -> list[int]:
 def scores_discard(*, keep_s: float | None = None) -> list[int]:
     """Drop the partitions of the versions no longer kept; their ids. Outside any
     transaction. Each version is checked again under its challenge's lock and marked
-    unscored, with its leaderboard rows removed, before its partition goes."""
+    unscored, with its leaderboard rows removed, before its partition goes. Inside a
+    transaction (DETACH ... CONCURRENTLY cannot run there) it drops nothing."""
+    if transaction.get_connection().in_atomic_block:
+        logger.warning("scores_discard called inside a transaction: nothing dropped")
+        return []
     dropped = []
     for version_id in versions_discardable(keep_s=keep_s):
         if _version_release(version_id, keep_s=keep_s):

@@ -224,3 +224,26 @@ def test_sqlite_keeps_every_versions_scores(monkeypatch):
     assert partitions.versions_discardable(keep_s=0) == []
     assert AttemptScore.objects.filter(version=superseded).count() == 1
     assert AttemptScore.objects.filter(version=active).count() == 3
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_watchdog_drops_the_versions_no_longer_kept(monkeypatch, settings):
+    _postgres_only()
+    from challenges import tasks
+
+    challenge, active, superseded = _superseded(monkeypatch)
+    tasks.rescore_watchdog()  # within PODIUM_SCORES_KEEP_S: kept
+    assert sql.score_partition_state(superseded.pk) == "attached"
+    settings.PODIUM_SCORES_KEEP_S = 0
+    tasks.rescore_watchdog()
+    assert sql.score_partition_state(superseded.pk) == "none"
+    assert sql.score_partition_state(active.pk) == "attached"
+    assert Challenge.objects.get(pk=challenge.pk).active_version_id == active.pk
+
+
+@pytest.mark.django_db
+def test_inside_a_transaction_nothing_is_dropped(monkeypatch):
+    _postgres_only()
+    _, _, superseded = _superseded(monkeypatch)
+    assert partitions.scores_discard(keep_s=0) == []  # DETACH CONCURRENTLY cannot run here
+    assert sql.score_partition_state(superseded.pk) == "attached"
