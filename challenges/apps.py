@@ -9,10 +9,15 @@ class ChallengesConfig(AppConfig):
         from config.paths import var_dirs_create
 
         var_dirs_create()
-        # The public ranking's receivers: deletions mark checkpoints stale.
         # The Celery tasks: their receiver sends a queued rescore job to the workers.
         from challenges import tasks  # noqa: F401
-        from challenges.leaderboards import ranking  # noqa: F401
+
+        # The public ranking's receivers: deletions mark checkpoints stale. The score
+        # partitions' (PostgreSQL): a version's partition is made with the version.
+        from challenges.leaderboards import (
+            partitions,  # noqa: F401
+            ranking,  # noqa: F401
+        )
 
         # Red/blue: hides and deleted pairings change the kept standings' generation.
         from challenges.redblue import kept  # noqa: F401

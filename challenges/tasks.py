@@ -23,7 +23,7 @@ from challenges.events import board as event_board
 from challenges.events import log as event_log
 from challenges.events import moments, webhooks
 from challenges.ingestion import budget, idempotency
-from challenges.leaderboards import changes, evaluation, ranking
+from challenges.leaderboards import changes, evaluation, partitions, ranking
 from challenges.public import views as public_views
 from challenges.rescoring import batch, switch
 from challenges.rescoring import jobs as rescoring
@@ -126,12 +126,13 @@ def rescore_resume() -> None:
 )
 def rescore_watchdog() -> None:
     """Periodic (Celery beat, ``CELERY_BEAT_SCHEDULE``): resume stalled jobs, write the
-    history records left due."""
+    history records left due, drop the scores of versions no longer kept (PostgreSQL)."""
     rescoring.jobs_resume(
         send_dispatch=rescore_dispatch.delay, stalled_for_s=settings.PODIUM_RESCORE_STALL_S
     )
     # History records whose switch committed but whose process died before writing them.
     switch.history_write_due(older_than_s=HISTORY_DUE_GRACE_S)
+    partitions.scores_discard()
 
 
 @receiver(rescoring.job_queued)

@@ -394,6 +394,10 @@ PODIUM_BATCH_MAX_ATTEMPTS = env_int("PODIUM_BATCH_MAX_ATTEMPTS", 50_000, minimum
 PODIUM_IDEMPOTENCY_KEEP_H = env_int("PODIUM_IDEMPOTENCY_KEEP_H", 48, minimum=24)
 PODIUM_RESCORE_STALL_S = env_int("PODIUM_RESCORE_STALL_S", 60, minimum=1)
 PODIUM_WATCHDOG_EVERY_S = env_int("PODIUM_WATCHDOG_EVERY_S", 15, minimum=1)
+# Scores of a version neither active nor kept (challenges/leaderboards/partitions.py)
+# are dropped by the watchdog once the version was made, or its last job ended, this
+# many seconds ago (PostgreSQL; SQLite keeps every version's scores).
+PODIUM_SCORES_KEEP_S = env_int("PODIUM_SCORES_KEEP_S", 3600, minimum=0)
 # Webhooks (challenges/events/webhooks.py): an endpoint whose host resolves to a private,
 # loopback or link-local address is refused unless this is set (development, tests).
 PODIUM_WEBHOOK_ALLOW_PRIVATE = env_bool("PODIUM_WEBHOOK_ALLOW_PRIVATE", False)

@@ -924,3 +924,91 @@ def board_pairs(before: int, after: int) -> list[tuple[Any, ...]]:
     """(rank before | None, rank after | None, player_id) of every player on either
     board, ordered as ``_BOARD_PAIRS`` says."""
     return fetch(_BOARD_PAIRS, [before, after])
+
+
+# --- score partitions (PostgreSQL; challenges/leaderboards/partitions.py) -------------------
+# The scores table is partitioned by version (migration 0029): one partition per version,
+# named here. Making one (CREATE, then ATTACH) takes SHARE UPDATE EXCLUSIVE on the scores
+# table, which no read or write waits for (only other DDL does); dropping one detaches it
+# CONCURRENTLY (the same lock, then a wait for the transactions that may still see it)
+# and drops the detached table, which nobody reads. The table has no foreign keys in the
+# database, so neither locks the attempts or versions tables.
+_PARTITION_STATE = """
+SELECT i.inhdetachpending FROM pg_class c LEFT JOIN pg_inherits i ON i.inhrelid = c.oid
+WHERE c.oid = to_regclass(%s)
+"""
+
+
+def _partitioned() -> bool:
+    """Whether the scores table is partitioned: on PostgreSQL, always (the database's
+    own vendor, not ``postgres()``, which tests may turn off to take SQLite's paths)."""
+    return connection.vendor == "postgresql"
+
+
+def score_partition(version_id: int) -> str:
+    """The name of a version's partition of the scores table."""
+    return f"{SCORE}_v{int(version_id)}"
+
+
+def score_partition_state(version_id: int) -> str:
+    """``"none"``, ``"attached"``, ``"detaching"`` (a detach was interrupted) or
+    ``"detached"`` (PostgreSQL; elsewhere always ``"none"``)."""
+    if not _partitioned():
+        return "none"
+    row = fetch_one(_PARTITION_STATE, [score_partition(version_id)])
+    if row is None:
+        return "none"
+    return {None: "detached", False: "attached", True: "detaching"}[row[0]]
+
+
+def score_partition_make(version_id: int) -> bool:
+    """Make the version's partition unless it is there (PostgreSQL; elsewhere nothing);
+    whether one was made. In the caller's transaction: the partition is born with its
+    version and rolled back with it."""
+    if not _partitioned():
+        return False
+    name, value = score_partition(version_id), int(version_id)
+    # One maker at a time (the lock's own queue), and then no race on the name.
+    execute(f"LOCK TABLE {SCORE} IN SHARE UPDATE EXCLUSIVE MODE")
+    state = score_partition_state(value)
+    if state == "attached":
+        return False
+    if state == "detaching":
+        raise RuntimeError(f"{name} is being dropped: drop it (score_partition_drop) first")
+    if state == "none":
+        execute(f"CREATE TABLE {name} (LIKE {SCORE} INCLUDING DEFAULTS INCLUDING CONSTRAINTS)")
+    execute(f"ALTER TABLE {SCORE} ATTACH PARTITION {name} FOR VALUES IN ({value})")
+    return True
+
+
+def score_partition_drop(version_id: int) -> bool:
+    """Drop the version's partition and every score in it, in O(1) (PostgreSQL;
+    elsewhere nothing); whether there was one. Outside any transaction: DETACH …
+    CONCURRENTLY runs two of its own. Finishes a detach that was interrupted."""
+    if not _partitioned():
+        return False
+    if connection.in_atomic_block:
+        raise RuntimeError("score_partition_drop runs outside any transaction")
+    name = score_partition(version_id)
+    state = score_partition_state(version_id)
+    if state == "none":
+        return False
+    if state == "attached":
+        execute(f"ALTER TABLE {SCORE} DETACH PARTITION {name} CONCURRENTLY")
+    elif state == "detaching":
+        execute(f"ALTER TABLE {SCORE} DETACH PARTITION {name} FINALIZE")
+    execute(f"DROP TABLE IF EXISTS {name}")
+    return True
+
+
+_PARTITION_VERSIONS = f"""
+SELECT substr(c.relname, %s)::bigint FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+WHERE i.inhparent = '{SCORE}'::regclass ORDER BY 1
+"""  # noqa: S608 - our table
+
+
+def score_partition_versions() -> list[int]:
+    """The version ids that have a partition (PostgreSQL; elsewhere none)."""
+    if not _partitioned():
+        return []
+    return [v for (v,) in fetch(_PARTITION_VERSIONS, [len(score_partition(0))])]

@@ -46,7 +46,7 @@ from django.dispatch import Signal
 from django.utils import timezone
 
 from challenges import audit
-from challenges.leaderboards import evaluation, scores, sql
+from challenges.leaderboards import evaluation, partitions, scores, sql
 from challenges.models import (
     AuditEvent,
     Challenge,
@@ -89,6 +89,8 @@ def rescore_start(
             version = ScoringVersion.objects.create_next(
                 challenge=challenge, by=by, reason="rescore"
             )
+        # A version whose scores were discarded gets its partition again (PostgreSQL).
+        partitions.partition_ensure(version_id=version.pk)
         now = timezone.now()
         RescoreJob.objects.filter(
             challenge=challenge, status__in=RescoreJob.ACTIVE_STATUSES

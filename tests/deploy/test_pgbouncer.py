@@ -40,6 +40,7 @@ THROUGH_IT = [
     "tests/challenges/ingestion/test_attempts_copy.py",
     "tests/challenges/ingestion/test_idempotency.py",
     "tests/challenges/leaderboards/test_scores_copy.py",
+    "tests/challenges/leaderboards/test_partitions.py",
     "tests/challenges/rescoring/test_rebuild_parts.py",
     "tests/challenges/rescoring/test_switch.py",
     "tests/challenges/rescoring/test_finalize.py",
