@@ -33,6 +33,7 @@ from challenges.permissions import (
     writable_challenges,
 )
 from challenges.redblue import kept as red_blue_kept
+from challenges.redblue import points as red_blue_points
 from challenges.redblue import selectors, services
 from challenges.text import row_id
 
@@ -238,6 +239,9 @@ class PairingOut(serializers.Serializer):
     rating = serializers.IntegerField(allow_null=True)
     red_points = serializers.FloatField(allow_null=True)
     blue_points = serializers.FloatField(allow_null=True)
+    points_error = serializers.CharField(
+        help_text="Why a judged pairing has no points (its pairing scorer failed); empty otherwise."
+    )
 
 
 def _pairing_out(p: Pairing, suite: list[str]) -> dict[str, Any]:
@@ -260,6 +264,7 @@ def _pairing_out(p: Pairing, suite: list[str]) -> dict[str, Any]:
         "rating": p.rating,
         "red_points": precision.served(p.red_points) if p.red_points is not None else None,
         "blue_points": precision.served(p.blue_points) if p.blue_points is not None else None,
+        "points_error": p.points_error,
     }
 
 
@@ -341,7 +346,7 @@ class JudgementCreate(BodyCheckedMixin, APIView):
             )
         except services.JudgementInvalid as exc:
             return Response(exc.errors, status=status.HTTP_400_BAD_REQUEST)
-        except services.AlreadyJudged as exc:
+        except (services.AlreadyJudged, red_blue_points.RuleChanged) as exc:
             return _conflict(exc)
         judged = Pairing.objects.select_related("attack__player", "defense__player").get(
             pk=judged.pk
