@@ -371,6 +371,9 @@ class StandingsQuery(serializers.Serializer):
         return super().to_internal_value(converted)
 
 
+_STANDINGS_QUERY = StandingsQuery()
+
+
 class TeamPoints(serializers.Serializer):
     points = serializers.FloatField()
     ratio = serializers.FloatField(allow_null=True, help_text="red/(red+blue); null: no points")
@@ -439,9 +442,10 @@ class StandingsView(APIView):
         )
         if challenge is None or challenge.format != ChallengeFormat.RED_BLUE:
             raise NotFound("No red/blue challenge with this id.")
-        query = StandingsQuery(data=request.query_params)
-        query.is_valid(raise_exception=True)
-        params = query.validated_data
+        try:  # as is_valid(raise_exception=True), without a serializer per request
+            params = _STANDINGS_QUERY.run_validation(request.query_params)
+        except serializers.ValidationError as exc:
+            raise serializers.ValidationError(serializers.as_serializer_error(exc)) from None
 
         def body() -> dict[str, Any]:
             found = selectors.standings_read(challenge=challenge)
