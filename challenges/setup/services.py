@@ -131,15 +131,15 @@ def _points_plan(challenge: Challenge, data: dict[str, Any]) -> red_blue_points.
     draft = Challenge.objects.get(pk=challenge.pk)
     if draft.format != ChallengeFormat.RED_BLUE and data.get("format") != ChallengeFormat.RED_BLUE:
         return None
-    before = draft.red_blue_rule()
+    rule, before = draft.red_blue_rule(), audit.challenge_values(draft)
     for name in INFO_FIELDS:
         if name in data:
             setattr(draft, name, data[name])
-    try:
-        red_blue_validate(challenge=draft)
+    try:  # as the transaction will: the plugin checked (and normalised) when touched
+        red_blue_validate(challenge=draft, before=before)
     except scoring.SetupInvalid:
         return None
-    if draft.red_blue_rule() == before:
+    if draft.red_blue_rule() == rule:
         return None
     return red_blue_points.points_plan(draft=draft)
 

@@ -237,3 +237,16 @@ def test_a_judgement_retries_when_the_rule_changed_meanwhile(monkeypatch, weight
     judged = judge(pairing, breached=["SA"], rating=9)
     assert calls == ["red_blue_ratio", "custom"]
     assert (judged.red_points, judged.blue_points) == (2.0, 5.0)  # the plugin's, not 1 + 3
+
+
+def test_a_plugin_gone_from_the_registry_leaves_the_challenge_editable(admin_api, weights):
+    c = make_red_blue(**custom(weights))
+    judge(one_pairing(c), breached=["SA"])
+    registry().unregister(weights)
+    for change in ({"closes_at": None, "instructions": "x"}, {"severity_divisor": 2}):
+        response = admin_api.patch(detail_url(c.pk), change, "json")
+        assert response.status_code == 200, response.content
+    judged = Pairing.objects.get(challenge=c)
+    assert judged.red_points is None and "cannot be used" in judged.points_error
+    response = admin_api.patch(detail_url(c.pk), {"red_blue_config": {"per_breach": 1}}, "json")
+    assert response.status_code == 400 and "red_blue_plugin_id" in response.json()
