@@ -14,15 +14,17 @@ ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_URL = "postgres://postgres@127.0.0.1:5432/podium_bench"
 
 
-def setup_django(url: str) -> None:
-    """Recreate the benchmark database and point Django at it."""
+def setup_django(url: str, *, fresh: bool = True) -> None:
+    """Recreate the benchmark database (unless not ``fresh``: the one loaded before)
+    and point Django at it."""
     import psycopg
 
     name = url.rsplit("/", 1)[1]
     admin_url = url.rsplit("/", 1)[0] + "/postgres"
-    with psycopg.connect(admin_url, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        conn.execute(f'CREATE DATABASE "{name}"')
+    if fresh:
+        with psycopg.connect(admin_url, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            conn.execute(f'CREATE DATABASE "{name}"')
     os.environ["DATABASE_URL"] = url
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     os.environ.setdefault("LOG_LEVEL", "WARNING")

@@ -15,6 +15,7 @@ beside /healthz in the same rounds. Target: each read >= 0.6x /healthz. Exits no
 when a target is missed.
 
     .venv/bin/python bench/red_blue.py [--submissions 10000] [--players 250] [--seconds 3]
+    .venv/bin/python bench/red_blue.py --reuse --rounds 3   # the reads again, no reload
 """
 
 from __future__ import annotations
@@ -99,25 +100,32 @@ def main() -> None:
     parser.add_argument("--players", type=int, default=250, help="per team")
     parser.add_argument("--seconds", type=float, default=3.0, help="per wrk run; 0: no reads")
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument(
+        "--reuse", action="store_true", help="read the database the last run loaded"
+    )
     args = parser.parse_args()
-    _pg.setup_django(URL)
-    started = time.perf_counter()
-    pk, submit_ms, judge_ms = load(args.submissions, args.players, random.Random(1))
+    _pg.setup_django(URL, fresh=not args.reuse)
     from challenges.models import Challenge, Pairing
 
-    pairings = Pairing.objects.filter(challenge_id=pk).count()
-    print(
-        f"\n{args.submissions:,} submissions ({args.players} players a team), "
-        f"{pairings:,} pairings judged, in {time.perf_counter() - started:.1f} s"
-    )
-    print(
-        f"  a submission, paired    median {statistics.median(submit_ms):.2f} ms   "
-        f"p99 {_p99(submit_ms):.2f} ms   total {sum(submit_ms) / 1000:.1f} s"
-    )
-    print(
-        f"  a judgement             median {statistics.median(judge_ms):.2f} ms   "
-        f"p99 {_p99(judge_ms):.2f} ms   total {sum(judge_ms) / 1000:.1f} s"
-    )
+    if args.reuse:
+        pk = Challenge.objects.filter(format="red_blue").latest("pk").pk
+        print(f"{Pairing.objects.filter(challenge_id=pk).count():,} pairings, loaded before")
+    else:
+        started = time.perf_counter()
+        pk, submit_ms, judge_ms = load(args.submissions, args.players, random.Random(1))
+        pairings = Pairing.objects.filter(challenge_id=pk).count()
+        print(
+            f"\n{args.submissions:,} submissions ({args.players} players a team), "
+            f"{pairings:,} pairings judged, in {time.perf_counter() - started:.1f} s"
+        )
+        print(
+            f"  a submission, paired    median {statistics.median(submit_ms):.2f} ms   "
+            f"p99 {_p99(submit_ms):.2f} ms   total {sum(submit_ms) / 1000:.1f} s"
+        )
+        print(
+            f"  a judgement             median {statistics.median(judge_ms):.2f} ms   "
+            f"p99 {_p99(judge_ms):.2f} ms   total {sum(judge_ms) / 1000:.1f} s"
+        )
     ok = True
     if args.seconds > 0:
         slug = Challenge.objects.get(pk=pk).slug

@@ -4,7 +4,7 @@ the API and the file transfer."""
 
 from __future__ import annotations
 
-from challenges.models import ScoringSetupFields
+from challenges.models import Challenge, ScoringSetupFields
 
 SCHEDULE_FIELDS = ("opens_at", "closes_at", "late_attempts")
 LIMIT_FIELDS = ("attempts_per_day", "attempts_total")
@@ -26,20 +26,17 @@ RED_BLUE_FIELDS = (
     "defense_selection_policy",
     "attack_selection_policy",
     "red_blue_scoring",
+    "red_blue_plugin_id",
+    "red_blue_entrypoint",
+    "red_blue_config",
     "severity_divisor",
     "time_penalty",
     "token_penalty",
     "instructions",
     "reveal_attacks_after_close",
 )
-# What changes the points of judged pairings (recomputed on a change).
-RED_BLUE_POINTS_FIELDS = (
-    "judge_suite",
-    "red_blue_scoring",
-    "severity_divisor",
-    "time_penalty",
-    "token_penalty",
-)
+# What changes the points of judged pairings (recomputed on a change, as a new version).
+RED_BLUE_POINTS_FIELDS = Challenge.RED_BLUE_RULE_FIELDS
 SETUP_FIELDS = ScoringSetupFields.SETUP_FIELDS
 INFO_FIELDS = (
     "name",

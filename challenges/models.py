@@ -178,6 +178,11 @@ class Challenge(ScoringSetupFields):
     red_blue_scoring = models.CharField(
         max_length=32, choices=RedBlueScoring.choices, default=RedBlueScoring.RED_BLUE_RATIO
     )
+    # red_blue_scoring "custom": a registered pairing scorer plugin (the scorer plugins'
+    # registry and rules; docs/scorers.md, "Pairing scorers").
+    red_blue_plugin_id = models.CharField(max_length=200, blank=True)
+    red_blue_entrypoint = models.CharField(max_length=300, blank=True)
+    red_blue_config = models.JSONField(default=dict, blank=True, decoder=TextSafeJSONDecoder)
     severity_divisor = models.FloatField(default=3.0)
     time_penalty = models.FloatField(default=0.0, help_text="Red points off per judge second.")
     token_penalty = models.FloatField(default=0.0, help_text="Red points off per judge token.")
@@ -244,6 +249,19 @@ class Challenge(ScoringSetupFields):
             ),
         ]
 
+    # What the points of a red/blue challenge's judged pairings follow: a change of any
+    # of them recomputes the points as a new scoring version.
+    RED_BLUE_RULE_FIELDS = (
+        "judge_suite",
+        "red_blue_scoring",
+        "red_blue_plugin_id",
+        "red_blue_entrypoint",
+        "red_blue_config",
+        "severity_divisor",
+        "time_penalty",
+        "token_penalty",
+    )
+
     def __str__(self) -> str:
         return self.name
 
@@ -278,6 +296,12 @@ class Challenge(ScoringSetupFields):
             "new version and rescores the attempts (the admin and PATCH /api/challenges/{id}/ "
             "use it)."
         )
+
+    def red_blue_rule(self) -> dict[str, Any] | None:
+        """The points rule of a red/blue challenge (None for a single one)."""
+        if self.format != ChallengeFormat.RED_BLUE:
+            return None
+        return {name: getattr(self, name) for name in self.RED_BLUE_RULE_FIELDS}
 
 
 class Player(models.Model):
@@ -374,6 +398,7 @@ class ScoringVersionManager(models.Manager["ScoringVersion"]):
             number=(last or 0) + 1,
             reason=reason,
             created_by=by if getattr(by, "is_authenticated", False) else None,
+            red_blue_rule=challenge.red_blue_rule(),
             **challenge.setup_dict(),
         )
 
@@ -390,6 +415,9 @@ class ScoringVersion(ScoringSetupFields):
     reason = models.CharField(max_length=200, blank=True, help_text="Why it was made.")
     # Set when every attempt has a score under this version (then it may become active).
     scored_at = models.DateTimeField(null=True, blank=True)
+    # A red/blue challenge's points rule in force (``Challenge.red_blue_rule``); null for
+    # a single challenge.
+    red_blue_rule = models.JSONField(null=True, blank=True)
 
     objects = ScoringVersionManager()
 
@@ -1026,6 +1054,8 @@ class Pairing(models.Model):
     raw = models.JSONField(null=True, blank=True, decoder=TextSafeJSONDecoder)
     red_points = models.FloatField(null=True, blank=True)
     blue_points = models.FloatField(null=True, blank=True)
+    # Why a judged pairing has no points (its pairing scorer failed); for admins only.
+    points_error = models.TextField(blank=True)
 
     class Meta:
         ordering = ["created_at", "id"]

@@ -149,6 +149,12 @@ def _validate_plugin(setup: dict[str, Any], out: dict[str, Any], errors: dict[st
         errors[field] = str(exc)
         return
     try:
+        if not callable(getattr(reg.load(plugin_id), "score", None)):
+            errors["scoring_plugin_id"] = (
+                f"Plugin {plugin_id!r} scores red/blue pairings, not attempts: it has no "
+                "score(metrics, config, ctx) method."
+            )
+            return
         schema = reg.info(plugin_id).config_schema
         out["scoring_config"] = validate_config(schema, setup.get("scoring_config", {}))
     except RegistryError as exc:

@@ -288,3 +288,55 @@ class MappingReader:
         except TypeError:
             seen["read_only"] = True
         return {"score": float(metrics.get("rating") or 0), "details": seen}
+
+
+# -- red/blue pairing scorers (docs/scorers.md, "Pairing scorers") -------------------------
+class PairingWeights:
+    """Red: config['per_breach'] per breached category plus rating × config['rating_weight'];
+    blue: config['per_hold'] per category held."""
+
+    name = "Pairing weights"
+    config_schema = {
+        "type": "object",
+        "properties": {
+            "per_breach": {"type": "number", "default": 2},
+            "per_hold": {"type": "number", "default": 1},
+            "rating_weight": {"type": "number", "default": 0},
+        },
+        "additionalProperties": False,
+    }
+
+    def score_pairing(self, judgement, config):
+        breached = sum(1 for code in judgement["suite"] if judgement["categories"][code])
+        held = len(judgement["suite"]) - breached
+        red = breached * config["per_breach"] + judgement["rating"] * config["rating_weight"]
+        return {"red": red, "blue": held * config["per_hold"]}
+
+
+class PairingWeird:
+    """A pairing scorer that misbehaves in a different way per rating."""
+
+    RESULTS = {
+        1: None,
+        2: {"red": "1", "blue": 1},
+        3: {"red": math.nan, "blue": 1},
+        4: {"red": 1.0},
+        5: {"red": True, "blue": 1},
+        6: {"red": -3.0, "blue": 2.0},  # counts 0 for red
+        7: [1, 2],
+        8: {"red": math.inf, "blue": 0},
+    }
+
+    def score_pairing(self, judgement, config):
+        if judgement["rating"] == 0:
+            raise ValueError("no verdict for me")
+        if judgement["rating"] == 9:
+            time.sleep(60)
+        return self.RESULTS.get(judgement["rating"], {"red": 5.0, "blue": 1.0})
+
+
+class PairingLeaky:
+    """A pairing scorer whose failure message holds a secret (for admins only)."""
+
+    def score_pairing(self, judgement, config):
+        raise ValueError("SECRET-ERROR")

@@ -32,7 +32,7 @@ from challenges.fieldsets import BOARD_FIELDS, RED_BLUE_FIELDS
 from challenges.ingestion.rules import competition_errors
 from challenges.leaderboards.evaluation import board_errors
 from challenges.models import Attempt, Challenge, LateAttempts, ScoringStrategy
-from challenges.redblue.rules import red_blue_errors
+from challenges.redblue.rules import plugin_touched, red_blue_errors
 from challenges.setup import services as setup_services
 from challenges.text import SURROGATE, line_breaks_normalised, path_label, text_problem
 from scoring.catalogue import OK, plugins_catalogue
@@ -519,7 +519,8 @@ class ChallengeAdminForm(forms.ModelForm):
                     cleaned[name] = getattr(self.instance, name)
         if "format" in self.fields:  # the red/blue settings, when the form shows them
             values = {n: cleaned.get(n, getattr(self.instance, n)) for n in RED_BLUE_FIELDS}
-            for field, message in red_blue_errors(values).items():
+            plugin = plugin_touched(values, self.instance if self.instance.pk else None)
+            for field, message in red_blue_errors(values, plugin=plugin).items():
                 self.add_error(field if field in self.fields else None, message)
         if bad_text:
             return cleaned

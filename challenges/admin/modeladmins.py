@@ -179,6 +179,8 @@ class ChallengeAdmin(admin.ModelAdmin):
                     "judge_suite",
                     ("defense_selection_policy", "attack_selection_policy"),
                     "red_blue_scoring",
+                    ("red_blue_plugin_id", "red_blue_entrypoint"),
+                    "red_blue_config",
                     ("severity_divisor", "time_penalty", "token_penalty"),
                     "instructions",
                     "reveal_attacks_after_close",
@@ -186,7 +188,9 @@ class ChallengeAdmin(admin.ModelAdmin):
                 "description": "For a red/blue challenge: red players submit attacks, blue "
                 "players defences, an external judge rules on each pairing per category "
                 'of the judge suite (a JSON list of codes, e.g. ["SA", "V"]). '
-                "Changing the points rule recomputes every judged pairing's points.",
+                "Red/blue scoring 'custom' names a registered pairing scorer plugin (its "
+                "entrypoint may stay empty) and its JSON config. Changing the points rule "
+                "recomputes every judged pairing's points as a new scoring version.",
             },
         ),
     ]

@@ -54,6 +54,7 @@ class PairingAdmin(ReadOnlyAdmin):
         "rating",
         "red_points",
         "blue_points",
+        "points_error",
         "matrix",
     )
     list_filter = (("judged_at", admin.EmptyFieldListFilter),)

@@ -33,6 +33,7 @@ from challenges.permissions import (
     writable_challenges,
 )
 from challenges.redblue import kept as red_blue_kept
+from challenges.redblue import points as red_blue_points
 from challenges.redblue import selectors, services
 from challenges.text import row_id
 
@@ -238,6 +239,9 @@ class PairingOut(serializers.Serializer):
     rating = serializers.IntegerField(allow_null=True)
     red_points = serializers.FloatField(allow_null=True)
     blue_points = serializers.FloatField(allow_null=True)
+    points_error = serializers.CharField(
+        help_text="Why a judged pairing has no points (its pairing scorer failed); empty otherwise."
+    )
 
 
 def _pairing_out(p: Pairing, suite: list[str]) -> dict[str, Any]:
@@ -260,6 +264,7 @@ def _pairing_out(p: Pairing, suite: list[str]) -> dict[str, Any]:
         "rating": p.rating,
         "red_points": precision.served(p.red_points) if p.red_points is not None else None,
         "blue_points": precision.served(p.blue_points) if p.blue_points is not None else None,
+        "points_error": p.points_error,
     }
 
 
@@ -341,7 +346,7 @@ class JudgementCreate(BodyCheckedMixin, APIView):
             )
         except services.JudgementInvalid as exc:
             return Response(exc.errors, status=status.HTTP_400_BAD_REQUEST)
-        except services.AlreadyJudged as exc:
+        except (services.AlreadyJudged, red_blue_points.RuleChanged) as exc:
             return _conflict(exc)
         judged = Pairing.objects.select_related("attack__player", "defense__player").get(
             pk=judged.pk
@@ -364,6 +369,9 @@ class StandingsQuery(serializers.Serializer):
             except ValueError:
                 raise serializers.ValidationError({key: ["Must be an integer."]}) from None
         return super().to_internal_value(converted)
+
+
+_STANDINGS_QUERY = StandingsQuery()
 
 
 class TeamPoints(serializers.Serializer):
@@ -434,9 +442,10 @@ class StandingsView(APIView):
         )
         if challenge is None or challenge.format != ChallengeFormat.RED_BLUE:
             raise NotFound("No red/blue challenge with this id.")
-        query = StandingsQuery(data=request.query_params)
-        query.is_valid(raise_exception=True)
-        params = query.validated_data
+        try:  # as is_valid(raise_exception=True), without a serializer per request
+            params = _STANDINGS_QUERY.run_validation(request.query_params)
+        except serializers.ValidationError as exc:
+            raise serializers.ValidationError(serializers.as_serializer_error(exc)) from None
 
         def body() -> dict[str, Any]:
             found = selectors.standings_read(challenge=challenge)

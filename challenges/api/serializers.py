@@ -212,6 +212,23 @@ class ChallengeSerializer(StrictSerializer):
     red_blue_scoring = serializers.ChoiceField(
         choices=["red_blue_ratio", "custom"], required=False, default="red_blue_ratio"
     )
+    red_blue_plugin_id = StrictCharField(
+        max_length=200,
+        required=False,
+        allow_blank=True,
+        default="",
+        help_text="red_blue_scoring custom: a registered pairing scorer plugin id.",
+    )
+    red_blue_entrypoint = StrictCharField(
+        max_length=300,
+        required=False,
+        allow_blank=True,
+        default="",
+        help_text="Its registered 'module:Class' (or empty: filled in).",
+    )
+    red_blue_config = JSONObjectField(
+        required=False, default=dict, help_text="Its config, checked by its config_schema."
+    )
     severity_divisor = serializers.FloatField(
         required=False, default=3.0, min_value=0.001, max_value=1e6
     )
@@ -288,6 +305,9 @@ STAFF_ONLY_FIELDS = (
     "bootstrap_samples",
     "sample_key",
     "slice_by",
+    "red_blue_plugin_id",
+    "red_blue_entrypoint",
+    "red_blue_config",
 )
 
 

@@ -20,7 +20,7 @@ from drf_spectacular.utils import (
 )
 from rest_framework import serializers, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import NotFound
+from rest_framework.exceptions import APIException, NotFound
 from rest_framework.permissions import AllowAny
 from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
@@ -57,6 +57,7 @@ from challenges.permissions import (
     is_staff_member,
     writable_challenges,
 )
+from challenges.redblue import points as red_blue_points
 from challenges.rescoring import jobs as rescoring
 from challenges.setup import services as setup_services
 from challenges.setup.probe import setup_probe
@@ -66,6 +67,11 @@ from scoring.services import SetupInvalid
 # Ids are ASCII digits: "１" (full-width) is not an alias of 1, and anything else is a 404
 # from the router. Numbers too large for the column are unknown ids (404) too.
 ID_PATTERN = "[0-9]+"
+
+
+class Conflict(APIException):
+    status_code = status.HTTP_409_CONFLICT
+    default_code = "conflict"
 
 
 def _setup_errors(exc: SetupInvalid) -> serializers.ValidationError:
@@ -167,6 +173,8 @@ class ChallengeViewSet(BodyCheckedMixin, viewsets.ModelViewSet):
             raise serializers.ValidationError(
                 {"slug": ["A challenge with this slug already exists."]}
             ) from exc
+        except red_blue_points.RuleChanged as exc:
+            raise Conflict(str(exc)) from exc
         serializer.instance = result.challenge
 
     def perform_destroy(self, instance: Any) -> None:

@@ -11,7 +11,7 @@ from django.template.loader import render_to_string
 from django.utils import timezone
 
 from challenges.leaderboards.selectors import PAGE
-from challenges.models import Challenge
+from challenges.models import Challenge, RedBlueScoring
 from challenges.public import display, schedule
 from challenges.public.markdown import render_markdown
 from challenges.redblue import kept, selectors
@@ -57,6 +57,12 @@ def _percent(ratio: float | None) -> str:
 
 
 def points_sentence(challenge: Challenge) -> str:
+    if challenge.red_blue_scoring == RedBlueScoring.CUSTOM:
+        return (
+            "For each pairing the judge rules on every category of the suite, and the "
+            f"scorer plugin {challenge.red_blue_plugin_id} turns the verdict into red and "
+            "blue points."
+        )
     divisor = display.format_value(challenge.severity_divisor, "python")
     sentence = (
         "For each pairing the judge rules on every category of the suite: red scores 1 per "

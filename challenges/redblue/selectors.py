@@ -1,7 +1,8 @@
 """Reads of red/blue challenges: the pairings waiting for the judge, and the standings
 (each team's points and ratio, a board per team).
 
-Boards follow moderation: a pairing with a hidden player on either side counts for no
+A judged pairing without points (its pairing scorer failed) counts for no one. Boards
+follow moderation: a pairing with a hidden player on either side counts for no
 one (the other side's player loses it too, as a hidden player's attempts leave a
 board). Prompts, feedback and the judge's ``raw`` are never part of a standing.
 """
@@ -71,7 +72,9 @@ def _board(totals: dict[int, list[Any]]) -> list[PlayerPoints]:
 def standings(*, challenge: Challenge) -> Standings:
     """Team totals and the two player boards over the judged pairings."""
     rows = list(
-        Pairing.objects.filter(challenge=challenge, judged_at__isnull=False).values_list(
+        Pairing.objects.filter(
+            challenge=challenge, judged_at__isnull=False, red_points__isnull=False
+        ).values_list(
             "attack__player_id",
             "attack__player__external_id",
             "attack__player__display_name",

@@ -4,8 +4,9 @@ commands behave alike.
 
 Pairing is decided under the challenge's row lock (``select_for_update``): two
 submissions arriving together are paired one after the other, so ``round_robin`` counts
-every pairing made before it and a waiting submission is paired once. No scorer runs
-here: points are arithmetic on the judge's verdict.
+every pairing made before it and a waiting submission is paired once. A judgement's
+points are computed before its transaction (a pairing scorer plugin never runs inside
+one: ``redblue.points``).
 """
 
 from __future__ import annotations
@@ -33,8 +34,8 @@ from challenges.models import (
     TeamMember,
 )
 from challenges.redblue import kept as red_blue_kept
+from challenges.redblue import points as red_blue_points
 from challenges.redblue import policies
-from challenges.redblue.points import pairing_points
 
 OTHER = {Team.RED: Team.BLUE, Team.BLUE: Team.RED}
 
@@ -255,32 +256,86 @@ def _verdict(pairing: Pairing) -> dict[str, Any]:
     }
 
 
-@transaction.atomic
 def judgement_record(
     *, pairing: Pairing, judgement: dict[str, Any], by: Any = None, may_rejudge: bool = False
 ) -> Pairing:
     """Record the judge's verdict on a pairing and its points. A judged pairing is judged
     once: again only when ``may_rejudge`` (an admin), audited with the verdict before.
-    Raises ``AlreadyJudged`` and ``JudgementInvalid``."""
-    pairing = Pairing.objects.select_for_update().select_related("challenge").get(pk=pairing.pk)
-    challenge = pairing.challenge
+    The points are computed first, outside any transaction (a ``custom`` rule runs its
+    plugin; a plugin that fails leaves the pairing judged without points, the reason
+    kept for admins), then written with the verdict in one short transaction. Raises
+    ``AlreadyJudged``, ``JudgementInvalid`` and, when the points rule keeps changing
+    meanwhile, ``red_blue_points.RuleChanged``."""
+    for _ in range(red_blue_points.RETRIES):
+        challenge = Challenge.objects.get(pk=pairing.challenge_id)
+        _judgement_check(challenge, pairing.pk, judgement, may_rejudge=may_rejudge)
+        verdict = red_blue_points.judgement_of(challenge=challenge, verdict=judgement)
+        [outcome] = red_blue_points.points_compute(challenge=challenge, judgements=[verdict])
+        try:
+            return _judgement_write(
+                challenge_id=challenge.pk,
+                pairing_id=pairing.pk,
+                judgement=judgement,
+                outcome=outcome,
+                rule=challenge.red_blue_rule(),
+                by=by,
+                may_rejudge=may_rejudge,
+            )
+        except red_blue_points.RuleChanged:
+            continue
+    raise red_blue_points.RuleChanged(
+        "The challenge's points rule kept changing while this judgement was scored; post it again."
+    )
+
+
+def _judgement_check(
+    challenge: Challenge,
+    pairing_id: int,
+    judgement: dict[str, Any],
+    *,
+    may_rejudge: bool,
+    lock: bool = False,
+) -> Pairing:
+    found = Pairing.objects.select_for_update() if lock else Pairing.objects
+    pairing = found.get(pk=pairing_id)
     errors = judgement_errors(suite=challenge.judge_suite, categories=judgement.get("categories"))
     if errors:
         raise JudgementInvalid(errors)
-    before = _verdict(pairing) if pairing.judged_at is not None else None
-    if before is not None and not may_rejudge:
+    if pairing.judged_at is not None and not may_rejudge:
         raise AlreadyJudged(
             f"Pairing {pairing.pk} was judged at {pairing.judged_at:%Y-%m-%d %H:%M:%S} UTC; "
             "only an admin may judge it again."
         )
-    points = pairing_points(challenge=challenge, judgement=judgement)
+    return pairing
+
+
+@transaction.atomic
+def _judgement_write(
+    *,
+    challenge_id: int,
+    pairing_id: int,
+    judgement: dict[str, Any],
+    outcome: Any,
+    rule: dict[str, Any] | None,
+    by: Any,
+    may_rejudge: bool,
+) -> Pairing:
+    # The challenge row lock orders this write with a change of the rule (which holds
+    # it while it recomputes every judged pairing): the points written here are under
+    # the rule in force when they commit.
+    challenge = Challenge.objects.select_for_update().get(pk=challenge_id)
+    if challenge.red_blue_rule() != rule:
+        raise red_blue_points.RuleChanged("The points rule changed.")
+    pairing = _judgement_check(challenge, pairing_id, judgement, may_rejudge=may_rejudge, lock=True)
+    before = _verdict(pairing) if pairing.judged_at is not None else None
     pairing.categories = {code: judgement["categories"][code] for code in challenge.judge_suite}
     pairing.rating = judgement["rating"]
     pairing.feedback = judgement.get("feedback") or ""
     pairing.tokens_total = judgement.get("tokens_total")
     pairing.elapsed_ms = judgement.get("elapsed_ms")
     pairing.raw = judgement.get("raw")
-    pairing.red_points, pairing.blue_points = points.red, points.blue
+    for name, value in red_blue_points.outcome_fields(outcome).items():
+        setattr(pairing, name, value)
     pairing.judged_at = timezone.now()
     pairing.judged_by = by if getattr(by, "is_authenticated", False) else None
     pairing.save()

@@ -26,7 +26,7 @@ from challenges.fieldsets import (
 )
 from challenges.ingestion import rules
 from challenges.leaderboards import evaluation, freeze
-from challenges.models import Challenge, RescoreJob, ScoringVersion
+from challenges.models import Challenge, ChallengeFormat, RescoreJob, ScoringVersion
 from challenges.redblue import points as red_blue_points
 from challenges.redblue.rules import red_blue_validate
 from challenges.rescoring import jobs as rescoring
@@ -101,14 +101,57 @@ class ChallengeUpdate:
     job: RescoreJob | None  # the rescore queued for the new version
 
 
-@transaction.atomic
 def challenge_update(
     *, challenge: Challenge, data: dict[str, Any], by: Any = None
 ) -> ChallengeUpdate:
     """Update a challenge. A change of the scoring setup makes a new version and queues
-    its rescore; the active version stays until that rescore is done. A change that
-    changes nothing (the same values, line breaks aside) writes and records nothing."""
+    its rescore; the active version stays until that rescore is done. A change of a
+    red/blue challenge's points rule recomputes every judged pairing's points and makes
+    them active as a new version in one step (a pairing scorer plugin runs first,
+    outside the transaction). A change that changes nothing (the same values, line
+    breaks aside) writes and records nothing."""
     data = line_breaks_normalised(data)
+    for _ in range(red_blue_points.RETRIES):
+        planned = _points_plan(challenge, data)
+        try:
+            return _challenge_update(challenge=challenge, data=data, by=by, planned=planned)
+        except red_blue_points.RuleChanged:
+            continue  # judged meanwhile: compute again
+    raise red_blue_points.RuleChanged(
+        "Pairings kept being judged while the new points were computed; save again."
+    )
+
+
+def _points_plan(challenge: Challenge, data: dict[str, Any]) -> red_blue_points.Planned | None:
+    """The points a change to a ``custom`` points rule gives the judged pairings,
+    computed before the transaction (None: no such change). A change that does not
+    validate is left to the transaction to refuse."""
+    if not any(name in data for name in RED_BLUE_POINTS_FIELDS):
+        return None
+    draft = Challenge.objects.get(pk=challenge.pk)
+    if draft.format != ChallengeFormat.RED_BLUE and data.get("format") != ChallengeFormat.RED_BLUE:
+        return None
+    rule, before = draft.red_blue_rule(), audit.challenge_values(draft)
+    for name in INFO_FIELDS:
+        if name in data:
+            setattr(draft, name, data[name])
+    try:  # as the transaction will: the plugin checked (and normalised) when touched
+        red_blue_validate(challenge=draft, before=before)
+    except scoring.SetupInvalid:
+        return None
+    if draft.red_blue_rule() == rule:
+        return None
+    return red_blue_points.points_plan(draft=draft)
+
+
+@transaction.atomic
+def _challenge_update(
+    *,
+    challenge: Challenge,
+    data: dict[str, Any],
+    by: Any,
+    planned: red_blue_points.Planned | None,
+) -> ChallengeUpdate:
     challenge = Challenge.objects.select_for_update().get(pk=challenge.pk)
     before = audit.challenge_values(challenge)
     for name in INFO_FIELDS:
@@ -137,13 +180,19 @@ def challenge_update(
     challenge.save()
     if refreeze:
         freeze.frozen_drop(challenge_ids=[challenge.pk])
-    if audit.fields_changed(before, after, RED_BLUE_POINTS_FIELDS):
-        red_blue_points.points_recompute(challenge=challenge)  # arithmetic: no scorer runs
+    points_version = None
+    if challenge.format == ChallengeFormat.RED_BLUE and audit.fields_changed(
+        before, after, RED_BLUE_POINTS_FIELDS
+    ):
+        points_version = red_blue_points.points_switch(
+            challenge=challenge, planned=planned, by=by, new_version=new_version is None
+        )
+    made = new_version or points_version
     audit.audit_challenge_saved(
         challenge=challenge,
         before=before,
         by=by,
-        new_version_number=new_version.number if new_version else None,
+        new_version_number=made.number if made else None,
     )
     job = None
     if new_version is not None:

@@ -1,7 +1,8 @@
 """The isolated scorer process: ``python -m scoring.engine.child module:Class``.
 
 It imports one (already registry-verified) plugin class, then scores batches sent by
-``scoring.engine.isolated`` over stdin, answering one frame per attempt on its original
+``scoring.engine.isolated`` over stdin, answering one frame per attempt (or per red/blue
+judgement, for a pairing scorer: the batch names ``score_pairing``) on its original
 stdout. The plugin's own prints go to stderr, never into the result channel. A per-attempt
 SIGALRM turns a plugin that sleeps or loops in Python into a timeout error without losing
 the process; the parent kills the process if even that does not stop it.
@@ -17,6 +18,7 @@ from typing import Any
 
 from scoring.engine.framing import read_frame, write_frame
 from scoring.engine.protocol import AttemptMetrics, ScoringContext
+from scoring.engine.red_blue import PAIRING_METHOD
 from scoring.engine.registry import import_entrypoint
 
 
@@ -48,6 +50,20 @@ def _score_one(scorer: Any, item: list[Any], config: dict[str, Any], timeout_ms:
         signal.setitimer(signal.ITIMER_REAL, 0)
 
 
+def _score_pairing(
+    scorer: Any, item: dict[str, Any], config: dict[str, Any], timeout_ms: int
+) -> list[Any]:
+    signal.setitimer(signal.ITIMER_REAL, timeout_ms / 1000.0)
+    try:
+        return ["ok", getattr(scorer, PAIRING_METHOD)(item, config)]
+    except _Timeout:
+        return ["err", f"timed out after {timeout_ms} ms"]
+    except BaseException as exc:
+        return ["err", f"{type(exc).__name__}: {exc}"[:2000]]
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+
+
 def main() -> None:
     channel_in = sys.stdin.buffer
     channel_out = os.fdopen(os.dup(1), "wb", buffering=0)
@@ -65,8 +81,9 @@ def main() -> None:
         if frame is None:  # the parent closed the pipe: we are done
             return
         batch = json.loads(frame)
+        one = _score_pairing if batch.get("method") == PAIRING_METHOD else _score_one
         for item in batch["items"]:
-            reply = _score_one(scorer, item, batch["config"], batch["timeout_ms"])
+            reply = one(scorer, item, batch["config"], batch["timeout_ms"])
             write_frame(channel_out, _encode(reply))
 
 

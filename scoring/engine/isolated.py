@@ -16,16 +16,18 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 from .framing import FrameEOF, FrameReader, FrameTimeout, write_frame
 from .outcome import Outcome, normalize_result
 from .protocol import AttemptMetrics, ScoringContext
+from .red_blue import PAIRING_METHOD, PairingOutcome, pairing_result
 
 GRACE_S = 0.25  # how long past the child's own alarm the parent waits before killing it
 START_TIMEOUT_S = 30.0
 BATCH_SIZE = 500
+R = TypeVar("R")
 
 
 def _child_env() -> dict[str, str]:
@@ -94,38 +96,77 @@ class IsolatedScorer:
         config: dict[str, Any],
         timeout_ms: int,
     ) -> list[Outcome]:
+        payloads = [[m.as_dict(), c.as_dict()] for m, c in items]
+        return self._run(payloads, config, timeout_ms, None, normalize_result, Outcome.failed)
+
+    def run_pairings(
+        self, judgements: Sequence[dict[str, Any]], config: dict[str, Any], timeout_ms: int
+    ) -> list[PairingOutcome]:
+        """A pairing scorer's points for each judgement (``red_blue.pairing_judgement``),
+        through the same timeouts and failure rules."""
+        return self._run(
+            list(judgements),
+            config,
+            timeout_ms,
+            PAIRING_METHOD,
+            pairing_result,
+            PairingOutcome.failed,
+        )
+
+    def _run(
+        self,
+        payloads: list[Any],
+        config: dict[str, Any],
+        timeout_ms: int,
+        method: str | None,
+        ok: Callable[[Any], R],
+        failed: Callable[[str], R],
+    ) -> list[R]:
         with self._lock:
-            outcomes: list[Outcome] = []
-            for start in range(0, len(items), BATCH_SIZE):
-                outcomes += self._run_batch(items[start : start + BATCH_SIZE], config, timeout_ms)
+            outcomes: list[R] = []
+            for start in range(0, len(payloads), BATCH_SIZE):
+                batch = payloads[start : start + BATCH_SIZE]
+                outcomes += self._run_batch(batch, config, timeout_ms, method, ok, failed)
             return outcomes
 
     def _run_batch(
         self,
-        items: Sequence[tuple[AttemptMetrics, ScoringContext]],
+        items: list[Any],
         config: dict[str, Any],
         timeout_ms: int,
-    ) -> list[Outcome]:
-        outcomes: list[Outcome] = []
+        method: str | None,
+        ok: Callable[[Any], R],
+        failed: Callable[[str], R],
+    ) -> list[R]:
+        outcomes: list[R] = []
         pending = list(items)
         while pending:
             try:
                 self._ensure_started()
                 assert self._proc is not None and self._proc.stdin is not None
-                payload = {
+                payload: dict[str, Any] = {
                     "config": config,
                     "timeout_ms": timeout_ms,
-                    "items": [[m.as_dict(), c.as_dict()] for m, c in pending],
+                    "items": pending,
                 }
+                if method is not None:
+                    payload["method"] = method
                 write_frame(self._proc.stdin, json.dumps(payload).encode())
             except (RuntimeError, OSError) as exc:
                 self.stop()
-                return outcomes + [Outcome.failed(str(exc))] * len(pending)
-            done = self._collect(len(pending), timeout_ms, outcomes)
+                return outcomes + [failed(str(exc))] * len(pending)
+            done = self._collect(len(pending), timeout_ms, outcomes, ok, failed)
             pending = pending[done:]
         return outcomes
 
-    def _collect(self, count: int, timeout_ms: int, outcomes: list[Outcome]) -> int:
+    def _collect(
+        self,
+        count: int,
+        timeout_ms: int,
+        outcomes: list[R],
+        ok: Callable[[Any], R],
+        failed: Callable[[str], R],
+    ) -> int:
         """Read up to ``count`` answers; return how many attempts were settled."""
         assert self._reader is not None
         for index in range(count):
@@ -134,7 +175,7 @@ class IsolatedScorer:
                 kind, *rest = json.loads(self._reader.read(deadline))
             except FrameTimeout:
                 self._restart()
-                outcomes.append(Outcome.failed(f"timed out after {timeout_ms} ms"))
+                outcomes.append(failed(f"timed out after {timeout_ms} ms"))
                 return index + 1
             except (FrameEOF, ValueError):
                 code = None
@@ -144,12 +185,12 @@ class IsolatedScorer:
                     except subprocess.TimeoutExpired:
                         pass  # alive but talking nonsense: killed below
                 self._restart()
-                outcomes.append(Outcome.failed(f"the scorer process died (exit code {code})"))
+                outcomes.append(failed(f"the scorer process died (exit code {code})"))
                 return index + 1
             if kind == "ok":
-                outcomes.append(normalize_result(rest[0]))
+                outcomes.append(ok(rest[0]))
             else:
-                outcomes.append(Outcome.failed(str(rest[0])))
+                outcomes.append(failed(str(rest[0])))
         return count
 
     def _restart(self) -> None:

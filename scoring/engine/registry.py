@@ -6,6 +6,8 @@ A challenge names a plugin id; the entrypoint it stores must be the one register
 that id (or a registered alias of it). An entrypoint string that came from a request or
 a database row is never imported on its own say-so: only registered ones are.
 Classes are imported lazily on first use, checked against ``ScorerProtocol`` and cached.
+Red/blue pairing scorers (``score_pairing``, ``scoring.engine.red_blue``) are registered
+the same way, in the same registry; each kind of challenge accepts only its kind.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Any
 
 from . import legacy
 from .protocol import RegistryError
+from .red_blue import PAIRING_METHOD
 
 ENTRY_POINT_GROUP = "podium.scorers"
 WEIGHTED_ID = "builtin.weighted_scorer"
@@ -65,8 +68,13 @@ def import_entrypoint(entrypoint: str) -> type:
         raise RegistryError(f"Cannot import {entrypoint!r}: {exc}") from exc
     if not isinstance(obj, type):
         raise RegistryError(f"{entrypoint!r} is not a class.")
-    if not callable(getattr(obj, "score", None)):
-        raise RegistryError(f"{entrypoint!r} has no score(metrics, config, ctx) method.")
+    if not callable(getattr(obj, "score", None)) and not callable(
+        getattr(obj, PAIRING_METHOD, None)
+    ):
+        raise RegistryError(
+            f"{entrypoint!r} has no score(metrics, config, ctx) method (nor "
+            f"{PAIRING_METHOD}(judgement, config), for a red/blue pairing scorer)."
+        )
     schema = getattr(obj, "config_schema", None)
     if schema is not None and not isinstance(schema, dict):
         raise RegistryError(f"{entrypoint!r}.config_schema must be a dict (a JSON Schema).")

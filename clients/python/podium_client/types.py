@@ -118,6 +118,9 @@ class Challenge(_ChallengeRequired, total=False):
     defense_selection_policy: SelectionPolicy
     attack_selection_policy: SelectionPolicy
     red_blue_scoring: RedBlueScoring
+    red_blue_plugin_id: str
+    red_blue_entrypoint: str
+    red_blue_config: Any
     severity_divisor: float
     time_penalty: float
     token_penalty: float

@@ -56,7 +56,7 @@ def test_admins_create_a_red_blue_challenge(admin_api, anon_api):
         ({"defense_selection_policy": "best_of_three"}, "defense_selection_policy"),
         ({"attack_selection_policy": ""}, "attack_selection_policy"),
         ({"red_blue_scoring": "elo"}, "red_blue_scoring"),
-        ({"red_blue_scoring": "custom"}, "red_blue_scoring"),
+        ({"red_blue_scoring": "custom"}, "red_blue_plugin_id"),
         ({"severity_divisor": 0}, "severity_divisor"),
         ({"time_penalty": -1}, "time_penalty"),
         ({"token_penalty": "a lot"}, "token_penalty"),
