@@ -79,12 +79,13 @@ def _fresh_cache():
     from django.core.cache import cache
 
     from challenges.collections import selectors as collections
-    from challenges.leaderboards import kept
+    from challenges.leaderboards import evaluation, kept
     from challenges.redblue import kept as red_blue
 
     def forget() -> None:
         cache.clear()
         kept.local_clear()  # the process's copies of kept builds
+        evaluation.checks_clear()
         red_blue.local_clear()
         collections.kept_clear()
 

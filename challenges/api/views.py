@@ -305,9 +305,12 @@ class ChallengeViewSet(BodyCheckedMixin, viewsets.ModelViewSet):
         if "version" in params:
             return Response(_version_read(challenge, params, user))
         if evaluation.is_aggregate(challenge):
-            return _private_when_needed(
-                challenge, Response(_evaluation_read(challenge, params, user)), user=user
-            )
+            if request.accepted_media_type == "application/json":  # the bytes, kept
+                content = _evaluation_read(challenge, params, user, rendered=True)
+                response = HttpResponse(content, content_type="application/json")
+            else:
+                response = Response(_evaluation_read(challenge, params, user))
+            return _private_when_needed(challenge, response, user=user)
         board_id = freeze.board_id(challenge=challenge, user=user)  # frozen: as of then
         # While the board's ranking is current, its JSON is kept under a key naming every
         # row (selectors.board_settled): a poll then reads no row (a lagging board: as
@@ -480,20 +483,25 @@ def _private_when_needed(challenge: Any, response: HttpResponse, *, user: Any) -
     return response
 
 
-def _evaluation_read(challenge: Any, params: dict[str, Any], user: Any) -> dict[str, Any]:
-    """An aggregate board's body: its stored intervals, a page of rows or one player's."""
+def _evaluation_read(
+    challenge: Any, params: dict[str, Any], user: Any, *, rendered: bool = False
+) -> Any:
+    """An aggregate board's body: its stored intervals, a page of rows or one player's
+    (``rendered``: as the JSON bytes DRF would send, kept as such)."""
     try:
         part = evaluation.slice_check(challenge, params.get("slice"))
     except evaluation.SliceUnknown as exc:
         raise serializers.ValidationError({"slice": [str(exc)]}) from None
     view = evaluation.evaluation_board(challenge=challenge, user=user, slice=part, rows=False)
+
+    def build() -> Any:
+        body = _evaluation_body(challenge, params, evaluation.evaluation_rows(view, challenge))
+        return JSONRenderer().render(body) if rendered else body
+
     if not view.key:
-        return _evaluation_body(challenge, params, view)
-    return kept(
-        "api-eval",
-        (view.key, part, sorted(params.items())),
-        lambda: _evaluation_body(challenge, params, evaluation.evaluation_rows(view, challenge)),
-    )
+        return build()
+    kind = "api-eval-json" if rendered else "api-eval"
+    return kept(kind, (view.key, part, sorted(params.items())), build)
 
 
 def _evaluation_body(challenge: Any, params: dict[str, Any], view: Any) -> dict[str, Any]:

@@ -25,6 +25,7 @@ import copy
 import dataclasses
 import logging
 import math
+import time
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -462,12 +463,26 @@ def _lineage(version_id: int) -> str:
     return found[0] or ""
 
 
+_checked_at: dict[int, float] = {}  # challenge id -> when this process last asked
+
+
+def checks_clear() -> None:
+    """Forget when this process last checked each board (tests that clear the cache)."""
+    _checked_at.clear()
+
+
 def _check_due(challenge_id: int) -> bool:
     """Whether this read compares the stored intervals with the data (two index reads):
-    once per PODIUM_RANKING_MAX_AGE_MS per challenge, every read when that is 0."""
+    once per PODIUM_RANKING_MAX_AGE_MS per challenge, every read when that is 0. Each
+    process asks the cache (shared by every process) at most that often per challenge,
+    so that the other reads make no round trip for it."""
     if settings.PODIUM_RANKING_MAX_AGE_MS <= 0:
         return True
     seconds = max(1, math.ceil(settings.PODIUM_RANKING_MAX_AGE_MS / 1000))
+    now = time.monotonic()
+    if now - _checked_at.get(challenge_id, -math.inf) < seconds:
+        return False
+    _checked_at[challenge_id] = now
     return bool(cache.add(f"podium:evaluation-checked:{challenge_id}", 1, timeout=seconds))
 
 

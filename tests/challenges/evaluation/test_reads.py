@@ -273,3 +273,22 @@ def test_new_intervals_no_reader_builds_under_steady_ingestion(
     with django_capture_on_commit_callbacks(execute=True):
         player.save()
     assert ">Renamed newcomer</a>" in client.get(page_url(board.slug)).content.decode()
+
+
+def test_each_process_asks_the_cache_about_the_data_once_a_window(
+    anon_api, board, settings, monkeypatch
+):
+    """Whether the stored intervals still match the data is checked once per
+    PODIUM_RANKING_MAX_AGE_MS per challenge: a process that asked within the window
+    makes no cache round trip for it on its other reads."""
+    from django.core.cache import cache
+
+    settings.PODIUM_RANKING_MAX_AGE_MS = 1000
+    asked = []
+    real = cache.add
+    monkeypatch.setattr(
+        cache, "add", lambda key, *a, **kw: asked.append(key) or real(key, *a, **kw)
+    )
+    for _ in range(5):
+        anon_api.get(leaderboard_url(board.pk))
+    assert len([k for k in asked if "evaluation-checked" in k]) == 1, asked
