@@ -72,8 +72,11 @@ def percentile(values: list[float], p: float) -> float:
 class Writer(threading.Thread):
     """Posts batches of attempts with unique, checkable contents until told to stop."""
 
-    def __init__(self, n: int, of: int, base: str, token: str, challenge_id: int, batch: int):
+    def __init__(
+        self, n: int, of: int, base: str, token: str, challenge_id: int, batch: int, players: int
+    ):
         super().__init__(daemon=True)
+        self.players = players  # this writer's players
         self.of = of  # writers in all
         self.period = 0.0  # seconds between requests; 0: each as soon as the last ends
         self.n, self.url, self.batch = n, f"{base}/api/challenges/{challenge_id}/attempts/", batch
@@ -88,7 +91,7 @@ class Writer(threading.Thread):
         self.seq += 1
         k = self.n * 1_000_003 + self.seq
         return {
-            "player": f"load-{self.n}-{self.seq % 500}",
+            "player": f"load-{self.n}-{self.seq % self.players}",
             "succeeded": k % 3 != 0,
             "tokens_total": k % 4000,
             "elapsed_ms": k % 90_000,
@@ -130,6 +133,12 @@ def main() -> None:
     parser.add_argument("--players", type=int, default=20_000)
     parser.add_argument("--writers", type=int, default=4)
     parser.add_argument("--batch", type=int, default=5, help="attempts per request")
+    parser.add_argument(
+        "--writer-players",
+        type=int,
+        default=500,
+        help="players each writer records for (an aggregate board ranks models: say 25)",
+    )
     parser.add_argument("--web-workers", type=int, default=2)
     parser.add_argument("--worker-concurrency", type=int, default=2)
     parser.add_argument(
@@ -249,7 +258,15 @@ def main() -> None:
         # Saturated: the writers as fast as they can (the capacity), then steady ingestion
         # at --load of it (or --rate), alone, then during the rescore.
         writers = [
-            Writer(n, args.writers, base, grader_tokens[0], challenge.pk, args.batch)
+            Writer(
+                n,
+                args.writers,
+                base,
+                grader_tokens[0],
+                challenge.pk,
+                args.batch,
+                args.writer_players,
+            )
             for n in range(args.writers)
         ]
         marks.append(time.monotonic())

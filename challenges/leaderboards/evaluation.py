@@ -195,6 +195,15 @@ def evaluation_compute(*, challenge_id: int, version_id: int | None = None) -> i
     challenge = Challenge.objects.filter(pk=challenge_id).first()
     if challenge is None or challenge.board != Board.AGGREGATE:
         return 0
+    began = time.monotonic()
+    try:
+        return _compute(challenge, version_id)
+    finally:  # what the next refresh's spacing is made from (``_refresh_request``)
+        cache.set(_cost_key(challenge_id), time.monotonic() - began, timeout=COST_KEPT_S)
+
+
+def _compute(challenge: Challenge, version_id: int | None) -> int:
+    challenge_id = challenge.pk
     version_id = version_id or challenge.active_version_id
     version = ScoringVersion.objects.filter(pk=version_id, challenge_id=challenge_id).first()
     if version is None:
@@ -541,8 +550,31 @@ def _rows(
     ]
 
 
-def _refresh_request(challenge_id: int) -> None:
+# Under steady ingestion a board's data changes between any two reads: its intervals are
+# recomputed at most once per PODIUM_RANKING_MAX_AGE_MS, or once per COST_SPACING times
+# the last computation's duration when that is longer, so that recomputing a large
+# board takes at most a third of one worker's time (and of the machine's CPU) instead of
+# all of it; the page says when the intervals it shows were computed.
+COST_SPACING = 3
+COST_KEPT_S = 3600
+
+
+def _cost_key(challenge_id: int) -> str:
+    return f"podium:evaluation-cost:{challenge_id}"
+
+
+def _refresh_spacing_s(challenge_id: int) -> int:
     seconds = max(1, math.ceil(settings.PODIUM_RANKING_MAX_AGE_MS / 1000))
+    if settings.PODIUM_RANKING_MAX_AGE_MS <= 0:
+        return seconds  # no lag wanted: every change is computed
+    cost = cache.get(_cost_key(challenge_id))
+    if isinstance(cost, int | float) and cost > 0:
+        seconds = max(seconds, math.ceil(COST_SPACING * cost))
+    return seconds
+
+
+def _refresh_request(challenge_id: int) -> None:
+    seconds = _refresh_spacing_s(challenge_id)
     if not cache.add(f"podium:evaluation-refresh:{challenge_id}", 1, timeout=seconds):
         return  # asked already within the lag
     try:

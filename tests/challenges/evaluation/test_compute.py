@@ -349,3 +349,38 @@ def test_a_change_of_the_board_fields_never_serves_numbers_made_with_the_old_one
     assert stale.pending and stale.rows == [] and asked == [challenge.pk]
     evaluation.evaluation_compute(challenge_id=challenge.pk)  # the worker
     assert _view(challenge).rows[0].score == 12.0  # the sum
+
+
+def test_a_costly_board_is_recomputed_at_most_a_third_of_the_time(settings, monkeypatch):
+    """Under steady ingestion the intervals are asked for once per
+    PODIUM_RANKING_MAX_AGE_MS, or once per three times the last computation's duration
+    when that is longer: a board whose computation takes 4 s is asked for again only
+    12 s after the last ask, however many reads find its data changed."""
+    from django.core.cache import cache
+
+    from challenges.leaderboards import evaluation as ev
+
+    settings.PODIUM_RANKING_MAX_AGE_MS = 1000
+    sent = []
+    monkeypatch.setattr(ev.refresh_requested, "send", lambda **kw: sent.append(kw))
+    cache.set(ev._cost_key(7), 4.0)
+    assert ev._refresh_spacing_s(7) == 12
+    ev._refresh_request(7)
+    ev._refresh_request(7)
+    assert len(sent) == 1
+    cache.set(ev._cost_key(8), 0.05)  # a cheap board: the lag alone spaces the asks
+    assert ev._refresh_spacing_s(8) == 1
+    settings.PODIUM_RANKING_MAX_AGE_MS = 0  # no lag wanted: the cost does not space them
+    assert ev._refresh_spacing_s(7) == 1
+
+
+def test_a_computation_records_its_cost():
+    from django.core.cache import cache
+
+    from challenges.leaderboards import evaluation as ev
+
+    challenge = make_challenge(scoring_strategy="highest_rating", board="aggregate")
+    record(challenge, *[attempt_input(f"p{i % 3}", rating=i % 10) for i in range(12)])
+    ev.evaluation_compute(challenge_id=challenge.pk)
+    cost = cache.get(ev._cost_key(challenge.pk))
+    assert isinstance(cost, float) and cost > 0
