@@ -3,6 +3,7 @@ challenges, players and attempts loaded by COPY."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import random
 import sys
@@ -82,3 +83,11 @@ def load(*, players: int, attempts: int, setup: dict, seed: int = 1):
     took = time.perf_counter() - started
     print(f"loaded {players:,} players and {attempts:,} attempts in {took:.1f}s")
     return challenge
+
+
+def checksum(keys) -> tuple[int, str]:
+    """How many keys and a digest of them in order: what was sent against what was stored."""
+    digest = hashlib.sha256()
+    for key in sorted(keys):
+        digest.update(repr(key).encode())
+    return len(keys), digest.hexdigest()[:16]

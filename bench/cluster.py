@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import configparser
-import hashlib
 import os
 import random
 import secrets
@@ -46,7 +45,8 @@ from pathlib import Path
 import requests
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _pg import ROOT, load, setup_django
+from _http import free_port
+from _pg import ROOT, checksum, load, setup_django
 
 sys.path.insert(0, str(ROOT))
 from tests.relay import Relay
@@ -65,14 +65,6 @@ WEIGHTED = {
 CUT_S = 30.0
 AFTER_LAST_FAULT_S = 300.0
 BATCH = 5
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def log(message: str) -> None:
@@ -288,13 +280,6 @@ class ReadLog(threading.Thread):
                     self.session = requests.Session()
             self.reads.append((start, path, outcome, retry, 1000 * (time.monotonic() - start)))
             time.sleep(0.02)
-
-
-def checksum(keys) -> tuple[int, str]:
-    digest = hashlib.sha256()
-    for key in sorted(keys):
-        digest.update(repr(key).encode())
-    return len(keys), digest.hexdigest()[:16]
 
 
 # --- the run ---------------------------------------------------------------------------------

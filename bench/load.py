@@ -28,10 +28,8 @@ BENCH_CACHE_URL, default db 13).
 from __future__ import annotations
 
 import argparse
-import hashlib
 import os
 import secrets
-import socket
 import statistics
 import subprocess
 import sys
@@ -44,7 +42,7 @@ import requests
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _http
 import _worker
-from _pg import ROOT, load, setup_django
+from _pg import ROOT, checksum, load, setup_django
 
 DEFAULT_URL = "postgres://postgres@127.0.0.1:5432/podium_bench_load"
 WEIGHTS = {"success_bonus": 50.0, "rating_weight": 7.0, "time_penalty": 0.1, "token_penalty": 0.003}
@@ -54,12 +52,6 @@ WEIGHTED = {
     "scoring_entrypoint": "scoring.scorers.weighted:WeightedScorer",
     "scoring_config": WEIGHTS,
 }
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def percentile(values: list[float], p: float) -> float:
@@ -118,13 +110,6 @@ class Writer(threading.Thread):
                 self.sent.extend(body)
             else:
                 self.refused.append(f"{resp.status_code} {resp.text[:200]}")
-
-
-def checksum(attempts) -> tuple[int, str]:
-    digest = hashlib.sha256()
-    for key in sorted(attempts):
-        digest.update(repr(key).encode())
-    return len(attempts), digest.hexdigest()[:16]
 
 
 def main() -> None:
@@ -195,7 +180,7 @@ def main() -> None:
     admin_token = Token.objects.create(user=admin).key
     grader_tokens = [Token.objects.get_or_create(user=grader)[0].key]
 
-    port = free_port()
+    port = _http.free_port()
     env = {
         **os.environ,
         "DATABASE_URL": url,
