@@ -14,6 +14,7 @@ import json
 import os
 import signal
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from scoring.engine.framing import read_frame, write_frame
@@ -37,31 +38,28 @@ def _encode(message: list[Any]) -> bytes:
         return json.dumps(["err", f"the result is not plain JSON: {exc}"]).encode()
 
 
-def _score_one(scorer: Any, item: list[Any], config: dict[str, Any], timeout_ms: int) -> list[Any]:
-    metrics, ctx = AttemptMetrics(**item[0]), ScoringContext(**item[1])
+def _timed(call: Callable[[], Any], timeout_ms: int) -> list[Any]:
+    """``["ok", call()]``, or ``["err", why]`` when it raised or ran past ``timeout_ms``."""
     signal.setitimer(signal.ITIMER_REAL, timeout_ms / 1000.0)
     try:
-        return ["ok", scorer.score(metrics, config, ctx)]
+        return ["ok", call()]
     except _Timeout:
         return ["err", f"timed out after {timeout_ms} ms"]
     except BaseException as exc:
         return ["err", f"{type(exc).__name__}: {exc}"[:2000]]
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
+
+
+def _score_one(scorer: Any, item: list[Any], config: dict[str, Any], timeout_ms: int) -> list[Any]:
+    metrics, ctx = AttemptMetrics(**item[0]), ScoringContext(**item[1])
+    return _timed(lambda: scorer.score(metrics, config, ctx), timeout_ms)
 
 
 def _score_pairing(
     scorer: Any, item: dict[str, Any], config: dict[str, Any], timeout_ms: int
 ) -> list[Any]:
-    signal.setitimer(signal.ITIMER_REAL, timeout_ms / 1000.0)
-    try:
-        return ["ok", getattr(scorer, PAIRING_METHOD)(item, config)]
-    except _Timeout:
-        return ["err", f"timed out after {timeout_ms} ms"]
-    except BaseException as exc:
-        return ["err", f"{type(exc).__name__}: {exc}"[:2000]]
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
+    return _timed(lambda: getattr(scorer, PAIRING_METHOD)(item, config), timeout_ms)
 
 
 def main() -> None:
