@@ -47,6 +47,7 @@ import requests
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _http import free_port
 from _pg import ROOT, checksum, load, setup_django
+from load import WEIGHTED, weighted_sums
 
 sys.path.insert(0, str(ROOT))
 from tests.relay import Relay
@@ -55,13 +56,6 @@ DEFAULT_URL = "postgres://postgres@127.0.0.1:5432/podium_bench_cluster"
 CONF = ROOT / "deploy" / "supervisord.conf"
 WITH_ENV = ROOT / "deploy" / "with-env"
 REDIS = ("127.0.0.1", 6379)
-WEIGHTS = {"success_bonus": 50.0, "rating_weight": 7.0, "time_penalty": 0.1, "token_penalty": 0.003}
-WEIGHTED = {
-    "scoring_strategy": "custom",
-    "scoring_plugin_id": "builtin.weighted_scorer",
-    "scoring_entrypoint": "scoring.scorers.weighted:WeightedScorer",
-    "scoring_config": WEIGHTS,
-}
 CUT_S = 30.0
 AFTER_LAST_FAULT_S = 300.0
 BATCH = 5
@@ -476,19 +470,8 @@ def main() -> int:
     stored = [(p, s, t, e, r, sample["writer"], sample["seq"]) for p, s, t, e, r, sample in rows]
     total = Attempt.objects.filter(challenge_id=challenge.pk).count()
     scored = AttemptScore.objects.filter(version_id=job.version_id).count()
+    expected, got = weighted_sums(challenge.pk, job.version_id)
     with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT sum(GREATEST(0, CASE WHEN succeeded THEN %s ELSE 0 END"
-            " + coalesce(rating, 0) * %s - coalesce(elapsed_ms, 0) / 1000.0 * %s"
-            " - coalesce(tokens_total, 0) * %s)) FROM challenges_attempt WHERE challenge_id = %s",
-            [WEIGHTS["success_bonus"], WEIGHTS["rating_weight"], WEIGHTS["time_penalty"],
-             WEIGHTS["token_penalty"], challenge.pk],
-        )  # fmt: skip
-        expected = float(cursor.fetchone()[0])
-        cursor.execute(
-            "SELECT sum(score) FROM challenges_attemptscore WHERE version_id = %s", [job.version_id]
-        )
-        got = float(cursor.fetchone()[0] or 0)
         # The board's brute force: each player's entry holds their best score of the version.
         cursor.execute(
             "SELECT count(*) FROM (SELECT player_id, max(score) AS best"

@@ -112,6 +112,32 @@ class Writer(threading.Thread):
                 self.refused.append(f"{resp.status_code} {resp.text[:200]}")
 
 
+def weighted_sums(challenge_id: int, version_id: int) -> tuple[float, float]:
+    """The sum of every attempt's score by the weighted formula, computed in SQL, and the
+    sum of the version's stored scores: equal when every attempt was scored once."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT sum(GREATEST(0, CASE WHEN succeeded THEN %s ELSE 0 END"
+            " + coalesce(rating, 0) * %s - coalesce(elapsed_ms, 0) / 1000.0 * %s"
+            " - coalesce(tokens_total, 0) * %s))"
+            " FROM challenges_attempt WHERE challenge_id = %s",
+            [
+                WEIGHTS["success_bonus"],
+                WEIGHTS["rating_weight"],
+                WEIGHTS["time_penalty"],
+                WEIGHTS["token_penalty"],
+                challenge_id,
+            ],
+        )
+        expected = float(cursor.fetchone()[0] or 0)
+        cursor.execute(
+            "SELECT sum(score) FROM challenges_attemptscore WHERE version_id = %s", [version_id]
+        )
+        return expected, float(cursor.fetchone()[0] or 0)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--attempts", type=int, default=200_000)
@@ -362,25 +388,7 @@ def main() -> None:
     total = Attempt.objects.filter(challenge=challenge).count()
     version = job.version
     scored = AttemptScore.objects.filter(version=version).count()
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT sum(GREATEST(0, CASE WHEN succeeded THEN %s ELSE 0 END"
-            " + coalesce(rating, 0) * %s - coalesce(elapsed_ms, 0) / 1000.0 * %s"
-            " - coalesce(tokens_total, 0) * %s))"
-            " FROM challenges_attempt WHERE challenge_id = %s",
-            [
-                WEIGHTS["success_bonus"],
-                WEIGHTS["rating_weight"],
-                WEIGHTS["time_penalty"],
-                WEIGHTS["token_penalty"],
-                challenge.pk,
-            ],
-        )
-        expected = float(cursor.fetchone()[0])
-        cursor.execute(
-            "SELECT sum(score) FROM challenges_attemptscore WHERE version_id = %s", [version.pk]
-        )
-        got = float(cursor.fetchone()[0])
+    expected, got = weighted_sums(challenge.pk, version.pk)
     checks = {
         f"page p99 while ingesting within 3x idle ({ingest_ratio:.1f}x)": ingest_ratio <= 3,
         f"steady ingestion kept its rate ({steady_rate:,.1f} of {rate:,.1f} requests/s)": (
