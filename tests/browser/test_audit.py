@@ -142,7 +142,17 @@ def test_axe_finds_no_serious_violation(browser, live_server, data, formats, adm
 
 
 def lighthouse_scores(url: str, tools: Path, report: Path) -> dict[str, int]:
-    run = subprocess.run(
+    for _ in range(3):  # a trace Lighthouse failed to record itself asks to be run again
+        run = _lighthouse(url, tools, report)
+        if "Please run Lighthouse again" not in run.stderr:
+            break
+    assert run.returncode == 0, run.stderr[-2000:]
+    categories = json.loads(report.read_text())["categories"]
+    return {name: round(c["score"] * 100) for name, c in categories.items()}
+
+
+def _lighthouse(url: str, tools: Path, report: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
         [str(tools / ".bin" / "lighthouse"), url,
          "--quiet", "--form-factor=mobile", "--output=json", f"--output-path={report}",
          "--only-categories=performance,accessibility,best-practices",
@@ -150,9 +160,6 @@ def lighthouse_scores(url: str, tools: Path, report: Path) -> dict[str, int]:
         env={**os.environ, "CHROME_PATH": CHROMIUM},
         capture_output=True, text=True, timeout=300,
     )  # fmt: skip
-    assert run.returncode == 0, run.stderr[-2000:]
-    categories = json.loads(report.read_text())["categories"]
-    return {name: round(c["score"] * 100) for name, c in categories.items()}
 
 
 def test_lighthouse_on_the_api_reference_at_mobile_settings(live_server, tools, tmp_path):
