@@ -165,7 +165,7 @@ def fanout(args: argparse.Namespace) -> int:
     _pg.setup_django(URL)
     from django.db import transaction
 
-    from challenges.events import log, webhooks
+    from challenges.events import log, webhook_delivery
     from challenges.models import WebhookDelivery
     from challenges.setup import services as setup_services
 
@@ -193,7 +193,7 @@ def fanout(args: argparse.Namespace) -> int:
     base = f"http://127.0.0.1:{receiver.server_address[1]}"
     challenge = setup_services.challenge_create(data={"name": "Bench hooks", "slug": "hooks"})
     for k in range(args.endpoints):
-        webhooks.endpoint_create(challenge=challenge, url=f"{base}/e{k}")
+        webhook_delivery.endpoint_create(challenge=challenge, url=f"{base}/e{k}")
     env = {**environment(), "PODIUM_WEBHOOK_RETRY_SCALE": str(args.retry_scale)}
     worker = _worker.Worker(env)
     try:
@@ -204,7 +204,7 @@ def fanout(args: argparse.Namespace) -> int:
         app.set_default()
         # The retry budget is the real schedule's (about 5 hours): the scaled one only
         # shortens the waits between tries, not the time deliveries take to make.
-        budget = sum(webhooks.RETRY_AFTER_S) * 1.1
+        budget = sum(webhook_delivery.RETRY_AFTER_S) * 1.1
         started = time.monotonic()
         for start in range(0, args.events, 100):
             with transaction.atomic():

@@ -20,4 +20,4 @@ class ChallengesConfig(AppConfig):
         )
 
         # Red/blue: hides and deleted pairings change the kept standings' generation.
-        from challenges.redblue import kept  # noqa: F401
+        from challenges.redblue import standings_cache  # noqa: F401

@@ -14,7 +14,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import F, Q
 
-from scoring.engine import strategies as S
+from scoring.engine import strategies
 from scoring.engine.protocol import MAX_METRIC, MAX_TIMEOUT_MS
 
 from .text import TextSafeJSONDecoder
@@ -22,12 +22,18 @@ from .text import TextSafeJSONDecoder
 
 class ScoringStrategy(models.TextChoices):
     # One name per strategy, from the engine (scoring/engine/strategies.py).
-    FIRST = S.FIRST, S.STRATEGIES[S.FIRST].chosen_as
-    FASTEST = S.FASTEST, S.STRATEGIES[S.FASTEST].chosen_as
-    FEWEST_TOKENS = S.FEWEST_TOKENS, S.STRATEGIES[S.FEWEST_TOKENS].chosen_as
-    HIGHEST_RATING = S.HIGHEST_RATING, S.STRATEGIES[S.HIGHEST_RATING].chosen_as
-    CUSTOM = S.CUSTOM, S.STRATEGIES[S.CUSTOM].chosen_as
-    PYTHON = S.PYTHON, S.STRATEGIES[S.PYTHON].chosen_as
+    FIRST = strategies.FIRST, strategies.STRATEGIES[strategies.FIRST].chosen_as
+    FASTEST = strategies.FASTEST, strategies.STRATEGIES[strategies.FASTEST].chosen_as
+    FEWEST_TOKENS = (
+        strategies.FEWEST_TOKENS,
+        strategies.STRATEGIES[strategies.FEWEST_TOKENS].chosen_as,
+    )
+    HIGHEST_RATING = (
+        strategies.HIGHEST_RATING,
+        strategies.STRATEGIES[strategies.HIGHEST_RATING].chosen_as,
+    )
+    CUSTOM = strategies.CUSTOM, strategies.STRATEGIES[strategies.CUSTOM].chosen_as
+    PYTHON = strategies.PYTHON, strategies.STRATEGIES[strategies.PYTHON].chosen_as
 
 
 class ScoringSetupFields(models.Model):

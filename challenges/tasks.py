@@ -21,7 +21,7 @@ from django.dispatch import receiver
 
 from challenges.events import board as event_board
 from challenges.events import log as event_log
-from challenges.events import moments, webhooks
+from challenges.events import moments, webhook_delivery
 from challenges.ingestion import budget, idempotency
 from challenges.leaderboards import changes, evaluation, partitions, ranking
 from challenges.public import views as public_views
@@ -265,16 +265,16 @@ def events_tick() -> None:
     moments.schedule_tick()
     for challenge_id in event_board.boards_to_look_at():
         event_board.board_check_request(challenge_id=challenge_id, send=_send_board_check)
-    lost = webhooks.events_not_fanned_out()
+    lost = webhook_delivery.events_not_fanned_out()
     if lost:
         webhooks_fan_out.delay(lost)
-    for delivery_id in webhooks.deliveries_due():
+    for delivery_id in webhook_delivery.deliveries_due():
         webhook_deliver.delay(delivery_id)
 
 
 @receiver(event_log.events_written)
 def _events_written(sender: object = None, *, event_ids: list[int], **kwargs: object) -> None:
-    if webhooks.deliveries_wanted(event_ids=event_ids):
+    if webhook_delivery.deliveries_wanted(event_ids=event_ids):
         webhooks_fan_out.delay(event_ids)
 
 
@@ -287,11 +287,11 @@ def _events_written(sender: object = None, *, event_ids: list[int], **kwargs: ob
 )
 def webhooks_fan_out(event_ids: list[int]) -> None:
     """Make the webhook deliveries of new events and send them."""
-    for delivery_id in webhooks.deliveries_create(event_ids=event_ids):
+    for delivery_id in webhook_delivery.deliveries_create(event_ids=event_ids):
         webhook_deliver.delay(delivery_id)
 
 
-@receiver(webhooks.delivery_due)
+@receiver(webhook_delivery.delivery_due)
 def _delivery_due(sender: object = None, *, delivery_id: int, **kwargs: object) -> None:
     webhook_deliver.delay(delivery_id)
 
@@ -308,7 +308,7 @@ RETRY_BY_COUNTDOWN_S = 60  # a later retry is sent by the periodic tick when it 
 )
 def webhook_deliver(delivery_id: int) -> None:
     """Try one delivery (5 s at most); a near retry is queued with its countdown."""
-    retry_in = webhooks.delivery_try(delivery_id=delivery_id)
+    retry_in = webhook_delivery.delivery_try(delivery_id=delivery_id)
     if retry_in is not None and retry_in <= RETRY_BY_COUNTDOWN_S:
         webhook_deliver.apply_async((delivery_id,), countdown=retry_in)
 

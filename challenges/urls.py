@@ -3,16 +3,16 @@ from rest_framework import routers
 from rest_framework.permissions import AllowAny
 from rest_framework.routers import DefaultRouter
 
-from challenges.api import collections as api_collections
-from challenges.api import competition as api_competition
-from challenges.api import redblue as api_redblue
-from challenges.api import scorers as scorer_api
+from challenges.api import collections_api as api_collections
+from challenges.api import competition_api as api_competition
+from challenges.api import redblue_api as api_redblue
+from challenges.api import scorers_api as scorer_api
 from challenges.api import views as api
-from challenges.api import webhooks as api_webhooks
+from challenges.api import webhooks_api as api_webhooks
 from challenges.public import views
-from challenges.public.collections import collection_detail
+from challenges.public.collections_pages import collection_detail
 from challenges.public.feeds import ctftime_feed
-from challenges.public.player import player_detail
+from challenges.public.player_pages import player_detail
 from challenges.public.stream import challenge_events
 from challenges.public.switches import history_page, version_page
 
@@ -69,7 +69,7 @@ urlpatterns = [
     ),
 ]
 api_urlpatterns = [
-    # Moderation and the audit trail (challenges/api/competition.py).
+    # Moderation and the audit trail (challenges/api/competition_api.py).
     re_path(
         rf"^challenges/(?P<pk>[0-9]+)/players/{EXTERNAL_ID}/hide/$",
         api_competition.PlayerModeration.as_view(hidden=True),
@@ -91,7 +91,7 @@ api_urlpatterns = [
         name="attempt-unhide",
     ),
     path("audit/", api_competition.AuditList.as_view(), name="audit"),
-    # Red/blue challenges (challenges/api/redblue.py).
+    # Red/blue challenges (challenges/api/redblue_api.py).
     re_path(
         r"^challenges/(?P<pk>[0-9]+)/teams/join/$",
         api_redblue.TeamJoin.as_view(),
@@ -117,7 +117,7 @@ api_urlpatterns = [
         api_redblue.JudgementCreate.as_view(),
         name="judgement",
     ),
-    # Webhooks (challenges/api/webhooks.py).
+    # Webhooks (challenges/api/webhooks_api.py).
     re_path(
         r"^challenges/(?P<pk>[0-9]+)/webhooks/$",
         api_webhooks.EndpointList.as_view(),

@@ -398,7 +398,7 @@ PODIUM_WATCHDOG_EVERY_S = env_int("PODIUM_WATCHDOG_EVERY_S", 15, minimum=1)
 # are dropped by the watchdog once the version was made, or its last job ended, this
 # many seconds ago (PostgreSQL; SQLite keeps every version's scores).
 PODIUM_SCORES_KEEP_S = env_int("PODIUM_SCORES_KEEP_S", 3600, minimum=0)
-# Webhooks (challenges/events/webhooks.py): an endpoint whose host resolves to a private,
+# Webhooks (challenges/events/webhook_delivery.py): an endpoint whose host resolves to a private,
 # loopback or link-local address is refused unless this is set (development, tests).
 PODIUM_WEBHOOK_ALLOW_PRIVATE = env_bool("PODIUM_WEBHOOK_ALLOW_PRIVATE", False)
 # Multiplies the retry schedule (10 s, 1 min, 5 min, … 3 h); below 1 only to try it out.

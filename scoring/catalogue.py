@@ -11,23 +11,27 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from scoring.engine import strategies as S
+from scoring.engine import strategies
 from scoring.engine.config import schema_defaults
 from scoring.engine.protocol import RegistryError
-from scoring.registry import registry
+from scoring.project_registry import registry
 
 OK = "ok"
 BROKEN = "broken"
 
 _STRATEGY_TEXT = {
-    S.FIRST: "The earliest successful attempt ranks first.",
-    S.FASTEST: "The successful attempt with the lowest elapsed_ms ranks first.",
-    S.FEWEST_TOKENS: "The successful attempt with the fewest tokens_total ranks first.",
-    S.HIGHEST_RATING: "The successful attempt with the highest rating ranks first.",
-    S.CUSTOM: "A registered scorer plugin (scoring_plugin_id) computes each attempt's score; "
-    "the highest ranks first.",
-    S.PYTHON: "A Python snippet (scoring_code) defining compute_scores runs in the sandbox; "
-    "score_key names the score that ranks (highest first, or lowest when the setup says so).",
+    strategies.FIRST: "The earliest successful attempt ranks first.",
+    strategies.FASTEST: "The successful attempt with the lowest elapsed_ms ranks first.",
+    strategies.FEWEST_TOKENS: "The successful attempt with the fewest tokens_total ranks first.",
+    strategies.HIGHEST_RATING: "The successful attempt with the highest rating ranks first.",
+    strategies.CUSTOM: (
+        "A registered scorer plugin (scoring_plugin_id) computes each attempt's score; "
+        "the highest ranks first."
+    ),
+    strategies.PYTHON: (
+        "A Python snippet (scoring_code) defining compute_scores runs in the sandbox; "
+        "score_key names the score that ranks (highest first, or lowest when the setup says so)."
+    ),
 }
 
 
@@ -49,7 +53,7 @@ class CatalogueEntry:
 def strategies_catalogue() -> list[CatalogueEntry]:
     return [
         CatalogueEntry("strategy", s.name, s.label, _STRATEGY_TEXT.get(s.name, s.label))
-        for s in S.STRATEGIES.values()
+        for s in strategies.STRATEGIES.values()
     ]
 
 

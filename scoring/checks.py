@@ -13,7 +13,7 @@ from scoring.engine.protocol import RegistryError
 
 @checks.register()
 def scorer_plugins_load(app_configs: object, **kwargs: object) -> list[checks.CheckMessage]:
-    from scoring.registry import registry
+    from scoring.project_registry import registry
 
     try:
         reg = registry()

@@ -15,7 +15,7 @@ from django.db.models import TextField
 from django.db.models.functions import Cast
 
 from scoring import sandbox
-from scoring.engine import strategies as S
+from scoring.engine import strategies
 from scoring.engine.config import validate_config
 from scoring.engine.metrics import MetricsInvalid, validate_metrics
 from scoring.engine.outcome import Outcome, ranked
@@ -34,7 +34,7 @@ from scoring.engine.snippet import (
     SnippetScorer,
     prepare,
 )
-from scoring.registry import registry
+from scoring.project_registry import registry
 
 
 class SetupInvalid(ValueError):
@@ -54,8 +54,8 @@ def setup_validate(*, setup: dict[str, Any]) -> dict[str, Any]:
     out = dict(setup)
     errors: dict[str, str] = {}
     strategy = setup.get("scoring_strategy")
-    if strategy not in S.STRATEGIES:
-        known = ", ".join(S.STRATEGIES)
+    if strategy not in strategies.STRATEGIES:
+        known = ", ".join(strategies.STRATEGIES)
         raise SetupInvalid(
             {"scoring_strategy": f"Unknown strategy {strategy!r}; choose one of: {known}."}
         )
@@ -76,10 +76,10 @@ def setup_validate(*, setup: dict[str, Any]) -> dict[str, Any]:
         if not isinstance(value, bool):
             errors[flag] = "Must be true or false."
         out[flag] = value is True
-        if strategy != S.PYTHON and value is True:
+        if strategy != strategies.PYTHON and value is True:
             errors[flag] = f"Only for the 'python' strategy; not used by {strategy!r}."
 
-    if strategy == S.PYTHON:
+    if strategy == strategies.PYTHON:
         for name in ("scoring_plugin_id", "scoring_entrypoint"):
             unused(name, "")
         folded = _fold_single(setup)
@@ -91,7 +91,7 @@ def setup_validate(*, setup: dict[str, Any]) -> dict[str, Any]:
         else:
             unused("rank_by", "")
             _validate_snippet(setup, out, errors)
-    elif strategy == S.CUSTOM:
+    elif strategy == strategies.CUSTOM:
         for name in ("scoring_code", "score_key", "rank_by"):
             unused(name, "")
         unused("metrics", [])
@@ -295,7 +295,7 @@ def scorer_for(version: Any) -> Scorer:
     """Raises ValueError when the version's setup can no longer run (e.g. its plugin was
     unregistered, or this machine has no sandbox for its snippet); callers record that
     as every attempt's error."""
-    pool = sandbox.shared_pool() if version.scoring_strategy == S.PYTHON else None
+    pool = sandbox.shared_pool() if version.scoring_strategy == strategies.PYTHON else None
     return build_scorer(setup_of(version), registry(), pool)
 
 
@@ -464,8 +464,8 @@ def scores_compute(*, version: Any, items: Sequence[Item]) -> list[Outcome]:
 
 
 def _sort_key(version: Any) -> Callable[[float], float]:
-    """Which way the version's setup ranks (the engine says: ``S.sort_key_for``)."""
-    return S.sort_key_for(
+    """Which way the version's setup ranks (the engine says: ``strategies.sort_key_for``)."""
+    return strategies.sort_key_for(
         version.scoring_strategy, lower_is_better=getattr(version, "lower_is_better", False)
     )
 

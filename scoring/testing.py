@@ -45,7 +45,7 @@ def _registry_for(plugin: str | type) -> tuple[ScorerRegistry, str]:
         registry = builtin_registry()
         registry.register(_TRY_ID, plugin)  # not built-in: runs isolated, like yours will
         return registry, _TRY_ID
-    from scoring.registry import registry as project_registry  # needs Django settings
+    from scoring.project_registry import registry as project_registry  # needs Django settings
 
     return project_registry(), plugin
 

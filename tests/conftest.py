@@ -80,7 +80,7 @@ def _fresh_cache():
 
     from challenges.collections import selectors as collections
     from challenges.leaderboards import evaluation, kept
-    from challenges.redblue import kept as red_blue
+    from challenges.redblue import standings_cache as red_blue
 
     def forget() -> None:
         cache.clear()

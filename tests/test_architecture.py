@@ -193,3 +193,51 @@ def test_the_sql_home_check_can_fail(tmp_path):
     stray.write_text("with connection.cursor() as cursor:\n    pass\n")
     found = _raw_sql_outside_home([SQL_HOME, stray])
     assert len(found) == 1 and "cursor(" in found[0]
+
+
+# --- names a search can find --------------------------------------------------------------
+# Django's conventional module names may repeat, one per package; any other name is unique
+# under challenges/ and scoring/, so "which rules.py?" never has to be asked.
+CONVENTIONAL = {
+    "__init__", "admin", "apps", "forms", "models", "selectors", "serializers",
+    "services", "tasks", "urls", "views",
+}  # fmt: skip
+
+
+def _repeated_basenames(paths: list[Path], root: Path = PROJECT) -> dict[str, list[str]]:
+    seen: dict[str, list[str]] = defaultdict(list)
+    for path in paths:
+        if "migrations" in path.parts or path.stem in CONVENTIONAL:
+            continue
+        seen[path.stem].append(str(path.relative_to(root)))
+    return {name: where for name, where in seen.items() if len(where) > 1}
+
+
+def _python_files() -> list[Path]:
+    return sorted([*APP.rglob("*.py"), *(PROJECT / "scoring").rglob("*.py")])
+
+
+def test_module_basenames_are_unique():
+    assert _repeated_basenames(_python_files()) == {}
+
+
+def test_no_single_letter_module_alias():
+    found = []
+    for path in _python_files():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import | ast.ImportFrom):
+                found += [
+                    f"{path.relative_to(PROJECT)}: {alias.name} as {alias.asname}"
+                    for alias in node.names
+                    if alias.asname and len(alias.asname) == 1
+                ]
+    assert found == []
+
+
+def test_the_name_checks_can_fail(tmp_path):
+    for folder in ("a", "b"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "rules.py").write_text("")
+        (tmp_path / folder / "views.py").write_text("")
+    repeated = _repeated_basenames(sorted(tmp_path.rglob("*.py")), root=tmp_path)
+    assert {name: len(where) for name, where in repeated.items()} == {"rules": 2}

@@ -1,6 +1,6 @@
 from . import (
-    collections,  # noqa: F401 - the collections' ModelAdmins
+    collections_admin,  # noqa: F401 - the collections' ModelAdmins
     modeladmins,  # noqa: F401 - Django autodiscovers challenges.admin: register the ModelAdmins
-    redblue,  # noqa: F401 - red/blue's ModelAdmins
-    webhooks,  # noqa: F401 - the webhooks' ModelAdmins
+    redblue_admin,  # noqa: F401 - red/blue's ModelAdmins
+    webhooks_admin,  # noqa: F401 - the webhooks' ModelAdmins
 )

@@ -27,17 +27,17 @@ from typing import Any
 from django import forms
 from django.utils.functional import cached_property
 
-from challenges.admin import scorers as admin_scorers
+from challenges.admin import scorers_admin as admin_scorers
 from challenges.fieldsets import BOARD_FIELDS, RED_BLUE_FIELDS
-from challenges.ingestion.rules import competition_errors
+from challenges.ingestion.admission import competition_errors
 from challenges.leaderboards.evaluation import board_errors
 from challenges.models import Attempt, Challenge, LateAttempts, ScoringStrategy
-from challenges.redblue.rules import plugin_touched, red_blue_errors
+from challenges.redblue.validation import plugin_touched, red_blue_errors
 from challenges.setup import services as setup_services
 from challenges.text import SURROGATE, line_breaks_normalised, path_label, text_problem
 from scoring.catalogue import OK, plugins_catalogue
-from scoring.engine import metrics as M
-from scoring.engine import strategies as S
+from scoring.engine import metrics as engine_metrics
+from scoring.engine import strategies
 from scoring.engine.config import validate_config
 from scoring.engine.placeholders import PLACEHOLDER
 from scoring.engine.protocol import MAX_TIMEOUT_MS, ConfigError
@@ -51,9 +51,9 @@ TEMPLATE_PREFIX = "template."
 MISSING_VALUE = re.compile(r"no value for << config\.(\w+) >>")
 METRIC_PREFIX = "metric."
 # The metric types and their words, from the engine (scoring/engine/metrics.py).
-METRIC_TYPES = [(kind, M.LABELS[kind]) for kind in M.TYPES]
+METRIC_TYPES = [(kind, engine_metrics.LABELS[kind]) for kind in engine_metrics.TYPES]
 # Metrics that compare a prediction field with a label field.
-LABELLED_METRICS = {*M.BINARY, *M.MULTICLASS}
+LABELLED_METRICS = {*engine_metrics.BINARY, *engine_metrics.MULTICLASS}
 METRIC_PARTS = ("type", "field", "label", "name")
 
 
@@ -217,7 +217,7 @@ class ChallengeAdminForm(forms.ModelForm):
     scoring_strategy = forms.ChoiceField(
         choices=ScoringStrategy.choices,
         label="Strategy",
-        initial=S.FIRST,
+        initial=strategies.FIRST,
         help_text="How attempts are ranked.",
     )
     scoring_plugin_id = forms.CharField(
@@ -326,7 +326,7 @@ class ChallengeAdminForm(forms.ModelForm):
         self._weight_fields()
         self._template_fields()
         self._metric_fields()
-        python = instance.pk and instance.scoring_strategy == S.PYTHON
+        python = instance.pk and instance.scoring_strategy == strategies.PYTHON
         saved_scorers = list(instance.scorers or []) if python else []
         self.scorer_row_count = admin_scorers.add_scorer_fields(self, saved_scorers)
         self._scorer_rows_of: list[int] = []
@@ -369,7 +369,7 @@ class ChallengeAdminForm(forms.ModelForm):
             saved: dict[str, Any] = {}
         else:
             code = self.instance.scoring_code if self.instance.pk else ""
-            python = self.instance.pk and self.instance.scoring_strategy == S.PYTHON
+            python = self.instance.pk and self.instance.scoring_strategy == strategies.PYTHON
             saved = (self.instance.scoring_config or {}) if python else {}
             keys = placeholders(code) + list(saved)
         for key in dict.fromkeys(keys):
@@ -393,7 +393,7 @@ class ChallengeAdminForm(forms.ModelForm):
             count = min(max(indexes, default=-1) + 1, 64)
             saved: list[Any] = []
         else:
-            python = self.instance.pk and self.instance.scoring_strategy == S.PYTHON
+            python = self.instance.pk and self.instance.scoring_strategy == strategies.PYTHON
             saved = list(self.instance.metrics or []) if python else []
             count = len(saved) + 1
         for i in range(max(count, 2)):
@@ -546,12 +546,12 @@ class ChallengeAdminForm(forms.ModelForm):
         return cleaned
 
     def _used_fields(self, strategy: str, plugin: PluginChoice | None) -> set[str]:
-        if strategy == S.CUSTOM:
+        if strategy == strategies.CUSTOM:
             used = {"scoring_plugin_id", "scoring_entrypoint", "config_as_json", "scoring_config"}
             if plugin is not None:
                 used |= {s.field_name(plugin.plugin_id) for s in plugin.weights}
             return used | {"scoring_strategy", "timeout_ms"}
-        if strategy == S.PYTHON:
+        if strategy == strategies.PYTHON:
             used = {
                 "scoring_code",
                 "score_key",
@@ -583,11 +583,11 @@ class ChallengeAdminForm(forms.ModelForm):
             **copy.deepcopy(setup_services.EMPTY_SETUP),
             "timeout_ms": cleaned.get("timeout_ms"),
         }
-        if strategy in S.BUILTIN:  # no scorer runs: the timeout is kept, not edited
+        if strategy in strategies.BUILTIN:  # no scorer runs: the timeout is kept, not edited
             setup["timeout_ms"] = self.instance.timeout_ms if self.instance.pk else 5000
-        elif strategy == S.CUSTOM:
+        elif strategy == strategies.CUSTOM:
             self._clean_plugin(cleaned, plugin, setup)
-        elif strategy == S.PYTHON:
+        elif strategy == strategies.PYTHON:
             self._clean_snippet(cleaned, setup)
         # The whole setup is checked even when an input is wrong already, so that every
         # error shows at once; an input's own error is not repeated.
@@ -620,9 +620,13 @@ class ChallengeAdminForm(forms.ModelForm):
         for part in message.split("; "):
             key, sep, _ = part.partition(": ")
             unset = MISSING_VALUE.match(part)
-            if strategy == S.PYTHON and unset and f"{TEMPLATE_PREFIX}{unset[1]}" in self._errors:
+            if (
+                strategy == strategies.PYTHON
+                and unset
+                and f"{TEMPLATE_PREFIX}{unset[1]}" in self._errors
+            ):
                 continue  # said on the template input already ("The code uses …")
-            if strategy == S.PYTHON:
+            if strategy == strategies.PYTHON:
                 name = f"{TEMPLATE_PREFIX}{key}"
             elif plugin is not None and self._weights_used:
                 name = f"{WEIGHT_PREFIX}{plugin.plugin_id}.{key}"
@@ -686,7 +690,7 @@ class ChallengeAdminForm(forms.ModelForm):
         # Kept as it is: only python challenges saved before issue 20 have it (API only).
         setup["sample_with_metrics"] = bool(
             self.instance.pk
-            and self.instance.scoring_strategy == S.PYTHON
+            and self.instance.scoring_strategy == strategies.PYTHON
             and self.instance.sample_with_metrics
         )
         config = {}

@@ -37,13 +37,13 @@ from django.utils.text import Truncator
 from challenges import audit
 from challenges.admin import qa
 from challenges.admin import views as admin_views
-from challenges.admin.competition import AttemptModerationMixin
+from challenges.admin.competition_admin import AttemptModerationMixin
 from challenges.admin.dashboard import failures_count
 from challenges.admin.forms import ChallengeAdminForm
 from challenges.ingestion import moderation, services
 from challenges.leaderboards import freeze
 from challenges.leaderboards import names as player_names
-from challenges.leaderboards.metrics import challenge_metrics
+from challenges.leaderboards.metric_counts import challenge_metrics
 from challenges.models import (
     Attempt,
     AttemptScore,

@@ -33,7 +33,7 @@ from challenges.models import (
 )
 from scoring import sandbox
 from scoring import services as scoring
-from scoring.engine import strategies as S
+from scoring.engine import strategies
 from scoring.engine.scorers_list import batch_specs, merge_batch, ranking_of
 from scoring.engine.shims import batch_results
 from scoring.engine.snippet import SnippetInvalid
@@ -250,7 +250,9 @@ class Preview:
     def scores_comparable(self) -> bool:
         """Score changes mean something only in the same unit (points and points, not
         milliseconds and points)."""
-        units = {S.get_strategy(s).unit for s in (self.current_strategy, self.new_strategy) if s}
+        units = {
+            strategies.get_strategy(s).unit for s in (self.current_strategy, self.new_strategy) if s
+        }
         return len(units) == 1
 
 
@@ -341,7 +343,9 @@ def leaderboard_preview(
     started = time.perf_counter()
     version = candidate_version(challenge=challenge, setup=setup)
     notes: list[str] = []
-    if setup.get("scoring_strategy") == S.PYTHON and batch_specs(setup.get("scorers") or ()):
+    if setup.get("scoring_strategy") == strategies.PYTHON and batch_specs(
+        setup.get("scorers") or ()
+    ):
         notes.append(
             "Batch scorers (python_batch) are left out of this preview: after saving they "
             "run over the whole challenge in the background (Try it runs them over the "

@@ -26,7 +26,7 @@ from django.utils.html import format_html, format_html_join
 from django.views.decorators.cache import never_cache
 
 from challenges.admin import preview
-from challenges.admin import scorers as admin_scorers
+from challenges.admin import scorers_admin as admin_scorers
 from challenges.models import RescoreJob
 from challenges.permissions import is_staff_member
 from challenges.rescoring import jobs as rescoring

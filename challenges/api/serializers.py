@@ -22,8 +22,8 @@ from challenges.api.fields import (
     StrictFloatField,
     StrictIntegerField,
 )
+from challenges.ingestion.admission import schedule_phase
 from challenges.ingestion.budget import SCORE_STATUSES
-from challenges.ingestion.rules import schedule_phase
 from challenges.ingestion.services import AttemptInput
 from challenges.leaderboards import precision
 from challenges.models import MAX_METRIC, Challenge
@@ -31,7 +31,7 @@ from challenges.public import display
 from challenges.redblue.policies import POLICIES
 from challenges.rescoring.jobs import job_pace
 from challenges.text import BAD_CHAR
-from scoring.engine import strategies as S
+from scoring.engine import strategies
 from scoring.engine.protocol import MAX_TIMEOUT_MS
 
 
@@ -52,7 +52,9 @@ class StrictSerializer(serializers.Serializer):
         return super().to_internal_value(data)
 
 
-_STRATEGY_ERROR = "Unknown strategy {input!r}; choose one of: " + ", ".join(S.STRATEGIES) + "."
+_STRATEGY_ERROR = (
+    "Unknown strategy {input!r}; choose one of: " + ", ".join(strategies.STRATEGIES) + "."
+)
 
 
 class ChallengeSerializer(StrictSerializer):
@@ -62,9 +64,9 @@ class ChallengeSerializer(StrictSerializer):
     description = StrictCharField(required=False, allow_blank=True, default="")
     is_active = StrictBooleanField(required=False, default=True)
     scoring_strategy = serializers.ChoiceField(
-        choices=list(S.STRATEGIES),
+        choices=list(strategies.STRATEGIES),
         required=False,
-        default=S.FIRST,
+        default=strategies.FIRST,
         error_messages={"invalid_choice": _STRATEGY_ERROR},
     )
     scoring_plugin_id = StrictCharField(
@@ -192,7 +194,7 @@ class ChallengeSerializer(StrictSerializer):
         help_text="Aggregate boards: a field of `sample` whose values split the board.",
     )
 
-    # Red/blue (docs/api.md, "Red/blue"): checked together by challenges/redblue/rules.py.
+    # Red/blue (docs/api.md, "Red/blue"): checked together by challenges/redblue/validation.py.
     format = serializers.ChoiceField(
         choices=["single", "red_blue"], required=False, default="single"
     )

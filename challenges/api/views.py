@@ -26,7 +26,7 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from challenges.api.competition import refusal_response
+from challenges.api.competition_api import refusal_response
 from challenges.api.serializers import (
     STAFF_ONLY_FIELDS,
     AttemptInSerializer,
@@ -41,12 +41,12 @@ from challenges.api.serializers import (
     attempts_parse,
 )
 from challenges.api.throttles import AttemptsThrottle
-from challenges.ingestion import idempotency, moderation, rules, services
+from challenges.ingestion import admission, idempotency, moderation, services
 from challenges.leaderboards import evaluation, exclusions, freeze, history, precision, selectors
 from challenges.leaderboards.kept import kept, kept_board
-from challenges.leaderboards.metrics import challenge_metrics, public_metrics
-from challenges.leaderboards.rules import TIE_RULE
+from challenges.leaderboards.metric_counts import challenge_metrics, public_metrics
 from challenges.leaderboards.score_columns import public_details, row_scores
+from challenges.leaderboards.tie_rule import TIE_RULE
 from challenges.models import Attempt, Player, RescoreJob
 from challenges.permissions import (
     CanRecordAttempts,
@@ -61,7 +61,7 @@ from challenges.redblue import points as red_blue_points
 from challenges.rescoring import jobs as rescoring
 from challenges.setup import services as setup_services
 from challenges.setup.probe import setup_probe
-from scoring.engine import metrics as M
+from scoring.engine import metrics as engine_metrics
 from scoring.services import SetupInvalid
 
 # Ids are ASCII digits: "１" (full-width) is not an alias of 1, and anything else is a 404
@@ -250,9 +250,9 @@ class ChallengeViewSet(BodyCheckedMixin, viewsets.ModelViewSet):
             return idempotency.respond_once(
                 request=request, challenge=challenge, record=record, render=render
             )
-        except (rules.ScheduleClosed, rules.LimitExceeded) as exc:
+        except (admission.ScheduleClosed, admission.LimitExceeded) as exc:
             return refusal_response(exc)  # nothing written: the transaction rolled back
-        except rules.WrongFormat as exc:
+        except admission.WrongFormat as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
         except SetupInvalid as exc:  # a challenge made without the service, unusable
             raise _setup_errors(exc) from exc
@@ -372,7 +372,7 @@ class ChallengeViewSet(BodyCheckedMixin, viewsets.ModelViewSet):
                 many=True,
                 fields={
                     "name": serializers.CharField(),
-                    "type": serializers.ChoiceField(choices=M.ALL_TYPES),
+                    "type": serializers.ChoiceField(choices=engine_metrics.ALL_TYPES),
                     "value": serializers.JSONField(
                         allow_null=True,
                         help_text="A number; an object for frequency and the "

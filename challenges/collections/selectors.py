@@ -20,7 +20,7 @@ from django.db.models import Prefetch, QuerySet
 
 from challenges.collections.standings import BoardRow, Cell, Standing, standings_rank
 from challenges.leaderboards import freeze
-from challenges.leaderboards import ranking as R
+from challenges.leaderboards import ranking as board_ranking
 from challenges.leaderboards import selectors as boards
 from challenges.models import Attempt, Challenge, Collection, CollectionMember
 from challenges.text import row_id
@@ -151,4 +151,4 @@ def collection_board(*, collection: Collection) -> CollectionBoard:
 
 
 def _token(board: int | None) -> str | None:
-    return None if board is None else R.ranking_current(version_id=board).token
+    return None if board is None else board_ranking.ranking_current(version_id=board).token

@@ -28,7 +28,7 @@ from django.dispatch import Signal
 from challenges.leaderboards import freeze, scores
 from challenges.models import Attempt, AttemptScore, Challenge, ScoringVersion
 from scoring import services as scoring
-from scoring.engine import strategies as S
+from scoring.engine import strategies
 from scoring.engine.outcome import Outcome
 
 logger = logging.getLogger(__name__)
@@ -76,7 +76,7 @@ class ScoringBudget:
         slices sized from the time per attempt so far, so that a slice fits the budget
         left: a scorer that turns slow is caught after one slow attempt (its timeout
         bounds it), a fast one keeps the batches large."""
-        if version.scoring_strategy in S.BUILTIN:  # a comparison of metrics: never slow
+        if version.scoring_strategy in strategies.BUILTIN:  # a comparison of metrics: never slow
             return list(_compute(version, challenge, attempts))
         out: list[Outcome | None] = [None] * len(attempts)
         if not attempts or self.left() <= 0:

@@ -18,7 +18,7 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from challenges import audit
-from challenges.ingestion import rules
+from challenges.ingestion import admission
 from challenges.ingestion.budget import PENDING, ScoringBudget, pending_enqueue, score_status
 from challenges.leaderboards import names as player_names
 from challenges.leaderboards import ranking, scores, sql
@@ -312,17 +312,17 @@ def attempts_record(
 ) -> list[RecordedAttempt]:
     """Record attempts, all or nothing, scored under the active version (and any version
     being rescored), and update the leaderboard at once. The challenge's schedule and
-    caps apply (``ingestion.rules``: raises ``ScheduleClosed``, ``LimitExceeded``).
+    caps apply (``ingestion.admission``: raises ``ScheduleClosed``, ``LimitExceeded``).
     ``renames_within``: the challenges of a scoped writer (``writable_challenges``): a
     ``player_name`` it sends renames only players who have played nowhere else.
     ``within`` is called with the result inside the transaction (an idempotency key is
     stored with the attempts); if it raises, nothing is written."""
-    rules.format_check(challenge=challenge)
+    admission.format_check(challenge=challenge)
     if challenge.active_version_id is None and challenge_active_id(challenge.pk) is None:
         version_ensure(challenge=challenge)
     external_ids = [item.player for item in inputs]
-    practice = rules.schedule_check(challenge=challenge, now=timezone.now())
-    rules.limits_precheck(challenge=challenge, external_ids=external_ids, now=timezone.now())
+    practice = admission.schedule_check(challenge=challenge, now=timezone.now())
+    admission.limits_precheck(challenge=challenge, external_ids=external_ids, now=timezone.now())
     attempts = [attempt_build(challenge=challenge, item=item) for item in inputs]
     for attempt, item in zip(attempts, inputs, strict=True):
         attempt.player_external_id = item.player
@@ -341,7 +341,7 @@ def attempts_record(
     with transaction.atomic():
         _lock_challenge_shared(challenge.pk)
         players = _players_upsert(inputs, renames_within=renames_within)
-        rules.limits_enforce(
+        admission.limits_enforce(
             challenge=challenge, players=players, external_ids=external_ids, now=timezone.now()
         )
         for attempt, item in zip(attempts, inputs, strict=True):

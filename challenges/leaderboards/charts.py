@@ -16,7 +16,7 @@ from django.db.models import Count, F, OuterRef, Subquery
 from django.db.models.functions import Floor
 
 from challenges.leaderboards import exclusions
-from challenges.leaderboards import ranking as R
+from challenges.leaderboards import ranking as board_ranking
 from challenges.leaderboards.names import names_as_of
 from challenges.models import Attempt, AttemptScore, Challenge, LeaderboardEntry
 from scoring.engine.strategies import get_strategy
@@ -107,7 +107,7 @@ def _top_history(
     best: dict[int, float] = {}
     newest = None
     for player_id, created_at, value in attempts:
-        x = R.to_us(created_at) // 1000
+        x = board_ranking.to_us(created_at) // 1000
         newest = x
         current = best.get(player_id)
         if current is None or (value > current if descending else value < current):
@@ -134,7 +134,7 @@ def charts_data(
     # The ranking's state as read with the challenge (challenge_public), when it was: the
     # active version's (a frozen board reads its own).
     state = getattr(challenge, "ranking_state", None) if board == version.pk else None
-    ranking = R.ranking_current(version_id=board, state=state)
+    ranking = board_ranking.ranking_current(version_id=board, state=state)
     key = f"podium:charts:{ranking.token}"
     data = cache.get(key)
     if data is None:

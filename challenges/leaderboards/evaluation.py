@@ -40,8 +40,8 @@ from django.utils import timezone
 
 from challenges.fieldsets import BOARD_FIELDS
 from challenges.leaderboards import exclusions, freeze, precision, sql
-from challenges.leaderboards import ranking as R
-from challenges.leaderboards.metrics import challenge_metrics, public_metrics
+from challenges.leaderboards import ranking as board_ranking
+from challenges.leaderboards.metric_counts import challenge_metrics, public_metrics
 from challenges.leaderboards.names import names_as_of
 from challenges.models import (
     Aggregate,
@@ -54,7 +54,7 @@ from challenges.models import (
     Player,
     ScoringVersion,
 )
-from scoring.engine import strategies as S
+from scoring.engine import strategies
 from scoring.engine.uncertainty import (
     SAMPLES_MAX,
     SAMPLES_MIN,
@@ -127,7 +127,9 @@ def setup_key(challenge: Challenge) -> str:
 
 
 def interval_setup(challenge: Challenge, version: ScoringVersion) -> IntervalSetup:
-    lower = S.sort_key_for(version.scoring_strategy, lower_is_better=version.lower_is_better)
+    lower = strategies.sort_key_for(
+        version.scoring_strategy, lower_is_better=version.lower_is_better
+    )
     return IntervalSetup(
         aggregate=challenge.aggregate,
         ci_level=challenge.ci_level,
@@ -231,7 +233,7 @@ def _player_metrics(
 ) -> dict[str, dict[str, float]]:
     """Each player's own value of the version's numeric metrics (``challenge_metrics``
     over their attempts, by the same public rules), for the page's metric column."""
-    if version.scoring_strategy != S.PYTHON or not (version.metrics or version.scorers):
+    if version.scoring_strategy != strategies.PYTHON or not (version.metrics or version.scorers):
         return {}
     if len(player_ids) > METRIC_PLAYERS_MAX:
         return {}
@@ -468,7 +470,7 @@ def _lineage(version_id: int) -> str:
         .first()
     )
     if found is None or found[1]:
-        return R.ranking_current(version_id=version_id).lineage
+        return board_ranking.ranking_current(version_id=version_id).lineage
     return found[0] or ""
 
 

@@ -27,7 +27,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from challenges.leaderboards import changes, sql
-from challenges.leaderboards import ranking as R
+from challenges.leaderboards import ranking as board_ranking
 from challenges.leaderboards.names import names_as_of
 from challenges.models import (
     Challenge,
@@ -102,7 +102,7 @@ def frozen_ensure(*, challenge: Challenge, version_id: int | None = None) -> int
         LeaderboardRanking.objects.filter(version_id=board).delete()
         LeaderboardEntry.objects.filter(version_id=board).delete()
         sql.entries_insert_frozen(board, version_id, challenge.freeze_at)
-        R.ranking_current(version_id=board)
+        board_ranking.ranking_current(version_id=board)
     return board
 
 
@@ -142,7 +142,7 @@ def card_frozen(*, card: Challenge) -> None:
     if leader is not None:
         named = names_as_of(player_ids=[leader[0]], at=card.freeze_at)
         card.leader_name, card.leader_score = named.get(leader[0]), leader[1]
-    card.players = R.ranking_current(version_id=board).entries
+    card.players = board_ranking.ranking_current(version_id=board).entries
     card.last_activity = last_activity(card, card.last_activity)
 
 

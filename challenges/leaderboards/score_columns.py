@@ -9,7 +9,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from challenges.models import AttemptScore, ScoringVersion
-from scoring.engine import strategies as S
+from scoring.engine import strategies
 from scoring.engine.scorers_list import SCORE, ranking_of
 
 
@@ -62,7 +62,7 @@ def row_scores(
     """``{attempt_id: {score name: value}}`` of the ranking scorer, ranking one first
     (python versions; empty for the others), in one query."""
     ids = list(attempt_ids)
-    if version is None or version.scoring_strategy != S.PYTHON or not ids:
+    if version is None or version.scoring_strategy != strategies.PYTHON or not ids:
         return {}
     first = ranking_score_name(version)
     rows = AttemptScore.objects.filter(version=version, attempt_id__in=ids).values_list(
@@ -107,7 +107,7 @@ CSV_SAMPLE_ROWS = 1000  # the CSV's score columns: the names the first rows have
 
 def with_scores(rows: Iterable[Any], version: Any) -> Iterator[tuple[Any, dict | None]]:
     """Leaderboard rows with their score columns (None unless python), read per batch."""
-    if version is None or version.scoring_strategy != S.PYTHON:
+    if version is None or version.scoring_strategy != strategies.PYTHON:
         for row in rows:
             yield row, None
         return
@@ -143,7 +143,7 @@ def page_columns(
     """The page's score columns (python versions): each row gets ``scores``, its cells
     in column order; the header is [{"name", "ranks", "scorer"}], the ranking one first.
     Read from the breakdowns the page has anyway (no query of its own)."""
-    if version is None or version.scoring_strategy != S.PYTHON:
+    if version is None or version.scoring_strategy != strategies.PYTHON:
         return []
     per_row = []
     for row in rows:

@@ -29,7 +29,7 @@ from challenges.models import (
 )
 from challenges.text import BAD_CHAR, outcome_storable
 from scoring import services as scoring
-from scoring.engine import strategies as S
+from scoring.engine import strategies
 from scoring.engine.outcome import Outcome
 from scoring.engine.scorers_list import split_qa
 from scoring.failures import failures_log, failures_tick
@@ -223,7 +223,7 @@ def scores_replace_in_sql(
     ).delete()
     return sql.scores_insert_computed(
         strategy=version.scoring_strategy,
-        negate=S.get_strategy(version.scoring_strategy).descending,
+        negate=strategies.get_strategy(version.scoring_strategy).descending,
         version_id=version.pk,
         challenge_id=challenge_id,
         first_id=first_id,

@@ -25,7 +25,7 @@ from django.db.models import (
 from django.db.models.functions import Least
 
 from challenges.leaderboards import freeze, sql
-from challenges.leaderboards import ranking as R
+from challenges.leaderboards import ranking as board_ranking
 from challenges.models import (
     Attempt,
     AttemptScore,
@@ -38,7 +38,7 @@ from challenges.models import (
 from challenges.text import row_id
 
 RANK_ORDER = (F("sort_key").asc(), F("created_at").asc())
-PAGE = R.PAGE  # the checkpoint spacing is the ranking module's: one name, one value
+PAGE = board_ranking.PAGE  # the checkpoint spacing is the ranking module's: one name, one value
 ROW_FIELDS = (
     "sort_key",
     "created_at",
@@ -114,7 +114,7 @@ def rankings_entries(*, version_ids: list[int | None]) -> dict[int, int]:
     counts = {pk: entries for pk, entries, stale, dirty in rows if not (stale or dirty)}
     for version_id in ids:
         if version_id not in counts:
-            counts[version_id] = R.ranking_current(version_id=version_id).entries
+            counts[version_id] = board_ranking.ranking_current(version_id=version_id).entries
     return counts
 
 
@@ -136,7 +136,7 @@ def challenge_public(*, slug: str) -> Challenge | None:
         return None
     challenge.rescoring = rescoring
     challenge.last_activity = last_activity
-    challenge.ranking_state = R.State(token, stale, changed)
+    challenge.ranking_state = board_ranking.State(token, stale, changed)
     return challenge
 
 
@@ -178,7 +178,7 @@ def challenge_for_board(*, pk: Any, include_inactive: bool = False) -> Challenge
     pk, updated_at, version_id, token, stale, changed = found
     challenge = _challenge_copy(pk, updated_at, version_id)
     if challenge is not None:
-        challenge.ranking_state = R.State(token, stale, changed)
+        challenge.ranking_state = board_ranking.State(token, stale, changed)
     return challenge
 
 
@@ -226,11 +226,11 @@ def board_settled(challenge: Challenge, board_id: int | None) -> Settled | None:
     if version_id is None or (board_id is not None and board_id != version_id):
         return None
     if state.changed:
-        ranking = R.ranking_reusable(version_id=version_id, token=state.token)
+        ranking = board_ranking.ranking_reusable(version_id=version_id, token=state.token)
         if ranking is None:
             return None
     else:  # held by this process once it read the board (else one plain read)
-        ranking = R.ranking_current(version_id=version_id, state=state)
+        ranking = board_ranking.ranking_current(version_id=version_id, state=state)
     return Settled(
         challenge.pk,
         challenge.updated_at.isoformat(),
@@ -242,13 +242,13 @@ def board_settled(challenge: Challenge, board_id: int | None) -> Settled | None:
     )
 
 
-def _ranking(challenge: Challenge, version_id: int) -> R.Ranking:
+def _ranking(challenge: Challenge, version_id: int) -> board_ranking.Ranking:
     """The ranking, from the state read with the challenge when there is one (that state
     is the active version's: a frozen board reads its own)."""
     state = getattr(challenge, "ranking_state", None)
     if version_id != challenge.active_version_id:
         state = None
-    return R.ranking_current(version_id=version_id, state=state)
+    return board_ranking.ranking_current(version_id=version_id, state=state)
 
 
 # --- leaderboard rows --------------------------------------------------------------------
@@ -327,13 +327,13 @@ def _rows_where(
     ]
 
 
-def _key_params(key: R.Key) -> list[Any]:
+def _key_params(key: board_ranking.Key) -> list[Any]:
     """A ranking key as the statements' parameters (sort_key, created_at, attempt_id)."""
-    return [key[0], sql.timestamp(R.from_us(key[1])), key[2]]
+    return [key[0], sql.timestamp(board_ranking.from_us(key[1])), key[2]]
 
 
 def _rows_from_key(
-    version_id: int, key: R.Key, limit: int, names_at: datetime | None = None
+    version_id: int, key: board_ranking.Key, limit: int, names_at: datetime | None = None
 ) -> list[dict[str, Any]]:
     return _rows_where(version_id, "from_key", _key_params(key), limit, names_at)
 
@@ -347,7 +347,7 @@ def _rows_named(
 
 
 def _slice(
-    ranking: R.Ranking, *, offset: int, limit: int, names_at: datetime | None = None
+    ranking: board_ranking.Ranking, *, offset: int, limit: int, names_at: datetime | None = None
 ) -> list[LeaderboardRow]:
     """Rows at 0-based places [offset, offset + limit), read from their checkpoint."""
     if offset >= ranking.entries or limit <= 0 or not ranking.keys:
@@ -355,18 +355,20 @@ def _slice(
     j = min(offset // PAGE, len(ranking.keys) - 1)
     start = j * PAGE
     values = _rows_from_key(ranking.version_id, ranking.keys[j], offset - start + limit, names_at)
-    ranks = R.assign_ranks(_ties(values), place=start, rank=ranking.ranks[j])
+    ranks = board_ranking.assign_ranks(_ties(values), place=start, rank=ranking.ranks[j])
     skip = offset - start
     return _rows(values[skip:], ranks[skip:])
 
 
-def _ranks_by_ranges(ranking: R.Ranking, keys: list[R.Key]) -> dict[R.Key, int]:
+def _ranks_by_ranges(
+    ranking: board_ranking.Ranking, keys: list[board_ranking.Key]
+) -> dict[board_ranking.Key, int]:
     """Ranks when many keys share few checkpoints (e.g. fifty matches on the first
     pages): one range read per checkpoint, the rows up to the last of its keys."""
-    groups: dict[int, list[R.Key]] = {}
+    groups: dict[int, list[board_ranking.Key]] = {}
     for key in keys:
         groups.setdefault(ranking.checkpoint_before(key), []).append(key)
-    ranks: dict[R.Key, int] = {}
+    ranks: dict[board_ranking.Key, int] = {}
     ranges = []
     for j, group in groups.items():
         untied = [k for k in group if k[:2] != ranking.keys[j][:2]]
@@ -383,7 +385,7 @@ def _ranks_by_ranges(ranking: R.Ranking, keys: list[R.Key]) -> dict[R.Key, int]:
     )
     ties: dict[int, list[tuple[float, int]]] = {j: [] for j, _, _ in ranges}
     for j, sort_key, created_at in found:
-        ties[j].append((sort_key, R.to_us(created_at)))
+        ties[j].append((sort_key, board_ranking.to_us(created_at)))
     for j, group in groups.items():
         before = sorted(ties.get(j, []))
         for key in group:
@@ -392,7 +394,9 @@ def _ranks_by_ranges(ranking: R.Ranking, keys: list[R.Key]) -> dict[R.Key, int]:
     return ranks
 
 
-def _ranks_of(ranking: R.Ranking, keys: list[R.Key]) -> dict[R.Key, int]:
+def _ranks_of(
+    ranking: board_ranking.Ranking, keys: list[board_ranking.Key]
+) -> dict[board_ranking.Key, int]:
     """The competition ranks of entries with these keys, in one query: a key's rank is
     its checkpoint's when they tie, else the checkpoint's place plus the rows before
     the key's tie group, plus one; those rows counted per key in one statement, or read
@@ -401,7 +405,7 @@ def _ranks_of(ranking: R.Ranking, keys: list[R.Key]) -> dict[R.Key, int]:
         return {}
     if 2 * len({ranking.checkpoint_before(key) for key in keys}) < len(keys):
         return _ranks_by_ranges(ranking, keys)
-    ranks: dict[R.Key, int] = {}
+    ranks: dict[board_ranking.Key, int] = {}
     pairs = []
     for key in keys:
         j = ranking.checkpoint_before(key)
@@ -420,7 +424,7 @@ def _ranks_of(ranking: R.Ranking, keys: list[R.Key]) -> dict[R.Key, int]:
     return ranks
 
 
-def _place_of(ranking: R.Ranking, key: R.Key) -> int:
+def _place_of(ranking: board_ranking.Ranking, key: board_ranking.Key) -> int:
     """0-based place of the entry with ``key``."""
     if not ranking.keys:
         return 0
@@ -458,7 +462,7 @@ def leaderboard_player(
     if not entry:
         return LeaderboardPage(version, ranking.entries, [])
     found = entry[0]
-    key = (found["sort_key"], R.to_us(found["created_at"]), found["attempt_id"])
+    key = (found["sort_key"], board_ranking.to_us(found["created_at"]), found["attempt_id"])
     rank = _ranks_of(ranking, [key]).get(key, 1)
     return LeaderboardPage(version, ranking.entries, _rows([found], [rank]))
 
@@ -495,7 +499,7 @@ def board_page(
     if version is None:
         return Board(None, 0, [], 1, 1, query=query, player=player)
     if board_id is not None and board_id != version.pk:
-        ranking = R.ranking_current(version_id=board_id)
+        ranking = board_ranking.ranking_current(version_id=board_id)
     else:
         ranking = _ranking(challenge, version.pk)
     board = ranking.version_id
@@ -505,7 +509,9 @@ def board_page(
     if query:
         values = _rows_named(board, query, PAGE + 1, names_at)
         more, values = len(values) > PAGE, values[:PAGE]
-        keys = [(v["sort_key"], R.to_us(v["created_at"]), v["attempt_id"]) for v in values]
+        keys = [
+            (v["sort_key"], board_ranking.to_us(v["created_at"]), v["attempt_id"]) for v in values
+        ]
         ranks = _ranks_of(ranking, keys)
         rows = _rows(values, [ranks.get(k, 0) for k in keys])
         return Board(version, ranking.entries, rows, 0, pages, more_matches=more, **common)
@@ -514,7 +520,11 @@ def board_page(
         entry = _rows_where(board, "player", [player], 1)
         if entry:
             found = True
-            key = (entry[0]["sort_key"], R.to_us(entry[0]["created_at"]), entry[0]["attempt_id"])
+            key = (
+                entry[0]["sort_key"],
+                board_ranking.to_us(entry[0]["created_at"]),
+                entry[0]["attempt_id"],
+            )
             page = _place_of(ranking, key) // PAGE + 1
     page = min(max(page, 1), pages)
     rows = _slice(ranking, offset=(page - 1) * PAGE, limit=PAGE, names_at=names_at)
@@ -561,7 +571,7 @@ def leaderboard_stream(
     """Every row of a version's leaderboard in rank order, read in keyset batches (a
     constant amount of memory, no OFFSET), each one constant statement along the rank
     index. ``names_at``: names as of then (a frozen board's, ``freeze.names_at``)."""
-    key: R.Key | None = None
+    key: board_ranking.Key | None = None
     place = rank = 0
     previous = None
     while True:
@@ -579,4 +589,4 @@ def leaderboard_stream(
         if len(batch) < EXPORT_BATCH:
             return
         last = batch[-1]
-        key = (last["sort_key"], R.to_us(last["created_at"]), last["attempt_id"])
+        key = (last["sort_key"], board_ranking.to_us(last["created_at"]), last["attempt_id"])

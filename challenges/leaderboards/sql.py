@@ -877,7 +877,7 @@ def chunk_starts(challenge_id: int, size: int) -> list[int]:
     return [row[0] for row in fetch(_CHUNK_STARTS, [challenge_id, size])]
 
 
-# --- metrics (challenges/leaderboards/metrics.py) -------------------------------------------
+# --- metrics (challenges/leaderboards/metric_counts.py) -------------------------------------------
 def json_type(column: str, path: list[str]) -> RawSQL:
     """The JSON type of the value at ``path`` in a JSON column, in one vocabulary on both
     databases: 'number', 'string', 'boolean', or NULL/'null'."""

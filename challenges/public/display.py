@@ -11,7 +11,7 @@ from challenges.leaderboards import precision
 from challenges.text import exact_time  # noqa: F401 - the pages' formatter, written once
 from scoring.engine.registry import RegistryError
 from scoring.engine.strategies import get_strategy
-from scoring.registry import registry
+from scoring.project_registry import registry
 from scoring.scorers.weighted import DEFAULTS as WEIGHTED_DEFAULTS
 
 WEIGHTED = "builtin.weighted_scorer"

@@ -1,5 +1,5 @@
 """The schedule banner of the cards and the challenge page: upcoming (opens in …),
-open (closes in …) or ended, in words, from ``ingestion.rules`` (one rule for the banner
+open (closes in …) or ended, in words, from ``ingestion.admission`` (one rule for the banner
 and for what ingestion accepts)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import math
 from dataclasses import dataclass
 from datetime import datetime
 
-from challenges.ingestion import rules
+from challenges.ingestion import admission
 from challenges.models import Challenge, LateAttempts
 from challenges.public import display
 
@@ -43,20 +43,20 @@ def _until(moment: datetime, now: datetime) -> str:
 
 def phase(*, challenge: Challenge, now: datetime) -> str:
     """Upcoming, open or ended (``rules.schedule_phase``): what the banner says first."""
-    return rules.schedule_phase(challenge=challenge, now=now)
+    return admission.schedule_phase(challenge=challenge, now=now)
 
 
 def banner(*, challenge: Challenge, now: datetime) -> Banner | None:
     """None when the challenge has no schedule (always open: nothing to say)."""
     if challenge.opens_at is None and challenge.closes_at is None:
         return None
-    phase = rules.schedule_phase(challenge=challenge, now=now)
+    phase = admission.schedule_phase(challenge=challenge, now=now)
     practice = challenge.late_attempts == LateAttempts.PRACTICE
-    if phase == rules.Phase.UPCOMING:
+    if phase == admission.Phase.UPCOMING:
         moment = challenge.opens_at
         text = f"Opens in {_until(moment, now)}"
         note = "Attempts made before then are practice: not ranked." if practice else ""
-    elif phase == rules.Phase.ENDED:
+    elif phase == admission.Phase.ENDED:
         moment = challenge.closes_at
         text = f"Ended {display.relative_time(moment, now)}"
         note = "Later attempts are practice: not ranked." if practice else ""

@@ -11,7 +11,7 @@ from django.views.decorators.http import require_safe
 
 from challenges.leaderboards import history, selectors
 from challenges.leaderboards.kept import kept
-from challenges.leaderboards.rules import TIE_RULE
+from challenges.leaderboards.tie_rule import TIE_RULE
 from challenges.public import display
 from challenges.public.views import board_rows
 from challenges.text import page_number

@@ -31,13 +31,13 @@ from challenges.leaderboards import charts, freeze, precision, ranking, score_co
 from challenges.leaderboards import evaluation as evaluation_rules
 from challenges.leaderboards.evaluation import is_aggregate
 from challenges.leaderboards.kept import kept, kept_board, kept_recomputed
-from challenges.leaderboards.metrics import challenge_metrics, public_metrics
-from challenges.leaderboards.rules import TIE_RULE
+from challenges.leaderboards.metric_counts import challenge_metrics, public_metrics
+from challenges.leaderboards.tie_rule import TIE_RULE
 from challenges.models import Challenge, ChallengeFormat
 from challenges.public import display, schedule
-from challenges.public import evaluation as public_evaluation
+from challenges.public import evaluation_pages as public_evaluation
 from challenges.public.markdown import render_markdown, summary
-from challenges.public.redblue import card_red_blue, red_blue_page
+from challenges.public.redblue_pages import card_red_blue, red_blue_page
 from challenges.rescoring.batch import batch_coverage
 from challenges.text import page_number
 
@@ -450,7 +450,7 @@ def _evaluation_kept(
 
 
 def _evaluation_page(request: HttpRequest, challenge: Challenge, *, ahead: bool = False) -> str:
-    """An aggregate board's page: the stored intervals (public/evaluation.py), kept by
+    """An aggregate board's page: the stored intervals (public/evaluation_pages.py), kept by
     what it shows (the schedule's phase and the minute its banner is worded for too)."""
     view = public_evaluation.board_view(request, challenge)
     now = timezone.now()

@@ -20,7 +20,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from challenges.models import Challenge, HistoryRecord, Pairing, RedBlueScoring, ScoringVersion
-from challenges.redblue import kept as red_blue_kept
+from challenges.redblue import standings_cache as red_blue_kept
 from scoring.engine.isolated import isolated_scorer
 from scoring.engine.protocol import RegistryError
 from scoring.engine.red_blue import (
@@ -29,7 +29,7 @@ from scoring.engine.red_blue import (
     pairing_judgement,
     ratio_points,
 )
-from scoring.registry import registry
+from scoring.project_registry import registry
 
 RETRIES = 3
 

@@ -18,7 +18,7 @@ from django.db.models import QuerySet
 
 from challenges.leaderboards import exclusions
 from challenges.models import Challenge, Pairing, Team
-from challenges.redblue.kept import generation, kept
+from challenges.redblue.standings_cache import generation, kept
 
 
 def pairings_list(*, challenge: Challenge, status: str | None, limit: int) -> QuerySet[Pairing]:
@@ -163,6 +163,6 @@ def attacks_revealed(*, challenge: Challenge, now: datetime, limit: int = 200) -
 
 # --- the standings, kept ---------------------------------------------------------------
 def standings_read(*, challenge: Challenge) -> Standings:
-    """The standings, kept until they change (``redblue.kept``)."""
+    """The standings, kept until they change (``redblue.standings_cache``)."""
     key = ("standings", challenge.pk, challenge.updated_at.isoformat(), generation(challenge.pk))
     return kept(key, lambda: standings(challenge=challenge))

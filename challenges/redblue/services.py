@@ -21,7 +21,7 @@ from django.db.models import Count, Exists, OuterRef, Q
 from django.utils import timezone
 
 from challenges.audit import Kind, audit_record
-from challenges.ingestion import rules
+from challenges.ingestion import admission
 from challenges.ingestion.services import DISPLAY_NAME_MAX
 from challenges.leaderboards import exclusions
 from challenges.models import (
@@ -33,9 +33,9 @@ from challenges.models import (
     Team,
     TeamMember,
 )
-from challenges.redblue import kept as red_blue_kept
 from challenges.redblue import points as red_blue_points
 from challenges.redblue import policies
+from challenges.redblue import standings_cache as red_blue_kept
 
 OTHER = {Team.RED: Team.BLUE, Team.BLUE: Team.RED}
 
@@ -115,12 +115,12 @@ class Recorded:
 
 def _caps(challenge: Challenge, player: Player, now: Any) -> None:
     """The challenge's caps count a player's submissions as they count attempts."""
-    if not rules.has_limits(challenge):
+    if not admission.has_limits(challenge):
         return
     mine = Submission.objects.filter(challenge=challenge, player=player)
     total, today = mine.count(), mine.filter(created_at__gt=now - timedelta(hours=24)).count()
     if challenge.attempts_total is not None and total + 1 > challenge.attempts_total:
-        raise rules.LimitExceeded(
+        raise admission.LimitExceeded(
             f"Player {player.external_id!r} may make at most {challenge.attempts_total} "
             f"submissions to this challenge in total (attempts_total); {total} recorded.",
             cap="attempts_total",
@@ -131,7 +131,7 @@ def _caps(challenge: Challenge, player: Player, now: Any) -> None:
         oldest = mine.filter(created_at__gt=now - timedelta(hours=24)).order_by("created_at")
         leaving = oldest.values_list("created_at", flat=True)[today - challenge.attempts_per_day]
         wait = max(1, int((leaving + timedelta(hours=24) - now).total_seconds()) + 1)
-        raise rules.LimitExceeded(
+        raise admission.LimitExceeded(
             f"Player {player.external_id!r} may make at most {challenge.attempts_per_day} "
             "submissions to this challenge in any 24 hours (attempts_per_day); "
             f"{today} recorded in the last 24 hours.",
@@ -191,11 +191,11 @@ def submission_record(
     _red_blue(challenge)
     challenge = Challenge.objects.select_for_update().get(pk=challenge.pk)
     now = timezone.now()
-    if rules.schedule_phase(challenge=challenge, now=now) != rules.Phase.OPEN:
-        phase = rules.schedule_phase(challenge=challenge, now=now)
-        state = "has not opened yet" if phase == rules.Phase.UPCOMING else "is closed"
-        raise rules.ScheduleClosed(
-            f"This challenge {state}: it accepts submissions {rules.window_text(challenge)}.",
+    if admission.schedule_phase(challenge=challenge, now=now) != admission.Phase.OPEN:
+        phase = admission.schedule_phase(challenge=challenge, now=now)
+        state = "has not opened yet" if phase == admission.Phase.UPCOMING else "is closed"
+        raise admission.ScheduleClosed(
+            f"This challenge {state}: it accepts submissions {admission.window_text(challenge)}.",
             opens_at=challenge.opens_at,
             closes_at=challenge.closes_at,
         )

@@ -47,7 +47,7 @@ from challenges.models import (
 )
 from scoring import sandbox
 from scoring import services as scoring
-from scoring.engine import strategies as S
+from scoring.engine import strategies
 from scoring.engine.scorers_list import batch_specs, merge_batch, ranking_of
 from scoring.engine.shims import batch_results
 from scoring.engine.snippet import SnippetInvalid
@@ -58,7 +58,7 @@ logger = logging.getLogger(__name__)
 def has_batch(version: Any) -> bool:
     return bool(
         version is not None
-        and version.scoring_strategy == S.PYTHON
+        and version.scoring_strategy == strategies.PYTHON
         and batch_specs(version.scorers or ())
     )
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from challenges.models import Attempt, Challenge, ScoringVersion
 from scoring import services as scoring
-from scoring.engine import strategies as S
+from scoring.engine import strategies
 from scoring.engine.snippet import SnippetInvalid, prepare
 
 PROBE_ATTEMPTS = 20
@@ -29,7 +29,7 @@ def setup_probe(*, challenge: Challenge, setup: dict[str, Any]) -> None:
     """Raise ``scoring.SetupInvalid`` on ``score_key`` when the setup's snippet returns
     several scores on the challenge's latest attempts and ``score_key`` names none of
     them. Call it outside a transaction: it runs the code in the sandbox."""
-    if setup.get("scoring_strategy") != S.PYTHON:
+    if setup.get("scoring_strategy") != strategies.PYTHON:
         return
     try:
         prepared = prepare(
@@ -83,7 +83,7 @@ def setup_probe(*, challenge: Challenge, setup: dict[str, Any]) -> None:
 def unknown_scores_warning(challenge: Challenge) -> str:
     """What to tell whoever saved a snippet with no ``score_key`` whose scores the code
     does not name (and no attempt could be probed yet); "" otherwise."""
-    if challenge.scoring_strategy != S.PYTHON or challenge.score_key:
+    if challenge.scoring_strategy != strategies.PYTHON or challenge.score_key:
         return ""
     try:
         prepared = prepare(challenge.scoring_code, challenge.scoring_config or {})

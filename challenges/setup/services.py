@@ -24,15 +24,15 @@ from challenges.fieldsets import (
     SETUP_FIELDS,
     SINGLE_SCORER,
 )
-from challenges.ingestion import rules
+from challenges.ingestion import admission
 from challenges.leaderboards import evaluation, freeze
 from challenges.models import Challenge, ChallengeFormat, RescoreJob, ScoringVersion
 from challenges.redblue import points as red_blue_points
-from challenges.redblue.rules import red_blue_validate
+from challenges.redblue.validation import red_blue_validate
 from challenges.rescoring import jobs as rescoring
 from challenges.text import line_breaks_normalised
 from scoring import services as scoring
-from scoring.engine import strategies as S
+from scoring.engine import strategies
 
 
 def _unique_slug(name: str, exclude_pk: int | None = None) -> str:
@@ -54,10 +54,10 @@ def challenge_create(*, data: dict[str, Any], by: Any = None) -> Challenge:
     """
     data = line_breaks_normalised(data)
     setup = {name: data[name] for name in SETUP_FIELDS if name in data}
-    setup.setdefault("scoring_strategy", S.FIRST)
+    setup.setdefault("scoring_strategy", strategies.FIRST)
     setup = scoring.setup_validate(setup=setup)
     challenge = Challenge(**{k: v for k, v in data.items() if k in INFO_FIELDS}, **setup)
-    rules.competition_validate(challenge=challenge)
+    admission.competition_validate(challenge=challenge)
     _board_validate(challenge)
     red_blue_validate(challenge=challenge)
     if not challenge.slug:
@@ -157,7 +157,7 @@ def _challenge_update(
     for name in INFO_FIELDS:
         if name in data:
             setattr(challenge, name, data[name])
-    rules.competition_validate(challenge=challenge)
+    admission.competition_validate(challenge=challenge)
     _board_validate(challenge)
     red_blue_validate(challenge=challenge, before=before)
     refreeze = challenge.freeze_at != before["freeze_at"]

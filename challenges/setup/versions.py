@@ -33,7 +33,7 @@ from challenges.models import (
 from challenges.rescoring import jobs as rescoring
 from challenges.rescoring.switch import history_after_switch, version_switch
 from scoring import services as scoring
-from scoring.engine import strategies as S
+from scoring.engine import strategies
 
 # More missing scores than this are left to a background job (a web request should not
 # score for minutes); fewer are scored inline, which takes well under a second.
@@ -55,7 +55,7 @@ FIELD_LABELS = {
 
 # --- reading a setup ----------------------------------------------------------------------
 def strategy_label(strategy: str) -> str:
-    found = S.STRATEGIES.get(strategy)
+    found = strategies.STRATEGIES.get(strategy)
     return found.chosen_as if found else strategy
 
 
@@ -70,11 +70,11 @@ def setup_summary(setup: dict[str, Any]) -> str:
     …" or "Fastest success"."""
     strategy = setup.get("scoring_strategy", "")
     text = strategy_label(strategy)
-    if strategy == S.CUSTOM:
+    if strategy == strategies.CUSTOM:
         config = setup.get("scoring_config") or {}
         weights = ", ".join(f"{k} {_value_text(v)}" for k, v in sorted(config.items()))
         text = f"{text} {setup.get('scoring_plugin_id', '')}" + (f": {weights}" if weights else "")
-    elif strategy == S.PYTHON and setup.get("scorers"):
+    elif strategy == strategies.PYTHON and setup.get("scorers"):
         scorers = setup["scorers"]
         qa = sum(1 for x in scorers if x.get("purpose") == "qa")
         batch = sum(1 for x in scorers if x.get("type") == "python_batch")
@@ -84,7 +84,7 @@ def setup_summary(setup: dict[str, Any]) -> str:
         rank = setup.get("rank_by") or scorers[0].get("key", "")
         count = f"{len(scorers)} scorer{'s' if len(scorers) != 1 else ''}"
         text = f"{text}, {count}" + (f" ({extra})" if extra else "") + f", ranked by {rank}"
-    elif strategy == S.PYTHON:
+    elif strategy == strategies.PYTHON:
         lines = len((setup.get("scoring_code") or "").splitlines())
         key = setup.get("score_key") or "(single score)"
         text = f"{text}, {lines} line{'s' if lines != 1 else ''}, ranked by {key}"

@@ -49,7 +49,7 @@ from challenges.models import Challenge, RescoreJob, ScoringVersion
 from challenges.setup import services
 from challenges.text import text_problem
 from scoring import services as scoring
-from scoring.engine import strategies as S
+from scoring.engine import strategies
 from scoring.engine.snippet import MAX_CODE_CHARS
 
 INFO_KEYS = ("name", "slug", "description", "is_active", "tenant_id", "app_id", "workflow_id")
@@ -298,7 +298,7 @@ def _setup_from(definition: dict[str, Any]) -> dict[str, Any]:
     setup = {**copy.deepcopy(fieldsets.EMPTY_SETUP), "timeout_ms": 5000}
     strategy = definition.get("scoring_strategy")
     if strategy is None:
-        strategy = S.PYTHON if definition.get("scorers") else S.FIRST
+        strategy = strategies.PYTHON if definition.get("scorers") else strategies.FIRST
     setup["scoring_strategy"] = strategy
     for key in DEFINITION_KEYS:
         if key in definition and key != "scoring_strategy":
@@ -417,13 +417,13 @@ def definition_of(*, challenge: Challenge) -> tuple[dict[str, Any], dict[str, st
     files: dict[str, str] = {}
     taken: set[str] = set()
     strategy = challenge.scoring_strategy
-    if strategy == S.PYTHON and challenge.scorers:
+    if strategy == strategies.PYTHON and challenge.scorers:
         if challenge.rank_by:
             definition["rank_by"] = challenge.rank_by
         definition["scorers"] = [
             _snippets_out(dict(s), s["key"], files, taken) for s in challenge.scorers
         ]
-    elif strategy == S.PYTHON:
+    elif strategy == strategies.PYTHON:
         only = {
             "type": "python",
             "compute_scores_snippet": challenge.scoring_code,
@@ -435,7 +435,7 @@ def definition_of(*, challenge: Challenge) -> tuple[dict[str, Any], dict[str, st
         definition["scorers"] = [_snippets_out(only, "scorer", files, taken)]
     else:
         definition["scoring_strategy"] = strategy
-        if strategy == S.CUSTOM:
+        if strategy == strategies.CUSTOM:
             definition["scoring_plugin_id"] = challenge.scoring_plugin_id
             definition["scoring_entrypoint"] = challenge.scoring_entrypoint
             definition["scoring_config"] = challenge.scoring_config or {}

@@ -12,7 +12,7 @@ import pytest
 from challenges.rescoring import jobs as rescoring
 from challenges.setup import services as setup_services
 from config.logging import TextFormatter, json_formatter
-from scoring.registry import registry
+from scoring.project_registry import registry
 from tests.factories import WEIGHTED_SEED, attempt_input, make_challenge, record
 
 

@@ -58,7 +58,7 @@ def test_check_passes_with_a_good_plugin(settings):
 
 
 def test_plugins_setting_registers_plugins(settings):
-    from scoring.registry import registry
+    from scoring.project_registry import registry
 
     settings.SCORING_PLUGINS = {"acme.const": "tests.plugins:Constant"}
     assert "acme.const" in registry().ids()

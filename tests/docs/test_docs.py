@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from challenges.leaderboards.precision import SIGNIFICANT_DIGITS
-from challenges.leaderboards.rules import TIE_RULE
+from challenges.leaderboards.tie_rule import TIE_RULE
 from tests.urls import schema_url
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -10,7 +10,7 @@ import pytest
 from challenges.ingestion import services
 from challenges.models import Attempt
 from scoring import failures
-from scoring.registry import registry
+from scoring.project_registry import registry
 from tests.factories import attempt_input, make_challenge
 
 

@@ -30,7 +30,7 @@ from scoring.engine.protocol import (
     ScoringContext,
 )
 from scoring.engine.runner import ScoringSetup, build_scorer
-from scoring.registry import registry
+from scoring.project_registry import registry
 
 
 def _timeout_ms(text: str) -> int:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from challenges.models import ScoringVersion
-from scoring.registry import registry
+from scoring.project_registry import registry
 from tests.challenges.admin.admin_pages import field_errors, page_data
 from tests.factories import WEIGHTED_SEED, make_challenge
 from tests.urls import change_url

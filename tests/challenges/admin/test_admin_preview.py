@@ -8,7 +8,7 @@ import pytest
 from challenges.admin import preview
 from challenges.leaderboards import selectors
 from challenges.models import Challenge
-from scoring.registry import registry
+from scoring.project_registry import registry
 from tests.challenges.admin.admin_pages import WEIGHTS, page_data
 from tests.factories import WEIGHTED_SEED, attempt_input, counts, make_challenge, record
 from tests.urls import admin_url, change_url

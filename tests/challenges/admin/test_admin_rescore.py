@@ -16,7 +16,7 @@ from challenges.admin.views import duration_display, job_progress
 from challenges.models import Challenge, RescoreJob
 from challenges.rescoring import jobs as rescoring
 from challenges.setup import services as setup_services
-from scoring.registry import registry
+from scoring.project_registry import registry
 from tests.factories import attempt_input, make_challenge, record
 from tests.urls import admin_url, change_url
 

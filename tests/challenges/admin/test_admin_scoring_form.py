@@ -11,7 +11,7 @@ from django.urls import reverse
 
 from challenges.admin import forms as admin_forms
 from challenges.models import Challenge, RescoreJob, ScoringVersion
-from scoring.registry import registry
+from scoring.project_registry import registry
 from tests.challenges.admin.admin_pages import WEIGHTS, field_errors, page_data, page_form
 from tests.factories import WEIGHTED_SEED, attempt_input, counts, make_challenge, record
 from tests.urls import admin_url, change_url, detail_url

@@ -14,7 +14,7 @@ from challenges.models import AttemptScore, Challenge, RescoreJob
 from challenges.rescoring import jobs as rescoring
 from challenges.setup import services as setup_services
 from challenges.setup import versions
-from scoring.registry import registry
+from scoring.project_registry import registry
 from tests.factories import WEIGHTED_SEED, attempt_input, make_challenge, record
 from tests.urls import admin_url, change_url
 

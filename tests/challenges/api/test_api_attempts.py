@@ -16,7 +16,7 @@ from challenges.models import (
     LeaderboardEntry,
     Player,
 )
-from scoring.registry import registry
+from scoring.project_registry import registry
 from tests.factories import SEED_ATTEMPT, WEIGHTED_SEED, counts, make_challenge
 from tests.urls import attempts_url, challenges_url, leaderboard_url
 

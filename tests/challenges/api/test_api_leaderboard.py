@@ -11,7 +11,7 @@ from challenges.models import (
     Challenge,
     Player,
 )
-from scoring.registry import registry
+from scoring.project_registry import registry
 from tests.factories import T0, WEIGHTED_SEED, attempt_input, counts, make_challenge, record
 from tests.urls import attempts_url, leaderboard_url
 

@@ -13,7 +13,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from challenges.models import Challenge, RescoreJob, ScoringVersion
-from scoring.registry import registry
+from scoring.project_registry import registry
 from tests.factories import attempt_input, make_challenge, record
 from tests.urls import job_cancel_url, job_url, leaderboard_url, rescore_url
 

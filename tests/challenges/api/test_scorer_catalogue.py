@@ -6,7 +6,7 @@ import pytest
 from django.core.management import call_command
 from django.urls import reverse
 
-from challenges.api.scorers import HIDDEN_ERROR
+from challenges.api.scorers_api import HIDDEN_ERROR
 from challenges.models import Challenge, ScoringVersion
 from tests.factories import make_challenge
 from tests.urls import admin_url, attempts_url, challenges_url

@@ -11,7 +11,7 @@ import pytest
 from django.db import connection, connections
 from django.utils import timezone
 
-from challenges.ingestion import rules, services
+from challenges.ingestion import admission, services
 from challenges.models import Attempt, Challenge, Player
 from tests.factories import SEED_ATTEMPT, attempt_input, counts, make_challenge
 from tests.urls import attempts_url, detail_url
@@ -83,7 +83,7 @@ def test_retry_after_waits_for_enough_attempts_to_leave(db):
         services.attempts_record(challenge=challenge, inputs=[attempt_input(player)])
         last = Attempt.objects.order_by("-pk").first()
         Attempt.objects.filter(pk=last.pk).update(recorded_at=now - timedelta(hours=hours))
-    with pytest.raises(rules.LimitExceeded) as refused:
+    with pytest.raises(admission.LimitExceeded) as refused:
         services.attempts_record(challenge=challenge, inputs=[attempt_input("u1")] * 2)
     # The 10-hour-old attempt leaves in 14 hours.
     assert abs(refused.value.retry_after - 14 * 3600) <= 60
@@ -114,7 +114,7 @@ def test_practice_attempts_count_towards_the_caps(db):
     )
     challenge.refresh_from_db()
     services.attempts_record(challenge=challenge, inputs=[attempt_input("u1")] * 2)
-    with pytest.raises(rules.LimitExceeded):
+    with pytest.raises(admission.LimitExceeded):
         services.attempts_record(challenge=challenge, inputs=[attempt_input("u1")])
 
 
@@ -140,7 +140,7 @@ def _race(challenge_id: int, writers: int, per_request: int) -> tuple[int, int]:
             try:
                 services.attempts_record(challenge=challenge, inputs=inputs)
                 outcome = "ok"
-            except rules.LimitExceeded:
+            except admission.LimitExceeded:
                 outcome = "refused"
             with lock:
                 results.append(outcome)

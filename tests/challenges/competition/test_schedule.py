@@ -11,7 +11,7 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from challenges.ingestion import rules, services
+from challenges.ingestion import admission, services
 from challenges.models import Attempt, AttemptScore, Challenge, LeaderboardEntry
 from tests.factories import SEED_ATTEMPT, attempt_input, counts, make_challenge
 from tests.urls import (
@@ -59,7 +59,7 @@ def test_refused_outside_the_window_naming_it(challenge, integration_api, opens,
     assert response.status_code == 409, response.content
     body = response.json()
     assert words in body["detail"]
-    window = rules.window_text(challenge)
+    window = admission.window_text(challenge)
     assert window in body["detail"] and "UTC" in window
     assert body["opens_at"] == (challenge.opens_at.isoformat() if challenge.opens_at else None)
     assert body["closes_at"] == (challenge.closes_at.isoformat() if challenge.closes_at else None)
@@ -86,12 +86,12 @@ def test_the_recording_time_counts_not_the_clients_created_at(challenge, integra
 def test_closes_at_is_exclusive(challenge):
     now = timezone.now()
     _window(challenge, closes_at=now)
-    assert rules.schedule_phase(challenge=challenge, now=now) == rules.Phase.ENDED
-    assert rules.schedule_phase(challenge=challenge, now=now - timedelta(microseconds=1)) == (
-        rules.Phase.OPEN
+    assert admission.schedule_phase(challenge=challenge, now=now) == admission.Phase.ENDED
+    assert admission.schedule_phase(challenge=challenge, now=now - timedelta(microseconds=1)) == (
+        admission.Phase.OPEN
     )
     _window(challenge, opens_at=now - HOUR, closes_at=now + HOUR)
-    assert rules.schedule_phase(challenge=challenge, now=now - HOUR) == rules.Phase.OPEN
+    assert admission.schedule_phase(challenge=challenge, now=now - HOUR) == admission.Phase.OPEN
 
 
 def test_practice_is_stored_scored_never_ranked(challenge, integration_api, staff_api, anon_api):
@@ -129,7 +129,7 @@ def test_practice_is_stored_scored_never_ranked(challenge, integration_api, staf
 def test_practice_through_the_service_too(challenge):
     """One rule for every entry point: the service itself refuses or marks practice."""
     _window(challenge, opens_at=timezone.now() + HOUR)
-    with pytest.raises(rules.ScheduleClosed):
+    with pytest.raises(admission.ScheduleClosed):
         services.attempts_record(challenge=challenge, inputs=[attempt_input("x")])
     _window(challenge, late_attempts="practice")
     services.attempts_record(challenge=challenge, inputs=[attempt_input("x")])

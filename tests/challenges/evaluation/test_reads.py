@@ -242,7 +242,7 @@ def test_new_intervals_no_reader_builds_under_steady_ingestion(
     get the new one. Past the bound (PODIUM_RANKING_MAX_AGE_MS × 5) or after a rename,
     nothing older is served."""
     from challenges import tasks
-    from challenges.public import evaluation as public_evaluation
+    from challenges.public import evaluation_pages as public_evaluation
 
     settings.PODIUM_RANKING_MAX_AGE_MS = 1000
     before = client.get(page_url(board.slug)).content.decode()  # built by a reader

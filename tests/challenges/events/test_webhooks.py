@@ -13,7 +13,7 @@ from django.urls import reverse
 from django.utils import timezone
 from standardwebhooks import Webhook
 
-from challenges.events import log, outbound, webhooks
+from challenges.events import log, outbound, webhook_delivery
 from challenges.models import Event, WebhookDelivery, WebhookEndpoint
 from tests.factories import SEED_ATTEMPT, make_challenge
 from tests.urls import attempts_url
@@ -203,29 +203,31 @@ def _one_delivery(hook, admin_api, *, plan=()):
         log.live_locked(challenge=challenge)
         event = with_lock(challenge=challenge, type="board.changed", data={"top": []})
     hook.plan = list(plan)
-    [delivery_id] = webhooks.deliveries_create(event_ids=[event.pk])
+    [delivery_id] = webhook_delivery.deliveries_create(event_ids=[event.pk])
     return created, delivery_id
 
 
 def test_a_failed_try_is_retried_with_the_same_id_then_never_again(hook, admin_api):
     created, delivery_id = _one_delivery(hook, admin_api, plan=[500, 503])
     now = timezone.now()
-    first = webhooks.delivery_try(delivery_id=delivery_id, now=now)
+    first = webhook_delivery.delivery_try(delivery_id=delivery_id, now=now)
     assert first is not None and first < 60  # the first retry within a minute
     # Not due yet: nothing sent.
-    assert webhooks.delivery_try(delivery_id=delivery_id, now=now) is None
+    assert webhook_delivery.delivery_try(delivery_id=delivery_id, now=now) is None
     assert len(hook.requests) == 1
-    second = webhooks.delivery_try(delivery_id=delivery_id, now=now + timedelta(seconds=first + 1))
+    second = webhook_delivery.delivery_try(
+        delivery_id=delivery_id, now=now + timedelta(seconds=first + 1)
+    )
     assert second is not None and second > first
     later = now + timedelta(seconds=first + second + 2)
-    assert webhooks.delivery_try(delivery_id=delivery_id, now=later) is None  # a 200
+    assert webhook_delivery.delivery_try(delivery_id=delivery_id, now=later) is None  # a 200
     assert len(hook.requests) == 3
     assert len({r.headers["webhook-id"] for r in hook.requests}) == 1
     for request in hook.requests:
         verified(created["secret"], request)
     # Succeeded: never sent again, however often it is asked.
     for hours in (1, 10, 100):
-        webhooks.delivery_try(delivery_id=delivery_id, now=later + timedelta(hours=hours))
+        webhook_delivery.delivery_try(delivery_id=delivery_id, now=later + timedelta(hours=hours))
     assert len(hook.requests) == 3
     delivery = WebhookDelivery.objects.get(pk=delivery_id)
     assert delivery.status == "succeeded" and delivery.tries == 3
@@ -233,10 +235,12 @@ def test_a_failed_try_is_retried_with_the_same_id_then_never_again(hook, admin_a
 
 
 def test_the_retry_schedule_spans_half_an_hour_in_six_tries_or_more():
-    assert webhooks.TRIES >= 6
-    assert webhooks.RETRY_AFTER_S[0] < 60
-    assert sum(webhooks.RETRY_AFTER_S[: webhooks.TRIES - 1]) >= 30 * 60
-    assert list(webhooks.RETRY_AFTER_S) == sorted(webhooks.RETRY_AFTER_S)  # exponential-ish
+    assert webhook_delivery.TRIES >= 6
+    assert webhook_delivery.RETRY_AFTER_S[0] < 60
+    assert sum(webhook_delivery.RETRY_AFTER_S[: webhook_delivery.TRIES - 1]) >= 30 * 60
+    assert list(webhook_delivery.RETRY_AFTER_S) == sorted(
+        webhook_delivery.RETRY_AFTER_S
+    )  # exponential-ish
 
 
 def test_a_delivery_gives_up_after_its_last_try(hook, admin_api):
@@ -244,23 +248,23 @@ def test_a_delivery_gives_up_after_its_last_try(hook, admin_api):
     moment = timezone.now()
     waited = 0.0
     while True:
-        retry_in = webhooks.delivery_try(delivery_id=delivery_id, now=moment)
+        retry_in = webhook_delivery.delivery_try(delivery_id=delivery_id, now=moment)
         if retry_in is None:
             break
         waited += retry_in
         moment += timedelta(seconds=retry_in + 1)  # counted from the end of the try
     delivery = WebhookDelivery.objects.get(pk=delivery_id)
-    assert delivery.status == "failed" and delivery.tries == webhooks.TRIES
-    assert len(hook.requests) == webhooks.TRIES
+    assert delivery.status == "failed" and delivery.tries == webhook_delivery.TRIES
+    assert len(hook.requests) == webhook_delivery.TRIES
     assert waited >= 30 * 60 * 0.9  # the jitter may shorten each wait by a tenth
     assert WebhookEndpoint.objects.get(pk=created["id"]).failures_in_row == 1
 
 
 def test_a_timeout_is_a_failed_try(hook, admin_api, monkeypatch):
-    monkeypatch.setattr(webhooks, "TIMEOUT_S", 0.2)
+    monkeypatch.setattr(webhook_delivery, "TIMEOUT_S", 0.2)
     hook.delay_s = 1.0
     _, delivery_id = _one_delivery(hook, admin_api)
-    assert webhooks.delivery_try(delivery_id=delivery_id) is not None
+    assert webhook_delivery.delivery_try(delivery_id=delivery_id) is not None
     delivery = WebhookDelivery.objects.get(pk=delivery_id)
     assert delivery.status == "pending" and delivery.last_status_code is None
     assert "No answer within 0.2 s" in delivery.last_error
@@ -272,19 +276,19 @@ def test_a_try_under_way_is_not_made_twice_and_a_dead_one_resumes(hook, admin_ap
     now = timezone.now()
     # A worker claimed it and died mid-try.
     WebhookDelivery.objects.filter(pk=delivery_id).update(
-        claimed_until=now + timedelta(seconds=webhooks.CLAIM_S)
+        claimed_until=now + timedelta(seconds=webhook_delivery.CLAIM_S)
     )
-    assert webhooks.delivery_try(delivery_id=delivery_id, now=now) is None
-    assert delivery_id not in webhooks.deliveries_due(now=now)
-    later = now + timedelta(seconds=webhooks.CLAIM_S + 1)
-    assert delivery_id in webhooks.deliveries_due(now=later)
-    webhooks.delivery_try(delivery_id=delivery_id, now=later)
+    assert webhook_delivery.delivery_try(delivery_id=delivery_id, now=now) is None
+    assert delivery_id not in webhook_delivery.deliveries_due(now=now)
+    later = now + timedelta(seconds=webhook_delivery.CLAIM_S + 1)
+    assert delivery_id in webhook_delivery.deliveries_due(now=later)
+    webhook_delivery.delivery_try(delivery_id=delivery_id, now=later)
     assert WebhookDelivery.objects.get(pk=delivery_id).status == "succeeded"
 
 
 def test_redeliver_sends_it_again(hook, committed, admin_api):
     created, delivery_id = _one_delivery(hook, admin_api)
-    webhooks.delivery_try(delivery_id=delivery_id)
+    webhook_delivery.delivery_try(delivery_id=delivery_id)
     delivery = WebhookDelivery.objects.select_related("endpoint").get(pk=delivery_id)
     response = committed(admin_api.post, redeliver_url(delivery))
     assert response.status_code == 202, response.content
@@ -302,7 +306,7 @@ def test_an_endpoint_failing_100_deliveries_in_a_row_is_disabled(hook, admin_api
     created, delivery_id = _one_delivery(hook, admin_api, plan=[500] * 20)
     WebhookEndpoint.objects.filter(pk=created["id"]).update(failures_in_row=99)
     WebhookDelivery.objects.filter(pk=delivery_id).update(tries_left=1)
-    webhooks.delivery_try(delivery_id=delivery_id)
+    webhook_delivery.delivery_try(delivery_id=delivery_id)
     endpoint = WebhookEndpoint.objects.get(pk=created["id"])
     assert not endpoint.is_active
     assert "100 deliveries in a row failed" in endpoint.disabled_reason
@@ -318,8 +322,8 @@ def test_an_endpoint_failing_100_deliveries_in_a_row_is_disabled(hook, admin_api
     with transaction.atomic():
         log.live_locked(challenge=endpoint.challenge)
         event = with_lock(challenge=endpoint.challenge, type="board.changed", data={})
-    assert webhooks.deliveries_create(event_ids=[event.pk]) == []
-    webhooks.endpoint_enable(endpoint=endpoint)
+    assert webhook_delivery.deliveries_create(event_ids=[event.pk]) == []
+    webhook_delivery.endpoint_enable(endpoint=endpoint)
     endpoint.refresh_from_db()
     assert endpoint.is_active and endpoint.failures_in_row == 0
 
@@ -327,14 +331,14 @@ def test_an_endpoint_failing_100_deliveries_in_a_row_is_disabled(hook, admin_api
 def test_a_success_resets_the_count_of_failures(hook, admin_api):
     created, delivery_id = _one_delivery(hook, admin_api)
     WebhookEndpoint.objects.filter(pk=created["id"]).update(failures_in_row=42)
-    webhooks.delivery_try(delivery_id=delivery_id)
+    webhook_delivery.delivery_try(delivery_id=delivery_id)
     assert WebhookEndpoint.objects.get(pk=created["id"]).failures_in_row == 0
 
 
 def test_fan_out_is_idempotent(hook, admin_api):
     _, delivery_id = _one_delivery(hook, admin_api)
     event_id = WebhookDelivery.objects.get(pk=delivery_id).event_id
-    assert webhooks.deliveries_create(event_ids=[event_id]) == []
+    assert webhook_delivery.deliveries_create(event_ids=[event_id]) == []
     assert WebhookDelivery.objects.count() == 1
 
 
@@ -418,7 +422,7 @@ def test_only_http_and_https(url):
 def test_a_private_endpoint_fails_its_delivery_by_default(hook, admin_api, settings):
     _, delivery_id = _one_delivery(hook, admin_api)
     settings.PODIUM_WEBHOOK_ALLOW_PRIVATE = False
-    webhooks.delivery_try(delivery_id=delivery_id)
+    webhook_delivery.delivery_try(delivery_id=delivery_id)
     delivery = WebhookDelivery.objects.get(pk=delivery_id)
     assert hook.requests == []
     assert "not public" in delivery.last_error and delivery.status == "pending"

@@ -9,7 +9,7 @@ from django.db import transaction
 from django.urls import reverse
 
 from challenges import tasks
-from challenges.events import log, outbound, webhooks
+from challenges.events import log, outbound, webhook_delivery
 from challenges.models import WebhookDelivery, WebhookEndpoint
 from tests.factories import make_challenge
 
@@ -62,16 +62,18 @@ def test_the_delivery_log_and_redeliver(
     admin_client, django_capture_on_commit_callbacks, monkeypatch
 ):
     challenge = make_challenge()
-    endpoint = webhooks.endpoint_create(challenge=challenge, url="https://hooks.example.com/")
+    endpoint = webhook_delivery.endpoint_create(
+        challenge=challenge, url="https://hooks.example.com/"
+    )
     with transaction.atomic():
         log.live_locked(challenge=challenge)
         event = log.event_write(challenge=challenge, type="board.changed", data={"top": []})
-    [delivery_id] = webhooks.deliveries_create(event_ids=[event.pk])
+    [delivery_id] = webhook_delivery.deliveries_create(event_ids=[event.pk])
 
     def fails(url, **kwargs):
         return outbound.Answer(502, "bad gateway", "", 12.5)
 
-    webhooks.delivery_try(delivery_id=delivery_id, post=fails)
+    webhook_delivery.delivery_try(delivery_id=delivery_id, post=fails)
     page = admin_client.get(reverse(DELIVERIES)).content.decode()
     assert "board.changed" in page and "502" in page
     detail = admin_client.get(
@@ -87,7 +89,7 @@ def test_the_delivery_log_and_redeliver(
         )
     assert sent == [delivery_id]
     delivery = WebhookDelivery.objects.get(pk=delivery_id)
-    assert delivery.status == "pending" and delivery.tries_left == webhooks.TRIES
+    assert delivery.status == "pending" and delivery.tries_left == webhook_delivery.TRIES
     # A disabled endpoint shows why, and is enabled again by the action.
     WebhookEndpoint.objects.filter(pk=endpoint.pk).update(
         is_active=False, disabled_reason="100 deliveries in a row failed"

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from challenges.models import AttemptScore
-from scoring.registry import registry
+from scoring.project_registry import registry
 from tests.factories import SEED_ATTEMPT, make_challenge
 from tests.urls import attempts_url
 

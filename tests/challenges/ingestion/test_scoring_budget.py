@@ -12,7 +12,7 @@ import pytest
 from challenges.ingestion import budget
 from challenges.leaderboards import changes
 from challenges.models import Attempt, AttemptScore, LeaderboardEntry
-from scoring.registry import registry
+from scoring.project_registry import registry
 from tests.challenges.ingestion import text_plugins
 from tests.factories import make_challenge
 from tests.urls import attempts_url, leaderboard_url, schema_url

@@ -20,7 +20,7 @@ from urllib.parse import urlsplit, urlunsplit
 import pytest
 
 from challenges.leaderboards import precision
-from challenges.leaderboards.metrics import challenge_metrics
+from challenges.leaderboards.metric_counts import challenge_metrics
 from challenges.models import Attempt, AttemptScore, Challenge, Player, ScoringVersion
 from scoring.engine import metrics as M
 

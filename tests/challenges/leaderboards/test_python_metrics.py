@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from challenges.leaderboards import metrics as metrics_module
+from challenges.leaderboards import metric_counts as metrics_module
 from challenges.models import Challenge
 from tests.urls import attempts_url, challenges_url, change_url, metrics_url, page_url
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from challenges.leaderboards.rules import TIE_RULE
+from challenges.leaderboards.tie_rule import TIE_RULE
 from tests.factories import make_challenge
 from tests.urls import page_url, schema_url
 

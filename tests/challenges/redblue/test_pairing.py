@@ -11,7 +11,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from challenges.ingestion import rules
+from challenges.ingestion import admission
 from challenges.models import Pairing, Submission
 from challenges.redblue import services
 from challenges.setup import services as setup_services
@@ -117,13 +117,13 @@ def test_outside_the_window_and_over_a_cap_nothing_is_written():
     c = make_red_blue(attempts_total=2)
     submit(c, "p", "red")
     submit(c, "p", "red")
-    with pytest.raises(rules.LimitExceeded):
+    with pytest.raises(admission.LimitExceeded):
         submit(c, "p", "red")
     assert Submission.objects.count() == 2
     setup_services.challenge_update(
         challenge=c, data={"closes_at": timezone.now() - timedelta(seconds=1)}
     )
     c.refresh_from_db()
-    with pytest.raises(rules.ScheduleClosed):
+    with pytest.raises(admission.ScheduleClosed):
         submit(c, "q", "blue")
     assert Submission.objects.count() == 2 and not Pairing.objects.exists()

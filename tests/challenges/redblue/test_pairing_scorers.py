@@ -12,7 +12,7 @@ from django.db import connection
 from challenges.models import Pairing
 from challenges.redblue import points as red_blue_points
 from challenges.setup import services as setup_services
-from scoring.registry import registry
+from scoring.project_registry import registry
 from tests.challenges.redblue.factories import SUITE, judge, make_red_blue, submit
 from tests.urls import challenges_url, detail_url, judgement_url, standings_url
 

@@ -10,10 +10,10 @@ import threading
 import pytest
 
 from challenges.models import Event, HistoryRecord, Pairing, ScoringVersion
-from challenges.redblue import kept as red_blue_kept
 from challenges.redblue import selectors
+from challenges.redblue import standings_cache as red_blue_kept
 from challenges.setup import services as setup_services
-from scoring.registry import registry
+from scoring.project_registry import registry
 from tests.challenges.redblue.factories import judge, make_red_blue, submit
 from tests.challenges.rescoring._jobs import postgres_only
 from tests.challenges.rescoring._threads import Session

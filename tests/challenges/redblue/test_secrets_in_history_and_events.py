@@ -15,7 +15,7 @@ from challenges.events import hub as events_hub
 from challenges.events import log, moments
 from challenges.models import Event, HistoryRecord, Pairing
 from challenges.setup import services as setup_services
-from scoring.registry import registry
+from scoring.project_registry import registry
 from tests.challenges.redblue.factories import judge, make_red_blue, submit
 from tests.urls import page_url
 

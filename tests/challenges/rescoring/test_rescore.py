@@ -17,7 +17,7 @@ from challenges.models import (
 )
 from challenges.rescoring import jobs as rescoring
 from challenges.setup import services as setup_services
-from scoring.registry import registry
+from scoring.project_registry import registry
 from tests.factories import WEIGHTED_SEED, attempt_input, make_challenge, record
 
 pytestmark = pytest.mark.django_db

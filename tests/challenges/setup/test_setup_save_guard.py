@@ -9,7 +9,7 @@ import pytest
 
 from challenges.models import AttemptScore, Challenge, ScoringSetupUnversioned
 from challenges.setup import services as setup_services
-from scoring.registry import registry
+from scoring.project_registry import registry
 from tests.factories import counts, make_challenge
 from tests.urls import attempts_url
 

@@ -11,7 +11,7 @@ from challenges.models import Attempt, Challenge, ChallengeFormat, RedBlueScorin
 from scoring.engine.config import validate_config
 from scoring.engine.protocol import ConfigError, RegistryError
 from scoring.engine.red_blue import MAX_SUITE, PAIRING_METHOD
-from scoring.registry import registry
+from scoring.project_registry import registry
 
 CODE = re.compile(r"[A-Za-z0-9_-]{1,32}")
 

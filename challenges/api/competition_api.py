@@ -18,16 +18,16 @@ from rest_framework.views import APIView
 from challenges.api.fields import StrictBooleanField, StrictCharField
 from challenges.api.serializers import StrictSerializer
 from challenges.audit import Kind
-from challenges.ingestion import moderation, rules
+from challenges.ingestion import admission, moderation
 from challenges.models import Attempt, AuditEvent, Challenge, Player
 from challenges.permissions import IsScoringAdmin, IsStaffMember
 from challenges.text import row_id
 
 
-def refusal_response(exc: rules.ScheduleClosed | rules.LimitExceeded) -> Response:
+def refusal_response(exc: admission.ScheduleClosed | admission.LimitExceeded) -> Response:
     """409 for an attempt outside the window, 429 (with Retry-After when waiting helps)
     for one over a cap. Nothing was written."""
-    if isinstance(exc, rules.ScheduleClosed):
+    if isinstance(exc, admission.ScheduleClosed):
         body = {
             "detail": exc.message,
             "opens_at": exc.opens_at.isoformat() if exc.opens_at else None,

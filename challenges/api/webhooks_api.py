@@ -14,7 +14,7 @@ from rest_framework.views import APIView
 
 from challenges.api.fields import StrictCharField
 from challenges.api.serializers import StrictSerializer
-from challenges.events import webhooks
+from challenges.events import webhook_delivery
 from challenges.models import Challenge, Event, WebhookDelivery, WebhookEndpoint
 from challenges.permissions import IsScoringAdmin
 from challenges.text import row_id
@@ -109,8 +109,8 @@ class EndpointList(APIView):
         body = EndpointInSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         try:
-            endpoint = webhooks.endpoint_create(challenge=challenge, **body.validated_data)
-        except webhooks.WebhookInvalid as exc:
+            endpoint = webhook_delivery.endpoint_create(challenge=challenge, **body.validated_data)
+        except webhook_delivery.WebhookInvalid as exc:
             raise serializers.ValidationError({exc.field: [str(exc)]}) from None
         return Response(EndpointCreatedSerializer(endpoint).data, status=status.HTTP_201_CREATED)
 
@@ -130,7 +130,9 @@ class DeliveryList(APIView):
             .order_by("-pk")[:DELIVERIES_PAGE]
         )
         return Response(
-            DeliverySerializer([webhooks.delivery_json(d) for d in deliveries], many=True).data
+            DeliverySerializer(
+                [webhook_delivery.delivery_json(d) for d in deliveries], many=True
+            ).data
         )
 
 
@@ -142,9 +144,9 @@ class Redeliver(APIView):
         endpoint = _found(WebhookEndpoint, wid, challenge_id=row_id(pk))
         delivery = _found(WebhookDelivery, did, endpoint=endpoint)
         try:
-            delivery = webhooks.delivery_redeliver(delivery=delivery)
-        except webhooks.WebhookInvalid as exc:
+            delivery = webhook_delivery.delivery_redeliver(delivery=delivery)
+        except webhook_delivery.WebhookInvalid as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
-        webhooks.delivery_send(delivery_id=delivery.pk)
-        body = DeliverySerializer(webhooks.delivery_json(delivery)).data
+        webhook_delivery.delivery_send(delivery_id=delivery.pk)
+        body = DeliverySerializer(webhook_delivery.delivery_json(delivery)).data
         return Response(body, status=status.HTTP_202_ACCEPTED)

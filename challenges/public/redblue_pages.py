@@ -14,7 +14,7 @@ from challenges.leaderboards.selectors import PAGE
 from challenges.models import Challenge, RedBlueScoring
 from challenges.public import display, schedule
 from challenges.public.markdown import render_markdown
-from challenges.redblue import kept, selectors
+from challenges.redblue import selectors, standings_cache
 
 POLICY_WORDS = {
     "latest_best": "the newest",
@@ -75,7 +75,7 @@ def points_sentence(challenge: Challenge) -> str:
 
 
 def red_blue_page(request: HttpRequest, challenge: Challenge) -> HttpResponse:
-    """The page, kept until the standings change (``redblue.kept``): its key names the
+    """The page, kept until the standings change (``redblue.standings_cache``): its key names the
     challenge as saved, the standings' generation, the boards' pages, and what of the
     clock the page shows (the schedule's words, whether the attacks are out)."""
     now = timezone.now()
@@ -90,13 +90,15 @@ def red_blue_page(request: HttpRequest, challenge: Challenge) -> HttpResponse:
         "page",
         challenge.pk,
         challenge.updated_at.isoformat(),
-        kept.generation(challenge.pk),
+        standings_cache.generation(challenge.pk),
         red_page,
         blue_page,
         repr(banner),
         revealed,
     )
-    html = kept.kept(key, lambda: _html(request, challenge, red_page, blue_page, banner, now))
+    html = standings_cache.kept(
+        key, lambda: _html(request, challenge, red_page, blue_page, banner, now)
+    )
     return HttpResponse(html)
 
 

@@ -1,7 +1,7 @@
 """The admin of webhooks (admins only): add an endpoint (its signing secret is shown
 once, in the message after saving), see why one was disabled and enable it again, and
 read each endpoint's delivery log, with redelivery. Every change goes through
-``events.webhooks``, as the API's does."""
+``events.webhook_delivery``, as the API's does."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from challenges.admin.competition import AppendOnly
-from challenges.events import webhooks
+from challenges.admin.competition_admin import AppendOnly
+from challenges.events import webhook_delivery
 from challenges.models import Event, WebhookDelivery, WebhookEndpoint
 from challenges.permissions import is_scoring_admin
 
@@ -71,7 +71,7 @@ class WebhookEndpointAdmin(_AdminsOnly, admin.ModelAdmin):
         if change:
             super().save_model(request, obj, form, change)
             return
-        endpoint = webhooks.endpoint_create(
+        endpoint = webhook_delivery.endpoint_create(
             challenge=form.cleaned_data["challenge"],
             url=form.cleaned_data["url"],
             events=form.cleaned_data["events"],
@@ -89,7 +89,7 @@ class WebhookEndpointAdmin(_AdminsOnly, admin.ModelAdmin):
     @admin.action(description="Enable selected endpoints again")
     def enable_selected(self, request: HttpRequest, queryset: QuerySet[WebhookEndpoint]) -> None:
         for endpoint in queryset:
-            webhooks.endpoint_enable(endpoint=endpoint)
+            webhook_delivery.endpoint_enable(endpoint=endpoint)
         self.message_user(request, f"{queryset.count()} enabled.", messages.SUCCESS)
 
 
@@ -124,11 +124,11 @@ class WebhookDeliveryAdmin(_AdminsOnly, AppendOnly, admin.ModelAdmin):
         sent, refused = 0, []
         for delivery in queryset.select_related("endpoint"):
             try:
-                webhooks.delivery_redeliver(delivery=delivery)
-            except webhooks.WebhookInvalid as exc:
+                webhook_delivery.delivery_redeliver(delivery=delivery)
+            except webhook_delivery.WebhookInvalid as exc:
                 refused.append(f"{delivery.pk}: {exc}")
                 continue
-            webhooks.delivery_send(delivery_id=delivery.pk)
+            webhook_delivery.delivery_send(delivery_id=delivery.pk)
             sent += 1
         if sent:
             self.message_user(request, f"{sent} queued again.", messages.SUCCESS)

@@ -13,9 +13,9 @@ from django.views.decorators.http import require_safe
 from challenges.leaderboards import history as switch_history
 from challenges.leaderboards import selectors
 from challenges.leaderboards.player import player_page
-from challenges.leaderboards.rules import TIE_RULE
+from challenges.leaderboards.tie_rule import TIE_RULE
 from challenges.public import display
-from challenges.public import evaluation as public_evaluation
+from challenges.public import evaluation_pages as public_evaluation
 from challenges.text import page_number
 
 

@@ -21,8 +21,8 @@ from django.db.models.fields.json import KeyTextTransform, KeyTransform
 from challenges.leaderboards import exclusions, precision, sql
 from challenges.models import AttemptScore, AuditEvent, Challenge, ScoringVersion
 from scoring import sandbox
-from scoring.engine import metrics as M
-from scoring.engine import strategies as S
+from scoring.engine import metrics as engine_metrics
+from scoring.engine import strategies
 from scoring.engine.protocol import AttemptMetrics
 from scoring.engine.scorers_list import SCORE, ranking_of
 from scoring.engine.shims import metric_program_code
@@ -98,7 +98,7 @@ def challenge_metrics(
     never public). A python metric that failed has ``error`` (for admins: callers
     showing metrics to the public drop it)."""
     version = challenge.active_version
-    if version is None or version.scoring_strategy != S.PYTHON:
+    if version is None or version.scoring_strategy != strategies.PYTHON:
         return []
     scored = AttemptScore.objects.filter(version=version).order_by()
     # Hidden and practice attempts, and hidden players, are in no public aggregate.
@@ -111,8 +111,8 @@ def challenge_metrics(
         if not version.metrics:
             return []
         try:
-            metrics = M.validate_metrics(version.metrics)
-        except M.MetricsInvalid:
+            metrics = engine_metrics.validate_metrics(version.metrics)
+        except engine_metrics.MetricsInvalid:
             return []  # saved before validation existed: nothing trustworthy to show
         return [_metric(version, scored, metric, None, n) for n, metric in enumerate(metrics)]
     rank_key = ranking_of(version.scorers, version.rank_by)[0]
@@ -136,7 +136,7 @@ def public_metrics(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def _metric(
     version: ScoringVersion, scored: Any, metric: dict[str, Any], path: str | None, n: int
 ) -> dict[str, Any]:
-    if metric["type"] == M.PYTHON_METRIC:
+    if metric["type"] == engine_metrics.PYTHON_METRIC:
         value, error = python_metric_value(
             version=version, metric=metric, scorer=path, n=n, scored=scored
         )
@@ -144,11 +144,11 @@ def _metric(
         if error:
             entry["error"] = error
         return entry
-    if M.is_paired(metric):
+    if engine_metrics.is_paired(metric):
         counts = _grouped(scored, {"p": metric["prediction"], "t": metric["label"]}, path)
     else:
         counts = _grouped(scored, {"v": metric["field"]}, path)
-    value = precision.served_json(M.compute(metric, counts))
+    value = precision.served_json(engine_metrics.compute(metric, counts))
     return {"name": metric["name"], "type": metric["type"], "value": value}
 
 

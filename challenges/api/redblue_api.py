@@ -18,11 +18,11 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from challenges.api.competition import refusal_response
+from challenges.api.competition_api import refusal_response
 from challenges.api.fields import StrictCharField, StrictIntegerField
 from challenges.api.serializers import StrictSerializer
 from challenges.api.views import BodyCheckedMixin, _iso
-from challenges.ingestion import idempotency, rules
+from challenges.ingestion import admission, idempotency
 from challenges.leaderboards import precision
 from challenges.leaderboards import selectors as board_selectors
 from challenges.models import Challenge, ChallengeFormat, Pairing
@@ -32,9 +32,9 @@ from challenges.permissions import (
     is_staff_member,
     writable_challenges,
 )
-from challenges.redblue import kept as red_blue_kept
 from challenges.redblue import points as red_blue_points
 from challenges.redblue import selectors, services
+from challenges.redblue import standings_cache as red_blue_kept
 from challenges.text import row_id
 
 TEAMS = ["red", "blue"]
@@ -201,7 +201,7 @@ class SubmissionCreate(_RedBlueView):
             )
         except services.TeamConflict as exc:
             return _conflict(exc)
-        except (rules.ScheduleClosed, rules.LimitExceeded) as exc:
+        except (admission.ScheduleClosed, admission.LimitExceeded) as exc:
             return refusal_response(exc)
 
 
@@ -436,7 +436,7 @@ class StandingsView(APIView):
     )
     def get(self, request: Request, pk: str) -> HttpResponse:
         # Polled: the leaderboard's constant probe (a cached copy of the challenge), and
-        # the JSON kept until the standings change (challenges/redblue/kept.py).
+        # the JSON kept until the standings change (challenges/redblue/standings_cache.py).
         challenge = board_selectors.challenge_for_board(
             pk=pk, include_inactive=is_staff_member(request.user)
         )
