@@ -50,7 +50,7 @@ class ScoringSetupFields(models.Model):
     score_key = models.CharField(max_length=64, blank=True)
     metrics = models.JSONField(default=list, blank=True, decoder=TextSafeJSONDecoder)
     timeout_ms = models.PositiveIntegerField(default=5000)
-    # Several scorers of a python challenge (README, "Writing scorers");
+    # Several scorers of a python challenge (docs/writing-scorers.md);
     # empty: the single-scorer fields above are the one scorer.
     scorers = models.JSONField(default=list, blank=True)
     rank_by = models.CharField(max_length=200, blank=True)
@@ -136,7 +136,7 @@ class Challenge(ScoringSetupFields):
     active_version = models.ForeignKey(
         "ScoringVersion", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
-    # Running a competition (the README's section): the window attempts rank in, caps.
+    # Running a competition (docs/competitions.md): the window attempts rank in, caps.
     opens_at = models.DateTimeField(null=True, blank=True)
     closes_at = models.DateTimeField(null=True, blank=True)
     late_attempts = models.CharField(

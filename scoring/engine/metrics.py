@@ -1,4 +1,5 @@
-"""Aggregate metrics of a snippet challenge (README, "custom metrics"), in plain Python.
+"""Aggregate metrics of a snippet challenge (docs/writing-scorers.md, "custom metrics"),
+in plain Python.
 
 A challenge's ``metrics`` is a list of
 
