@@ -16,6 +16,11 @@ while attempts are recorded, on PostgreSQL, with a real Celery worker and uvicor
 Target: p99 <= 2 s from commit to every subscriber; no subscriber dropped (each gets the
 last attempt's event). Exits non-zero when missed.
 
+``--reads SECONDS``: meanwhile, the web read targets (the public page and the API
+leaderboard at >= 0.6x ``/healthz``, measured side by side under gunicorn with wrk, as
+bench/leaderboard.py does) while the streams are open and attempts recorded; the
+recording then lasts as long as the wrk rounds.
+
 ``--fanout``: instead, webhook fan-out: EVENTS events (default 1,000) to ENDPOINTS
 endpoints (default 10) on a local receiver that fails 20 % of requests (a 500), the
 retry schedule scaled by ``--retry-scale`` (default 0.01: 0.1 s, 0.6 s, 3 s, 9 s ...) so
@@ -26,6 +31,7 @@ that a run takes minutes; every delivery must succeed (none failed, none twice a
     BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/podium_bench_live \\
     BENCH_REDIS_URL=redis://127.0.0.1:6379/14 \\
     .venv/bin/python bench/live.py [--subscribers 1000] [--seconds 20] [--rate N]
+                                   [--reads 5 [--rounds 3]]
     .venv/bin/python bench/live.py --fanout [--events 1000] [--endpoints 10]
 """
 
@@ -155,6 +161,26 @@ def subscribers_process(port: int, count: int, pipe) -> None:
     asyncio.run(streams(port, count, pipe))
 
 
+def reads_under_streams(challenge, *, seconds: float, rounds: int) -> bool:
+    """The web read targets (reads >= 0.6x /healthz, bench/leaderboard.py's) while the
+    streams are open and attempts recorded: gunicorn on the same database and cache as
+    uvicorn and the worker, wrk beside /healthz in the same rounds."""
+    env = {
+        **environment(),
+        "DEBUG": "false",
+        "SECRET_KEY": "bench-only-secret-key-not-for-production",
+        # The embedded broker for the read server, as bench/leaderboard.py: /healthz
+        # checks the broker, and against Redis it opens a connection per request (the
+        # reference falls to a third). A read sends no task.
+        "CELERY_BROKER_URL": "filesystem://localhost//",
+    }
+    targets = [
+        ("page", f"/challenges/{SLUG}/"),
+        ("API leaderboard ?limit=50", f"/api/challenges/{challenge.pk}/leaderboard/?limit=50"),
+    ]
+    return _http.reads_beside_healthz(env, targets, seconds=seconds, rounds=rounds, connections=8)
+
+
 def fanout(args: argparse.Namespace) -> int:
     """Webhook fan-out through the real worker to a receiver failing 20 % of requests."""
     import random
@@ -247,6 +273,11 @@ def main() -> int:
     parser.add_argument("--endpoints", type=int, default=10)
     parser.add_argument("--retry-scale", type=float, default=0.01)
     parser.add_argument("--limit", type=float, default=600, help="seconds to wait at most")
+    parser.add_argument(
+        "--reads", type=float, default=0,
+        help="seconds per wrk round: the web read targets measured while the streams are open",
+    )  # fmt: skip
+    parser.add_argument("--rounds", type=int, default=3, help="--reads: wrk rounds")
     args = parser.parse_args()
     if args.fanout:
         return fanout(args)
@@ -290,6 +321,8 @@ def main() -> int:
         measured = 100 / (time.monotonic() - started)
         rate = args.rate or measured / 2
         print(f"sequential ingest: {measured:.0f} attempts/s; recording at {rate:.0f}/s")
+        if args.reads:  # record for as long as the wrk rounds take (3 paths, warm-ups)
+            args.seconds = max(args.seconds, 3 * (args.rounds * args.reads + 1) + 15)
         first = 100
         total = int(rate * args.seconds)
         commits: dict[int, float] = {}
@@ -327,7 +360,13 @@ def main() -> int:
         client.start()
         assert ours.recv() == "open"
         print(f"{args.subscribers} streams open")
-        run()
+        if args.reads:  # the reads are measured while the streams are open and fed
+            recorder = threading.Thread(target=run)
+            recorder.start()
+            reads_ok = reads_under_streams(challenge, seconds=args.reads, rounds=args.rounds)
+            recorder.join()
+        else:
+            run()
         time.sleep(3)  # the last look and its events
         ours.send("stop")
         subs = []
@@ -376,6 +415,9 @@ def main() -> int:
     )
     ok = p99 <= 2.0 and dropped == 0
     print("target (p99 <= 2 s, none dropped):", "met" if ok else "MISSED")
+    if args.reads:
+        print("web read targets under the stream load:", "met" if reads_ok else "MISSED")
+        ok = ok and reads_ok
     return 0 if ok else 1
 
 
