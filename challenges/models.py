@@ -513,7 +513,7 @@ class LeaderboardEntry(models.Model):
     sort_key = models.FloatField()
     created_at = models.DateTimeField()
     # The attempt this row held when the public pages last ranked its version (see
-    # challenges/ranking.py): a row holding another attempt is new or improved since.
+    # challenges/leaderboards/ranking.py): a row holding another attempt is new or improved since.
     # Ingestion never sets it, so an upserted row is "unranked"; a rebuild writes its rows
     # ranked and drops the version's checkpoints (recomputed by the next reader).
     ranked_attempt_id = models.BigIntegerField(null=True, blank=True, editable=False)
@@ -544,7 +544,7 @@ class LeaderboardRanking(models.Model):
     Every ``PAGE``-th entry in rank order is a checkpoint: its ranking key and its
     competition rank. A page is then one index range read from its checkpoint (never a
     large OFFSET), and a player's rank is a checkpoint plus a few rows. Recomputed when
-    entries changed (challenges/ranking.py); ``stale`` marks deletions, which leave no
+    entries changed (challenges/leaderboards/ranking.py); ``stale`` marks deletions, which leave no
     changed row behind."""
 
     # No constraint: a frozen board's ranking is keyed by the negated version id (see

@@ -262,7 +262,6 @@ def multiclass(pairs: Mapping[tuple[float, float], int]) -> dict[str, Any] | Non
 
 
 def compute(metric: Mapping[str, Any], counts: Mapping[Any, int]) -> Any:
-    # (python metrics are computed in the sandbox: challenges/metrics.py)
     """The value of one (validated) metric from its counts: value → count, or
     (prediction, label) → count for the classification types."""
     kind = metric["type"]
