@@ -40,13 +40,13 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import Count, F, Max
 from django.dispatch import Signal
 from django.utils import timezone
 
 from challenges import audit
-from challenges.leaderboards import evaluation, partitions, scores, sql
+from challenges.leaderboards import bulk, evaluation, partitions, scores, sql
 from challenges.models import (
     AuditEvent,
     Challenge,
@@ -295,7 +295,7 @@ def _chunk_score(chunk_id: int) -> tuple[RescoreJob, RescoreChunk] | None:
     if scores.scored_in_sql(version):
         return _chunk_score_in_sql(chunk_id, version, **span)
 
-    attempts = scores.attempt_rows(challenge_id=job.challenge_id, **span)
+    attempts = bulk.attempt_rows(challenge_id=job.challenge_id, **span)
     scorer = scoring.rows_scorer(version=version, challenge=version.challenge, attempts=attempts)
     batches = _Batches(len(attempts))
     with _BatchWriter(chunk_id, version) as writer:
@@ -312,7 +312,7 @@ def _chunk_score(chunk_id: int) -> tuple[RescoreJob, RescoreChunk] | None:
 class _BatchWriter:
     """Writes computed batches in short transactions (``_batch_write``).
 
-    Each batch is made ready to write (``scores.scores_prepare``: its COPY text) by the
+    Each batch is made ready to write (``bulk.scores_prepare``: its COPY text) by the
     thread that scored it. On PostgreSQL, outside a caller's transaction, a thread with
     its own connection writes while the next batch is computed (the database works while
     Python does; the writes wait for nothing the scorer holds), and the batches that
@@ -325,8 +325,8 @@ class _BatchWriter:
         self.chunk_id, self.version = chunk_id, version
         self.stopped = False
         self.error: BaseException | None = None
-        self.threaded = sql.postgres() and not connection.in_atomic_block
-        self.queue: queue.Queue[scores.ScoreBatch | None] = queue.Queue(maxsize=WRITE_QUEUE)
+        self.threaded = bulk.own_connections()
+        self.queue: queue.Queue[bulk.ScoreBatch | None] = queue.Queue(maxsize=WRITE_QUEUE)
         self.thread: threading.Thread | None = None
 
     def __enter__(self) -> _BatchWriter:
@@ -337,47 +337,43 @@ class _BatchWriter:
             # fed (bench/rescore.py: weighted, 1 process, 2.33 -> 1.91 s per 100k).
             self.switch_interval = sys.getswitchinterval()
             sys.setswitchinterval(min(self.switch_interval, WRITER_SWITCH_INTERVAL_S))
-            self.thread = threading.Thread(target=self._drain, daemon=True, name="batch-writer")
-            self.thread.start()
+            self.thread = bulk.thread_start(self._drain, name="batch-writer")
         return self
 
-    def put(self, batch: list[scores.AttemptRow], outcomes: list[Any]) -> bool:
+    def put(self, batch: list[bulk.AttemptRow], outcomes: list[Any]) -> bool:
         """Hand a batch over; False once the writer stopped (the job is off, or an error:
         raised when the writer closes)."""
         if self.stopped or self.error is not None:
             return False
-        ready = scores.scores_prepare(version=self.version, attempts=batch, outcomes=outcomes)
+        ready = bulk.scores_prepare(version=self.version, attempts=batch, outcomes=outcomes)
         if not self.threaded:
             self.stopped = not self._write([ready])
             return not self.stopped
         self.queue.put(ready)
         return not (self.stopped or self.error is not None)
 
-    def _write(self, batches: list[scores.ScoreBatch]) -> bool:
+    def _write(self, batches: list[bulk.ScoreBatch]) -> bool:
         return retry_transient(lambda: _batch_write(self.chunk_id, batches), what="rescore batch")
 
     def _drain(self) -> None:
-        try:
-            while (item := self.queue.get()) is not None:
-                batches, done = [item], False
-                while len(batches) < WRITE_QUEUE:  # what queued up meanwhile goes too
-                    try:
-                        more = self.queue.get_nowait()
-                    except queue.Empty:
-                        break
-                    if more is None:
-                        done = True
-                        break
-                    batches.append(more)
-                if not (self.stopped or self.error is not None):  # else keep taking batches
-                    try:  # so that put() never blocks
-                        self.stopped = not self._write(batches)
-                    except BaseException as exc:  # raised in the scoring thread at close
-                        self.error = exc
-                if done:
+        while (item := self.queue.get()) is not None:
+            batches, done = [item], False
+            while len(batches) < WRITE_QUEUE:  # what queued up meanwhile goes too
+                try:
+                    more = self.queue.get_nowait()
+                except queue.Empty:
                     break
-        finally:
-            connection.close()  # this thread's own connection
+                if more is None:
+                    done = True
+                    break
+                batches.append(more)
+            if not (self.stopped or self.error is not None):  # else keep taking batches
+                try:  # so that put() never blocks
+                    self.stopped = not self._write(batches)
+                except BaseException as exc:  # raised in the scoring thread at close
+                    self.error = exc
+            if done:
+                break
 
     def __exit__(self, *exc_info: object) -> None:
         if self.thread is not None:
@@ -397,7 +393,7 @@ class _Batches:
         self.total, self.start, self.size = total, 0, FIRST_BATCH
         self.started = time.perf_counter()
 
-    def next(self, attempts: list[scores.AttemptRow]) -> list[scores.AttemptRow] | None:
+    def next(self, attempts: list[bulk.AttemptRow]) -> list[bulk.AttemptRow] | None:
         if self.start >= self.total:
             return None
         batch = attempts[self.start : self.start + self.size]
@@ -435,7 +431,7 @@ def _lock_chunk_of_active_job(chunk_id: int) -> RescoreChunk | None:
     return chunk
 
 
-def _batch_write(chunk_id: int, batches: list[scores.ScoreBatch]) -> bool:
+def _batch_write(chunk_id: int, batches: list[bulk.ScoreBatch]) -> bool:
     """Write computed batches (one short transaction); False when the chunk is done or
     its job is no longer on: nothing is written."""
     with transaction.atomic():
