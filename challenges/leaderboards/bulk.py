@@ -8,9 +8,11 @@ from __future__ import annotations
 import functools
 import json
 import re
+import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -43,13 +45,6 @@ def _on_own_connection(work: Callable[..., None], *args: Any) -> None:
         connection.close()  # this thread's own connection
 
 
-def thread_start(work: Callable[[], None], *, name: str) -> threading.Thread:
-    """Run ``work`` in a daemon thread, on that thread's own connection."""
-    thread = threading.Thread(target=_on_own_connection, args=(work,), daemon=True, name=name)
-    thread.start()
-    return thread
-
-
 def in_parallel(work: Callable[[int], None], *, parts: int) -> None:
     """``work(k)`` for k in range(parts), each in a thread on its own connection; a
     failure is raised again here once all have ended."""
@@ -57,6 +52,28 @@ def in_parallel(work: Callable[[int], None], *, parts: int) -> None:
         done = [pool.submit(_on_own_connection, work, k) for k in range(parts)]
     for future in done:
         future.result()
+
+
+WRITER_SWITCH_INTERVAL_S = 0.0005
+
+
+@contextmanager
+def writer_thread(work: Callable[[], None]) -> Iterator[None]:
+    """Run ``work`` in a thread on its own connection while the block runs (the block
+    tells it to stop before it ends: the thread is joined then), with a short GIL switch
+    interval meanwhile. The writer waits on the socket many times per COPY; each time it
+    must win the GIL back from the scoring thread, which by default yields it only every
+    5 ms: the database then idles (b88a0e6). Only while both run: no other process or
+    moment has a thread waiting on a socket to feed."""
+    was = sys.getswitchinterval()
+    sys.setswitchinterval(min(was, WRITER_SWITCH_INTERVAL_S))
+    thread = threading.Thread(target=_on_own_connection, args=(work,), daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        thread.join()
+        sys.setswitchinterval(was)
 
 
 # --- models built positionally ----------------------------------------------------------------

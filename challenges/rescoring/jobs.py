@@ -27,14 +27,11 @@ The guarantees, and where each one lives:
 
 from __future__ import annotations
 
-import gc
 import logging
 import queue
-import sys
-import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -230,8 +227,7 @@ def chunk_run(*, chunk_id: int, finalize: bool = True) -> bool:
         return False
     _mark_running(job_id)  # on its own: the job shows "running" while the chunk scores
     started = time.perf_counter()
-    with _gc_paused():
-        scored = _chunk_score(chunk_id)
+    scored = _chunk_score(chunk_id)
     if scored is None:
         # Done already (a redelivery, a retry after the finalize failed) or the job is
         # over. A job whose chunks are all done is finalized by whoever sees it first:
@@ -258,19 +254,6 @@ def chunk_run(*, chunk_id: int, finalize: bool = True) -> bool:
     if done.status == Status.RUNNING and done.chunks_done == done.chunks_total:
         retry_transient(lambda: job_finalize(job_id=done.pk), what="rescore finalize")
     return True
-
-
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """A chunk makes hundreds of thousands of short-lived, acyclic tuples; the cyclic
-    collector scanning them costs about a tenth of a rescore. It runs again after."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def _chunk_score(chunk_id: int) -> tuple[RescoreJob, RescoreChunk] | None:
@@ -327,17 +310,11 @@ class _BatchWriter:
         self.error: BaseException | None = None
         self.threaded = bulk.own_connections()
         self.queue: queue.Queue[bulk.ScoreBatch | None] = queue.Queue(maxsize=WRITE_QUEUE)
-        self.thread: threading.Thread | None = None
+        self.running = ExitStack()
 
     def __enter__(self) -> _BatchWriter:
         if self.threaded:
-            # The writer waits on the socket many times per COPY; each time it must win
-            # the GIL back from the scoring thread, which by default yields it only every
-            # 5 ms: the database then idles. A shorter interval while both run keeps it
-            # fed (bench/rescore.py: weighted, 1 process, 2.33 -> 1.91 s per 100k).
-            self.switch_interval = sys.getswitchinterval()
-            sys.setswitchinterval(min(self.switch_interval, WRITER_SWITCH_INTERVAL_S))
-            self.thread = bulk.thread_start(self._drain, name="batch-writer")
+            self.running.enter_context(bulk.writer_thread(self._drain))
         return self
 
     def put(self, batch: list[bulk.AttemptRow], outcomes: list[Any]) -> bool:
@@ -376,10 +353,9 @@ class _BatchWriter:
                 break
 
     def __exit__(self, *exc_info: object) -> None:
-        if self.thread is not None:
+        if self.threaded:
             self.queue.put(None)
-            self.thread.join()
-            sys.setswitchinterval(self.switch_interval)
+            self.running.close()
         if self.error is not None:
             raise self.error
 
@@ -408,7 +384,6 @@ class _Batches:
 
 
 FIRST_BATCH = 10
-WRITER_SWITCH_INTERVAL_S = 0.0005
 WRITE_QUEUE = 4  # computed batches waiting for the writer, and the most written at once
 STREAM_BATCH = 5000
 BATCH_TARGET_S = 1.0
