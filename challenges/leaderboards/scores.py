@@ -124,43 +124,19 @@ def scores_replace_in_sql(
 def scores_write(
     *, version: ScoringVersion, attempts: Sequence[Attempt], outcomes: Sequence[Outcome]
 ) -> list[AttemptScore]:
-    """Write the scores of attempts that have none under the version yet (new ones, or
-    the ones a rescore catches up while it holds the challenge lock)."""
+    """Write the scores of new attempts (none under the version yet)."""
     rows = bulk.scores_insert_new(version=version, attempts=attempts, outcomes=outcomes)
     _failures_note(version, [a.pk for a in attempts], outcomes)
     return rows
 
 
-def score_missing(
-    *, version: ScoringVersion, after_id: int = 0, batch_size: int = 2000
-) -> tuple[int, int]:
-    """Score the attempts of the version's challenge with ids above ``after_id`` that
-    have no score under it, and keep their players' leaderboard entries. Returns
-    (scored, failed)."""
-    challenge = version.challenge
-    has_score = AttemptScore.objects.filter(version=version, attempt=OuterRef("pk"))
-    todo = attempts_for_scoring(challenge.pk).filter(~Exists(has_score))
-    scored = failed = 0
-    last_pk = after_id
-    while batch := list(todo.filter(pk__gt=last_pk)[:batch_size]):
-        items = scoring.items_from_attempts(
-            batch, challenge=challenge, timeout_ms=version.timeout_ms
-        )
-        outcomes = scoring.scores_compute(version=version, items=items)
-        rows = scores_write(version=version, attempts=batch, outcomes=outcomes)
-        entries_upsert(version=version, attempts=batch, rows=rows)
-        scored += len(batch)
-        failed += sum(1 for o in outcomes if o.error)
-        last_pk = batch[-1].pk
-    return scored, failed
-
-
 def scores_catch_up(
     *, version: ScoringVersion, after_id: int, batch_size: int = 500
 ) -> tuple[int, int]:
-    """Score the attempts above ``after_id`` that lack a score under the version, outside
-    any transaction: each batch is computed first, then written in its own short
-    transaction (a row a concurrent caller wrote meanwhile is kept). No leaderboard
+    """Score the attempts above ``after_id`` that lack a score under the version: each
+    batch is computed first, then written in its own short transaction (a row a
+    concurrent caller wrote meanwhile is kept). Outside any transaction, but for the
+    switch's safety net (``rescoring.switch``; README "Rescoring"). No leaderboard
     entries: the caller makes them. Returns (scored, failed)."""
     challenge = version.challenge
     has_score = AttemptScore.objects.filter(version=version, attempt=OuterRef("pk"))
@@ -171,10 +147,11 @@ def scores_catch_up(
         items = scoring.items_from_attempts(
             batch, challenge=challenge, timeout_ms=version.timeout_ms
         )
-        outcomes = scoring.scores_compute(version=version, items=items)  # no transaction
+        outcomes = scoring.scores_compute(version=version, items=items)
         rows = score_rows(version=version, attempts=batch, outcomes=outcomes)
         with transaction.atomic():
             AttemptScore.objects.bulk_create(rows, ignore_conflicts=True)
+        _failures_note(version, [a.pk for a in batch], outcomes)
         scored += len(batch)
         failed += sum(1 for o in outcomes if o.error)
         last_pk = batch[-1].pk
