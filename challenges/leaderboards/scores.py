@@ -136,7 +136,7 @@ def scores_catch_up(
     """Score the attempts above ``after_id`` that lack a score under the version: each
     batch is computed first, then written in its own short transaction (a row a
     concurrent caller wrote meanwhile is kept). Outside any transaction, but for the
-    switch's safety net (``rescoring.switch``; README "Rescoring"). No leaderboard
+    switch's safety net (``rescoring.switch``; docs/rescoring.md). No leaderboard
     entries: the caller makes them. Returns (scored, failed)."""
     challenge = version.challenge
     has_score = AttemptScore.objects.filter(version=version, attempt=OuterRef("pk"))
@@ -186,7 +186,7 @@ def entries_rebuild(*, version: ScoringVersion, parts: int = 1) -> None:
     live board see none of it either way."""
     # The rows are written as already ranked (ranked_attempt_id = attempt_id) and the
     # version's page checkpoints are dropped: the first reader recomputes them in one
-    # pass instead of first marking 100,000 rows (see challenges/ranking.py).
+    # pass instead of first marking 100,000 rows (see leaderboards/ranking.py).
     if parts <= 1:
         LeaderboardRanking.objects.filter(version=version).delete()
         LeaderboardEntry.objects.filter(version=version).delete()

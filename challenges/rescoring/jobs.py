@@ -14,7 +14,7 @@ The guarantees, and where each one lives:
   transaction under the chunk row lock, and its ``done_at`` is set once; a retried or
   duplicated chunk task rewrites the same rows or finds it done.
 - *Compute, then commit*: no transaction or lock is open while a scorer runs, but for
-  the switch's safety net (``switch``; README "Rescoring").
+  the switch's safety net (``switch``; docs/rescoring.md).
 - *Always ends*: ``job_finalize`` is one transaction, claimed by one caller at a time,
   retried after any transient error; a chunk task that finds its chunk done finalizes a
   job that is ready; the rebuild and ingestion never write the same rows.

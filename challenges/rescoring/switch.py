@@ -8,7 +8,7 @@ one, never a mix, and no attempt recorded meanwhile is missed:
 
 1. attempts above ``after_id`` (recorded since the caller's last look) that still lack a
    score under the version get one (a safety net: rare, and few; the one place a scorer
-   runs under a lock, README "Rescoring");
+   runs under a lock, docs/rescoring.md);
 2. the players of attempts above ``after_id`` scored under the version get their entries
    recomputed (ingestion scores a pending version but writes none of its entries);
 3. every other queued or running rescore job of the challenge is cancelled (it would

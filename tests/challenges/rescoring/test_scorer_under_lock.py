@@ -1,5 +1,5 @@
 """Issue 27: one missing-score catch-up (``scores.scores_catch_up``), and exactly when a
-scorer runs under the switch's lock (README "Rescoring"): only for an attempt the
+scorer runs under the switch's lock (docs/rescoring.md): only for an attempt the
 catch-up before the lock could not see, so that the new board switches with every
 attempt scored."""
 
