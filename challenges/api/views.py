@@ -43,7 +43,7 @@ from challenges.api.serializers import (
 )
 from challenges.api.throttles import AttemptsThrottle
 from challenges.boards import read
-from challenges.boards.query import BoardQuery, viewer_of
+from challenges.boards.read import BoardQuery, viewer_of
 from challenges.boards.shapes import leaderboard_body
 from challenges.ingestion import admission, idempotency, moderation, services
 from challenges.leaderboards import evaluation, exclusions, freeze, history, precision, selectors
@@ -540,14 +540,9 @@ def _version_read(challenge: Any, params: dict[str, Any], user: Any) -> dict[str
         raise NotFound("This version was never the challenge's active version.")
 
     def build() -> dict[str, Any]:
-        body = leaderboard_body(
-            challenge,
-            offset=params["offset"],
-            limit=params["limit"],
-            player=params.get("player", ""),
-            board_id=found.board_id,
-            version=found.version,
-        )
+        asked = {"offset": params["offset"], "limit": params["limit"]}
+        asked["player"] = params.get("player", "")
+        body = leaderboard_body(challenge, board_id=found.board_id, version=found.version, **asked)
         return {**body, "version": found.version.number, "current": found.current}
 
     # Kept under the board's ranking token while it names every row (history.board_token).

@@ -1,34 +1,77 @@
-"""Every read of a challenge's board goes through ``board_read`` with a ``BoardQuery``: the
-public page and its live fragment, the API's leaderboard, the exports, and what a worker
-builds ahead (a new ranking, a new minute). Entry points parse their input into the query
-and call it; none builds a board on its own, and none passes an HttpRequest.
-
-The key of what is kept is derived, never listed: from the query, the board's ranking
-state (``selectors.board_settled``) or its rows, the challenge as saved (every field of
-its row) and the code that renders it (``RENDERER``). docs/caching.md says how long what
-is kept may be served."""
+"""Every read of a board: the public page and its fragment, the API's leaderboard, the
+exports and what a worker builds ahead all call ``board_read`` with a ``BoardQuery``
+(never an HttpRequest). What is kept is keyed by a digest derived from the query, the
+board's ranking state or rows, the challenge's saved row and the code (docs/caching.md)."""
 
 from __future__ import annotations
 
 import hashlib
 import logging
-from dataclasses import fields, is_dataclass, replace
+from dataclasses import dataclass, fields, is_dataclass, replace
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl
+from urllib.parse import parse_qsl, urlencode
 
 from django.conf import settings
 from django.core.cache import cache
 from django.db.models import Model
 from django.dispatch import Signal
 from django.utils import timezone
+from rest_framework.renderers import JSONRenderer
 
 from challenges.boards import schedule, shapes
-from challenges.boards.query import PUBLIC, STAFF, BoardQuery, board_query, query_string
 from challenges.leaderboards import freeze, selectors
 from challenges.leaderboards.kept import kept, kept_board
+from challenges.models import Challenge
+from challenges.permissions import is_staff_member
+from challenges.text import page_number
 
 logger = logging.getLogger(__name__)
+
+SEARCH_MAX = 100  # characters of a name search: display names are at most 200
+PUBLIC, MEMBER, STAFF = "public", "member", "staff"
+
+
+@dataclass(frozen=True)
+class BoardQuery:
+    """What a reader asks of a board. The minute, the phase and the freeze follow from the
+    clock and the challenge: ``board_read`` derives them (and keys by them). The viewer
+    decides the board read (staff: the live one in a freeze) and who may ask a worker."""
+
+    challenge: Challenge
+    shape: str  # "page", "board" (its live fragment), "json" (the API), "csv", "export"
+    page: int = 1  # the page's and fragment's page, name search and player
+    search: str = ""
+    player: str = ""  # the page holding this player; the API: this player's row alone
+    offset: int = 0  # the API's window of rows
+    limit: int = 50
+    viewer: str = PUBLIC  # PUBLIC, MEMBER (signed in) or STAFF
+
+
+def viewer_of(user: Any) -> str:
+    if is_staff_member(user):
+        return STAFF
+    return MEMBER if user is not None and user.is_authenticated else PUBLIC
+
+
+def board_query(challenge: Challenge, shape: str, params: Any, viewer: str) -> BoardQuery:
+    """The query of a page or fragment from its query string's ``page``, ``q``, ``player``."""
+    return BoardQuery(
+        challenge,
+        shape,
+        page=page_number(params.get("page")),
+        search=(params.get("q") or "").strip()[:SEARCH_MAX],
+        player=(params.get("player") or "").strip()[:255],
+        viewer=viewer,
+    )
+
+
+def query_string(query: BoardQuery) -> str:
+    """The query string as the board reads it, defaults left out: what its refresh link
+    repeats and a worker is asked to build (``?utm_source=…`` makes no cache entry)."""
+    pairs = [("page", query.page if query.page > 1 else ""), ("q", query.search)]
+    pairs.append(("player", query.player))
+    return urlencode([(name, value) for name, value in pairs if value])
 
 
 class PageOutOfRange(Exception):
@@ -36,9 +79,8 @@ class PageOutOfRange(Exception):
 
 
 def code_digest() -> str:
-    """The templates and this package's code (which words what the board shows), read
-    once at process start: a deploy that renders differently never serves a build kept
-    by the previous code."""
+    """The templates and this package's code (its wording), read at process start: a
+    deploy that renders differently never serves a build kept by the previous code."""
     digest = hashlib.sha256()
     roots = [Path(d) for engine in settings.TEMPLATES for d in engine.get("DIRS", [])]
     for root in [*roots, Path(__file__).parent]:
@@ -55,10 +97,8 @@ def _state(value: Any) -> Any:
     """``value`` as plain data for a key: a model as every field of its row, a dataclass
     as its fields; so a field a template reads is in the key without being named."""
     if isinstance(value, Model):
-        return (
-            value._meta.label,
-            *(getattr(value, f.attname) for f in value._meta.concrete_fields),
-        )
+        meta = value._meta
+        return (meta.label, *(getattr(value, f.attname) for f in meta.concrete_fields))
     if is_dataclass(value) and not isinstance(value, type):
         return tuple(_state(getattr(value, f.name)) for f in fields(value))
     if isinstance(value, list | tuple):
@@ -96,24 +136,22 @@ def board_read(query: BoardQuery, *, ahead: bool = False) -> Any:
         return shapes.export_json(challenge, board_id)
     settled = selectors.board_settled(challenge, board_id)
     if query.shape == "json":  # while the ranking is current, a poll reads no row
-        json = lambda: shapes.leaderboard_json(query, board_id)  # noqa: E731
+        asked: dict[str, Any] = {
+            "offset": query.offset,
+            "limit": query.limit,
+            "player": query.player,
+        }
+        json = lambda: JSONRenderer().render(  # noqa: E731 - the bytes a Response would send
+            shapes.leaderboard_body(challenge, board_id=board_id, **asked)
+        )
         key = _digest(query, board_id)
         return json() if settled is None else kept_board("api-board", settled, (key,), json)
     if settled is None:
         return None if ahead else _html(query, board_id)  # kept by its rows
     now = timezone.now()
     minute = now.replace(second=0, microsecond=0)  # relative times are worded for it
-    # a window opening or closing, a freeze starting: a new key at once
-    key = _digest(
-        query,
-        board_id,
-        freeze.is_frozen(challenge, now),
-        schedule.phase(challenge=challenge, now=now),
-    )
-
-    def refresh() -> bool:
-        return _rebuild_ask(query, minute)
-
+    phase = schedule.phase(challenge=challenge, now=now)  # a window opening: a new key at once
+    key = _digest(query, board_id, freeze.is_frozen(challenge, now), phase)
     return kept_board(
         f"{query.shape}-settled",
         settled,
@@ -122,7 +160,7 @@ def board_read(query: BoardQuery, *, ahead: bool = False) -> Any:
         activity=challenge.last_activity,
         ahead=ahead,
         minute=minute,
-        refresh=refresh if query.viewer == PUBLIC else None,
+        refresh=(lambda: _rebuild_ask(query, minute)) if query.viewer == PUBLIC else None,
     )
 
 
@@ -132,33 +170,29 @@ def _html(query: BoardQuery, board_id: int | None) -> str:
     frozen = board_id is not None and board_id != challenge.active_version_id
     if frozen:
         challenge.last_activity = freeze.last_activity(challenge, challenge.last_activity)
-    board = selectors.board_page(
-        challenge=challenge,
-        board_id=board_id,
-        page=query.page,
-        query=query.search,
-        player=query.player,
-    )
+    asked: dict[str, Any] = {"page": query.page, "query": query.search, "player": query.player}
+    board = selectors.board_page(challenge=challenge, board_id=board_id, **asked)
     if not query.search and not query.player and query.page > board.pages:
         raise PageOutOfRange(board.pages)
-    asked = query_string(query)
+    asked_url = query_string(query)
     detail_url = f"/challenges/{challenge.slug}/"  # == reverse("challenges:detail")
     shown = {
         "minute": timezone.now().replace(second=0, microsecond=0),
         "frozen": frozen,
         "frozen_live": not frozen and freeze.is_frozen(challenge),
         "detail_url": detail_url,
-        "refresh_url": f"{detail_url}board/" + (f"?{asked}" if asked else ""),
+        "refresh_url": f"{detail_url}board/" + (f"?{asked_url}" if asked_url else ""),
     }
     key = _digest(query, board_id, board, challenge.last_activity, sorted(shown.items()))
-    return kept(query.shape, (key,), lambda: shapes.board_html(query, board, shown))
+    return kept(
+        query.shape, (key,), lambda: shapes.board_html(challenge, query.shape, board, shown)
+    )
 
 
 # --- building ahead ------------------------------------------------------------------------
-# Sent (kind, slug, query) when the public's board was served as built for the previous
-# minute; the tasks connect a Celery task to it (``board_rebuild``). At most this many a
-# minute per challenge: each query string is a build, and public reads must not flood
-# the workers (past it, readers build, as without them).
+# Sent (kind, slug, query) when the public was served the previous minute's build; the
+# tasks connect ``board_rebuild`` to it. At most this many a minute per challenge (past
+# it, readers build), so that public reads never flood the workers.
 board_rebuild_requested = Signal()
 REBUILDS_PER_MINUTE = 30
 
@@ -194,11 +228,9 @@ def board_rebuild(*, kind: str, slug: str, query: str) -> None:
 
 
 def boards_build_ahead(*, version_id: int) -> None:
-    """Build the public's page and live fragment of the board whose ranking a worker has
-    just recomputed (the ``ranking_refresh`` task), so that under steady ingestion no
-    reader builds them: until they are kept, readers serve what was built from the
-    previous ranking (``kept.kept_board``). Nothing when the version is no public
-    challenge's live board."""
+    """Build the public's page and fragment of a board whose ranking a worker has just
+    recomputed (``ranking_refresh``), so that no reader builds them; until then readers
+    serve the previous ranking's (``kept.kept_board``)."""
     slug = selectors.challenge_slug(version_id=version_id)
     if slug is None:
         return

@@ -14,11 +14,9 @@ from urllib.parse import quote
 
 from django.template.loader import render_to_string
 from django.utils import timezone
-from rest_framework.renderers import JSONRenderer
 
 from challenges.boards import display, schedule
 from challenges.boards.markdown import render_markdown
-from challenges.boards.query import BoardQuery
 from challenges.leaderboards import freeze, precision, score_columns, selectors
 from challenges.leaderboards.metric_counts import challenge_metrics, public_metrics
 from challenges.leaderboards.score_columns import row_scores
@@ -70,10 +68,10 @@ def board_rows(
     return rows
 
 
-def board_html(query: BoardQuery, board: selectors.Board, shown: dict[str, Any]) -> str:
-    """The fragment (``query.shape`` "board") or the whole page around it ("page").
-    ``shown``: what the read decided besides the rows (the minute, the freeze, the URLs)."""
-    challenge, now = query.challenge, shown["minute"]
+def board_html(challenge: Challenge, shape: str, board: selectors.Board, shown: Any) -> str:
+    """The fragment (``shape`` "board") or the whole page around it ("page"). ``shown``:
+    what the read decided besides the rows (the minute, the freeze, the URLs)."""
+    now = shown["minute"]
     setup = board.version or challenge
     breakdowns = (
         selectors.leaderboard_breakdowns(
@@ -103,7 +101,7 @@ def board_html(query: BoardQuery, board: selectors.Board, shown: dict[str, Any])
         "frozen_iso": challenge.freeze_at.isoformat() if challenge.freeze_at else "",
     }
     html = render_to_string("challenges/_board.html", context)
-    if query.shape == "board":
+    if shape == "board":
         return html
     context.update(page_context(challenge, setup, frozen=shown["frozen"]), board_html=html)
     return render_to_string("challenges/detail.html", context)
@@ -133,25 +131,15 @@ def _iso(value: datetime, zone: Any) -> str:
     return text[:-6] + "Z" if text.endswith("+00:00") else text
 
 
-def leaderboard_body(
-    challenge: Challenge,
-    *,
-    offset: int,
-    limit: int,
-    player: str,
-    board_id: int | None,
-    version: Any = None,
-) -> dict[str, Any]:
+def leaderboard_body(challenge: Any, *, board_id: Any, version: Any = None, **asked: Any) -> Any:
     """The API leaderboard's body: a page of rows or a player's row (LeaderboardSerializer
     documents the shape), with every score of the ranking scorer for python setups."""
-    if player:
-        page = selectors.leaderboard_player(
-            challenge=challenge, external_id=player, board_id=board_id
-        )
+    if asked["player"]:
+        found = {"challenge": challenge, "external_id": asked["player"], "board_id": board_id}
+        page = selectors.leaderboard_player(**found)
     else:
-        page = selectors.leaderboard_page(
-            challenge=challenge, limit=limit, offset=offset, board_id=board_id
-        )
+        window = {"limit": asked["limit"], "offset": asked["offset"], "board_id": board_id}
+        page = selectors.leaderboard_page(challenge=challenge, **window)
     zone = timezone.get_current_timezone()
     body = {
         "version": page.version.number if page.version else None,
@@ -174,18 +162,6 @@ def leaderboard_body(
         for item in body["results"]:  # every score of the ranking scorer, ranking first
             item["scores"] = precision.served_json(found.get(item["attempt_id"], {}))
     return body
-
-
-def leaderboard_json(query: BoardQuery, board_id: int | None) -> bytes:
-    """The bytes DRF's Response would send for the API leaderboard."""
-    body = leaderboard_body(
-        query.challenge,
-        offset=query.offset,
-        limit=query.limit,
-        player=query.player,
-        board_id=board_id,
-    )
-    return JSONRenderer().render(body)
 
 
 # --- export ------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ from django.views.decorators.http import require_safe
 
 from challenges.boards import display, read, schedule
 from challenges.boards.markdown import summary
-from challenges.boards.query import BoardQuery, board_query, viewer_of
+from challenges.boards.read import BoardQuery, board_query, viewer_of
 from challenges.boards.shapes import Echo, csv_cell, page_context
 from challenges.collections.selectors import collection_list
 from challenges.leaderboards import charts, freeze, ranking, selectors
@@ -106,34 +106,19 @@ def _evaluation_kept(
     fresh = view.computed_at is not None and (
         timezone.now() - view.computed_at < ranking.reuse_bound()
     )
-    return kept_recomputed(
-        kind,
-        (view.key, view.slice, *parts),
-        (view.family, view.slice, *parts),
-        build,
-        fresh=fresh,
-        ahead=ahead,
-    )
+    named, family = (view.key, view.slice, *parts), (view.family, view.slice, *parts)
+    return kept_recomputed(kind, named, family, build, fresh=fresh, ahead=ahead)
 
 
 def _evaluation_page(request: HttpRequest, challenge: Challenge, *, ahead: bool = False) -> str:
     """An aggregate board's page: the stored intervals (public/evaluation_pages.py), kept by
     what it shows (the schedule's phase and the minute its banner is worded for too)."""
-    view = public_evaluation.board_view(request, challenge)
-    now = timezone.now()
-    parts = (
-        challenge.rescoring,
-        public_evaluation.metric_asked(request),
-        schedule.phase(challenge=challenge, now=now),
-        now.replace(second=0, microsecond=0),
-    )
-    return _evaluation_kept(
-        "page-eval",
-        view,
-        parts,
-        lambda: _evaluation_page_build(request, challenge, view),
-        ahead=ahead,
-    )
+    view, now = public_evaluation.board_view(request, challenge), timezone.now()
+    phase = schedule.phase(challenge=challenge, now=now)
+    parts = (challenge.rescoring, public_evaluation.metric_asked(request), phase)
+    build = lambda: _evaluation_page_build(request, challenge, view)  # noqa: E731
+    minute = now.replace(second=0, microsecond=0)
+    return _evaluation_kept("page-eval", view, (*parts, minute), build, ahead=ahead)
 
 
 def _evaluation_fragment(request: HttpRequest, challenge: Challenge, *, ahead: bool = False) -> str:

@@ -13,7 +13,7 @@ from django.conf import settings as django_settings
 
 from challenges import tasks
 from challenges.boards import read
-from challenges.boards.query import BoardQuery
+from challenges.boards.read import BoardQuery
 from challenges.leaderboards import kept, selectors
 from challenges.models import Challenge
 from tests.challenges.leaderboards.conftest import two_player_board
@@ -81,3 +81,4 @@ def test_a_new_template_is_served_at_once_after_a_deploy(client, settings, monke
     monkeypatch.setattr(read, "RENDERER", read.code_digest())
     assert "new-field" in page(client, board, "board")
     assert "new-field" in page(client, board)
+
