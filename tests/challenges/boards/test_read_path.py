@@ -82,3 +82,10 @@ def test_a_new_template_is_served_at_once_after_a_deploy(client, settings, monke
     assert "new-field" in page(client, board, "board")
     assert "new-field" in page(client, board)
 
+
+def test_the_in_process_layer_has_one_switch(client, settings):
+    settings.PODIUM_KEPT_LOCAL = False  # what a benchmark without it sets
+    board = two_player_board()
+    settle(client, board)
+    assert page(client, board) == page(client, board)
+    assert not kept._local.builds and not kept._plain.builds
