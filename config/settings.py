@@ -380,6 +380,9 @@ PODIUM_PENDING_SLICE_MS = env_int("PODIUM_PENDING_SLICE_MS", 2000, minimum=1)
 # ingestion (0: recompute on the first read after any change). An attempt after a quiet
 # spell this long is shown on the next read.
 PODIUM_RANKING_MAX_AGE_MS = env_int("PODIUM_RANKING_MAX_AGE_MS", 1000)
+# What readers are served is kept in the cache and, for a second, in each process too
+# (docs/caching.md); false keeps it in the cache only (a benchmark's "without").
+PODIUM_KEPT_LOCAL = env_bool("PODIUM_KEPT_LOCAL", True)
 # The most attempts per rescore task. A job is split into about 16 tasks (so several
 # workers share it and progress moves), of at least 1,000 attempts (so per-task costs
 # stay small) and at most this many.

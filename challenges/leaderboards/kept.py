@@ -34,7 +34,7 @@ def _key(kind: str, parts: tuple[Any, ...]) -> str:
 def local_on() -> bool:
     """The in-process layer (``_Local``): on unless settings.PODIUM_KEPT_LOCAL is False,
     the one switch a benchmark turns to measure without it (docs/caching.md)."""
-    return getattr(settings, "PODIUM_KEPT_LOCAL", True)
+    return settings.PODIUM_KEPT_LOCAL
 
 
 def kept(
