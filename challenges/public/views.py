@@ -19,13 +19,13 @@ from urllib.parse import quote, urlencode
 
 from django.contrib.auth.models import AnonymousUser
 from django.core.cache import cache
-from django.dispatch import Signal
 from django.http import HttpRequest, HttpResponse, JsonResponse, QueryDict, StreamingHttpResponse
 from django.shortcuts import render
 from django.template.loader import render_to_string
 from django.utils import timezone
 from django.views.decorators.http import require_safe
 
+from challenges import enqueue
 from challenges.collections.selectors import collection_list
 from challenges.leaderboards import charts, freeze, precision, ranking, score_columns, selectors
 from challenges.leaderboards import evaluation as evaluation_rules
@@ -305,11 +305,10 @@ def _board_html(
         try:
             if cache.incr(asked) > REBUILDS_PER_MINUTE:
                 return False
-            board_rebuild_requested.send(sender=None, kind=kind, slug=challenge.slug, query=query)
-        except Exception:  # a broker away must not fail a read
+        except Exception:  # a cache away must not fail a read
             logger.warning("board rebuild not queued", extra={"challenge_id": challenge.pk})
             return False
-        return True
+        return enqueue.board_rebuild(kind=kind, slug=challenge.slug, query=query)
 
     return kept_board(
         f"{kind}-settled",
@@ -323,17 +322,15 @@ def _board_html(
     )
 
 
-# Sent (kind, slug, query) when the public's board was served as built for the previous
-# minute; the tasks connect a Celery task to it (``board_rebuild``). At most this many a
-# minute per challenge: each query string is a build, and public reads must not flood
-# the workers (past it, readers build, as without them).
-board_rebuild_requested = Signal()
+# A worker builds the public's board for the new minute (``board_rebuild``) at most this
+# many times a minute per challenge: each query string is a build, and public reads must
+# not flood the workers (past it, readers build, as without them).
 REBUILDS_PER_MINUTE = 30
 
 
 def board_rebuild(*, kind: str, slug: str, query: str) -> None:
     """Build the public's page or fragment (``kind``) of a challenge, for this query
-    string and this minute (a worker, after ``board_rebuild_requested``)."""
+    string and this minute (a worker, asked by a reader served the previous minute's)."""
     challenge = selectors.challenge_public(slug=slug)
     if challenge is None or kind not in _BUILDS:
         return
