@@ -3,7 +3,6 @@ selector, and render."""
 
 from __future__ import annotations
 
-from datetime import datetime, tzinfo
 from typing import Any
 
 from django.db import IntegrityError
@@ -61,6 +60,7 @@ from challenges.redblue import points as red_blue_points
 from challenges.rescoring import jobs as rescoring
 from challenges.setup import services as setup_services
 from challenges.setup.probe import setup_probe
+from challenges.text import iso_z
 from scoring.engine import metrics as engine_metrics
 from scoring.services import SetupInvalid
 
@@ -515,7 +515,7 @@ def _evaluation_body(challenge: Any, params: dict[str, Any], view: Any) -> dict[
         "version": challenge.active_version.number if challenge.active_version_id else None,
         "board": "aggregate",
         "count": len(view.rows),
-        "computed_at": _iso(view.computed_at) if view.computed_at else None,
+        "computed_at": iso_z(view.computed_at) if view.computed_at else None,
         "attempts": view.attempts,
         "ci_level": view.ci_level,
         "slice": part or None,
@@ -523,13 +523,6 @@ def _evaluation_body(challenge: Any, params: dict[str, Any], view: Any) -> dict[
         "pending": view.pending,
         "results": [evaluation.row_fields(row) for row in rows],
     }
-
-
-def _iso(value: datetime, zone: tzinfo | None = None) -> str:
-    """As DRF's DateTimeField writes it: ISO 8601 in the current time zone (``zone``,
-    when the caller looked it up once for many values), UTC as Z."""
-    text = value.astimezone(zone or timezone.get_current_timezone()).isoformat()
-    return text[:-6] + "Z" if text.endswith("+00:00") else text
 
 
 def _leaderboard_body(page: selectors.LeaderboardPage) -> dict[str, Any]:
@@ -545,7 +538,7 @@ def _leaderboard_body(page: selectors.LeaderboardPage) -> dict[str, Any]:
                 "display_name": row.display_name,
                 "score": precision.served(float(row.score)),
                 "attempt_id": row.attempt_id,
-                "created_at": _iso(row.created_at, zone),
+                "created_at": iso_z(row.created_at, zone),
             }
             for row in page.rows
         ],
@@ -623,7 +616,7 @@ def attempt_fields(attempt: Attempt) -> dict[str, Any]:
         "tokens_total": attempt.tokens_total,
         "elapsed_ms": attempt.elapsed_ms,
         "rating": attempt.rating,
-        "created_at": _iso(attempt.created_at),
+        "created_at": iso_z(attempt.created_at),
         "sample": attempt.sample,
         "output": attempt.output,
         "messages": attempt.messages,

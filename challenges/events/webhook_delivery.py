@@ -26,6 +26,7 @@ from django.utils import timezone
 from challenges import enqueue
 from challenges.events import log, outbound, signing
 from challenges.models import Challenge, Event, WebhookDelivery, WebhookEndpoint
+from challenges.text import iso_z
 
 logger = logging.getLogger(__name__)
 
@@ -209,7 +210,7 @@ def delivery_try(
 
 def _record(delivery: WebhookDelivery, answer: outbound.Answer, now: datetime) -> float | None:
     entry = {
-        "at": now.isoformat().replace("+00:00", "Z"),
+        "at": iso_z(now),
         "status_code": answer.status_code,
         "error": answer.error,
         "duration_ms": answer.duration_ms,

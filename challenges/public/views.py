@@ -39,7 +39,7 @@ from challenges.public import evaluation_pages as public_evaluation
 from challenges.public.markdown import render_markdown, summary
 from challenges.public.redblue_pages import card_red_blue, red_blue_page
 from challenges.rescoring.batch import batch_coverage
-from challenges.text import page_number
+from challenges.text import iso_z, page_number
 
 logger = logging.getLogger(__name__)
 
@@ -605,7 +605,7 @@ def _export_rows(challenge: Challenge, board_id: int | None) -> Iterator[tuple[A
             precision.served(row.score),
             unit,
             row.attempt_id,
-            row.created_at.isoformat().replace("+00:00", "Z"),
+            iso_z(row.created_at),
             precision.served_json(scores),
         )
 
