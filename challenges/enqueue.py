@@ -36,62 +36,35 @@ def _send(name: str, *args: Any, countdown: float | None = None, lost: str) -> b
 
 
 def rescore_dispatch(*, job_id: int) -> bool:
-    return _send(
-        "rescore_dispatch",
-        job_id,
-        lost=f"rescore job {job_id}: it stays queued, the watchdog resumes it",
-    )
+    return _send("rescore_dispatch", job_id, lost=f"rescore job {job_id}: the watchdog resumes it")
 
 
 def attempts_score_pending(*, challenge_id: int, attempt_ids: list[int] | None) -> bool:
     count = "all" if attempt_ids is None else len(attempt_ids)
-    return _send(
-        "attempts_score_pending",
-        challenge_id,
-        attempt_ids,
-        lost=f"the scoring of {count} pending attempts of challenge {challenge_id}: they "
-        "stay pending until a worker's start sweeps them or a rescore scores them",
-    )
+    lost = f"the scoring of {count} pending attempts of challenge {challenge_id}: swept later"
+    return _send("attempts_score_pending", challenge_id, attempt_ids, lost=lost)
 
 
 def batch_score(*, challenge_id: int, countdown: float) -> bool:
-    return _send(
-        "batch_score",
-        challenge_id,
-        countdown=countdown,
-        lost=f"the batch run of challenge {challenge_id}: the next attempt schedules it",
-    )
+    lost = f"the batch run of challenge {challenge_id}: the next attempt schedules it"
+    return _send("batch_score", challenge_id, countdown=countdown, lost=lost)
 
 
 def ranking_refresh(*, version_id: int) -> bool:
-    return _send(
-        "ranking_refresh",
-        version_id,
-        lost=f"the ranking refresh of version {version_id}: a reader recomputes it later",
-    )
+    lost = f"the ranking refresh of version {version_id}: a reader recomputes it later"
+    return _send("ranking_refresh", version_id, lost=lost)
 
 
 def evaluation_refresh(*, challenge_id: int) -> bool:
-    return _send(
-        "evaluation_refresh",
-        challenge_id,
-        lost=f"the evaluation refresh of challenge {challenge_id}: the next reader asks",
-    )
+    lost = f"the evaluation refresh of challenge {challenge_id}: the next reader asks again"
+    return _send("evaluation_refresh", challenge_id, lost=lost)
 
 
 def board_rebuild(*, kind: str, slug: str, query: str) -> bool:
-    return _send(
-        "board_rebuild",
-        kind,
-        slug,
-        query,
-        lost=f"the board rebuild of {slug} ({kind}): its reader builds it",
-    )
+    lost = f"the board rebuild of {slug} ({kind}): its reader builds it"
+    return _send("board_rebuild", kind, slug, query, lost=lost)
 
 
 def webhook_deliver(*, delivery_id: int) -> bool:
-    return _send(
-        "webhook_deliver",
-        delivery_id,
-        lost=f"webhook delivery {delivery_id}: the periodic tick tries it when due",
-    )
+    lost = f"webhook delivery {delivery_id}: the periodic tick tries it when due"
+    return _send("webhook_deliver", delivery_id, lost=lost)
