@@ -1,14 +1,15 @@
 """The documented deployment under faults: supervisord (deploy/supervisord.conf) running
-2 web processes, 3 Celery workers, beat and the stream server, PgBouncer (the shipped
+2 web processes, 1 ingest process (the recording routes, as the proxy sends them), 3
+Celery workers, beat and the stream server, PgBouncer (the shipped
 deploy/pgbouncer.ini, transaction pooling) in front of PostgreSQL, Redis behind a relay
 this script owns; a fresh database with --attempts attempts loaded by COPY.
 
-The scenario: the ingest capacity through the web processes is measured (writers as
+The scenario: the ingest capacity through the ingest process is measured (writers as
 fast as they can, a few seconds), then writers record attempts at half of it (open loop,
 each batch with an Idempotency-Key, retried with the same key until acknowledged) and
 one reader reads the public page and the API leaderboard throughout; a rescore of every
-attempt starts (the weighted scorer), and during it: a random web process and a random
-worker killed with SIGKILL every --every seconds, beat killed once, Redis cut for 30 s,
+attempt starts (the weighted scorer), and during it: a random web or ingest process and
+a random worker killed with SIGKILL every --every seconds, beat killed once, Redis cut for 30 s,
 PgBouncer restarted once. Checks:
 - every acknowledged attempt is stored exactly once (count and checksum);
 - every attempt is scored under the new version when the job ends, the sum of its
@@ -320,7 +321,7 @@ def main() -> int:
     bouncer = PgBouncer(Path(tempfile.mkdtemp(prefix="podium-cluster-pgbouncer-")))
     relay = Relay(REDIS)
     relay.up()
-    web_port, stream_port = free_port(), free_port()
+    web_port, stream_port, ingest_port = free_port(), free_port(), free_port()
     settings = {
         "PODIUM_ENV": "development",
         "DEBUG": "false",
@@ -337,6 +338,10 @@ def main() -> int:
         "PODIUM_STREAM_HOST": "127.0.0.1",
         "PODIUM_STREAM_PORT": str(stream_port),
         "WEB_THREADS": "4",
+        "PODIUM_INGEST_BIND": f"127.0.0.1:{ingest_port}",
+        "PODIUM_INGEST_PROCESSES": "1",
+        "INGEST_THREADS": "2",
+        "PODIUM_INGEST_NICE": "10",
         "FORWARDED_ALLOW_IPS": "127.0.0.1",
         "PODIUM_WORKER_PROCESSES": "3",
         "WORKER_CONCURRENCY": "1",
@@ -350,6 +355,7 @@ def main() -> int:
     env = {k: v for k, v in env.items() if k not in {"CELERY_BROKER_URL", "CACHE_URL"}}
     env["PODIUM_ENV_FILE"] = str(env_file)
     base = f"http://127.0.0.1:{web_port}"
+    writes = f"http://127.0.0.1:{ingest_port}"  # the proxy's route for recording
 
     bouncer.start()
     supervisor = Supervisor(env)
@@ -360,7 +366,8 @@ def main() -> int:
     job_id = None
     try:
         wait_for(lambda: healthy(base), 120, "the web processes")
-        programs = {"web", "stream", "beat", "worker-0", "worker-1", "worker-2"}
+        wait_for(lambda: healthy(writes), 120, "the ingest processes")
+        programs = {"web", "ingest", "stream", "beat", "worker-0", "worker-1", "worker-2"}
 
         def running() -> bool:
             return {
@@ -372,7 +379,7 @@ def main() -> int:
         reader.start()
 
         writers = [
-            Writer(n, args.writers, base, grader_token, challenge.pk) for n in range(args.writers)
+            Writer(n, args.writers, writes, grader_token, challenge.pk) for n in range(args.writers)
         ]
         for w in writers:
             w.start()
@@ -408,8 +415,12 @@ def main() -> int:
             if now - last_fault > AFTER_LAST_FAULT_S and not plan:
                 break
             if now >= next_kill:
-                web_master = supervisor.pid("web")
-                victims = children(web_master) if web_master else []
+                victims = [  # a gunicorn worker of either pool
+                    child
+                    for pool in ("web", "ingest")
+                    if (master := supervisor.pid(pool))
+                    for child in children(master)
+                ]
                 if victims:
                     victim = rng.choice(victims)
                     os.kill(victim, signal.SIGKILL)

@@ -281,7 +281,7 @@ def main() -> None:
     parser.add_argument(
         "--frozen",
         action="store_true",
-        help="freeze the board first: measure the public's frozen board (the README's freeze)",
+        help="freeze the board first: measure the public's frozen board (docs/competitions.md)",
     )
     args = parser.parse_args()
     _http.wrk_path()  # fail before loading a million attempts

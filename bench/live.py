@@ -16,6 +16,12 @@ while attempts are recorded, on PostgreSQL, with a real Celery worker and uvicor
 Target: p99 <= 2 s from commit to every subscriber; no subscriber dropped (each gets the
 last attempt's event). Exits non-zero when missed.
 
+``--reads SECONDS``: then, the web read targets (the public page and the API leaderboard
+at >= 0.6x ``/healthz``, measured side by side under gunicorn with wrk, as
+bench/leaderboard.py does) while the streams stay open and attempts are still recorded.
+wrk takes every cycle the reads can have: the latencies of attempts committed meanwhile
+are shown apart, not judged (the target is the first SECONDS' window).
+
 ``--fanout``: instead, webhook fan-out: EVENTS events (default 1,000) to ENDPOINTS
 endpoints (default 10) on a local receiver that fails 20 % of requests (a 500), the
 retry schedule scaled by ``--retry-scale`` (default 0.01: 0.1 s, 0.6 s, 3 s, 9 s ...) so
@@ -26,6 +32,7 @@ that a run takes minutes; every delivery must succeed (none failed, none twice a
     BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/podium_bench_live \\
     BENCH_REDIS_URL=redis://127.0.0.1:6379/14 \\
     .venv/bin/python bench/live.py [--subscribers 1000] [--seconds 20] [--rate N]
+                                   [--reads 5 [--rounds 3]]
     .venv/bin/python bench/live.py --fanout [--events 1000] [--endpoints 10]
 """
 
@@ -155,6 +162,26 @@ def subscribers_process(port: int, count: int, pipe) -> None:
     asyncio.run(streams(port, count, pipe))
 
 
+def reads_under_streams(challenge, *, seconds: float, rounds: int) -> bool:
+    """The web read targets (reads >= 0.6x /healthz, bench/leaderboard.py's) while the
+    streams are open and attempts recorded: gunicorn on the same database and cache as
+    uvicorn and the worker, wrk beside /healthz in the same rounds."""
+    env = {
+        **environment(),
+        "DEBUG": "false",
+        "SECRET_KEY": "bench-only-secret-key-not-for-production",
+        # The embedded broker for the read server, as bench/leaderboard.py: /healthz
+        # checks the broker, and against Redis it opens a connection per request (the
+        # reference falls to a third). A read sends no task.
+        "CELERY_BROKER_URL": "filesystem://localhost//",
+    }
+    targets = [
+        ("page", f"/challenges/{SLUG}/"),
+        ("API leaderboard ?limit=50", f"/api/challenges/{challenge.pk}/leaderboard/?limit=50"),
+    ]
+    return _http.reads_beside_healthz(env, targets, seconds=seconds, rounds=rounds, connections=8)
+
+
 def fanout(args: argparse.Namespace) -> int:
     """Webhook fan-out through the real worker to a receiver failing 20 % of requests."""
     import random
@@ -247,6 +274,11 @@ def main() -> int:
     parser.add_argument("--endpoints", type=int, default=10)
     parser.add_argument("--retry-scale", type=float, default=0.01)
     parser.add_argument("--limit", type=float, default=600, help="seconds to wait at most")
+    parser.add_argument(
+        "--reads", type=float, default=0,
+        help="seconds per wrk round: the web read targets measured while the streams are open",
+    )  # fmt: skip
+    parser.add_argument("--rounds", type=int, default=3, help="--reads: wrk rounds")
     args = parser.parse_args()
     if args.fanout:
         return fanout(args)
@@ -290,6 +322,9 @@ def main() -> int:
         measured = 100 / (time.monotonic() - started)
         rate = args.rate or measured / 2
         print(f"sequential ingest: {measured:.0f} attempts/s; recording at {rate:.0f}/s")
+        quiet = args.seconds  # the target's window: streams and recording, nothing else
+        if args.reads:  # then record on for as long as the wrk rounds take (3 paths, warm-ups)
+            args.seconds += 3 * (args.rounds * args.reads + 1) + 10
         first = 100
         total = int(rate * args.seconds)
         commits: dict[int, float] = {}
@@ -327,7 +362,16 @@ def main() -> int:
         client.start()
         assert ours.recv() == "open"
         print(f"{args.subscribers} streams open")
-        run()
+        reads_from = float("inf")  # when wrk began to saturate the machine, if it did
+        if args.reads:  # the reads are measured while the streams are open and fed
+            recorder = threading.Thread(target=run)
+            recorder.start()
+            time.sleep(quiet)
+            reads_from = time.monotonic()
+            reads_ok = reads_under_streams(challenge, seconds=args.reads, rounds=args.rounds)
+            recorder.join()
+        else:
+            run()
         time.sleep(3)  # the last look and its events
         ours.send("stop")
         subs = []
@@ -344,19 +388,11 @@ def main() -> int:
         worker.stop()
 
     last = first + total - 1
-    latencies: list[float] = []
-    dropped = 0
-    for sub in subs:
-        if sub.closed_early or not sub.seen or max(k for _, k in sub.seen) < last:
-            dropped += 1
-            continue
-        covered = first - 1
-        for arrived, shown in sorted(sub.seen):
-            for j in range(covered + 1, shown + 1):
-                if j in commits:
-                    latencies.append(arrived - commits[j])
-            covered = max(covered, shown)
-    if not latencies:
+    dropped = sum(
+        sub.closed_early or not sub.seen or max(k for _, k in sub.seen) < last for sub in subs
+    )
+    quiet_latencies = latencies_of(subs, commits, first, lambda at: at < reads_from)
+    if not quiet_latencies:
         early = sum(sub.closed_early for sub in subs)
         seen = sum(len(sub.seen) for sub in subs)
         newest = max((k for sub in subs for _, k in sub.seen), default=None)
@@ -365,18 +401,40 @@ def main() -> int:
             f"the newest shown: {newest}, the last recorded: {last})"
         )
         return 1
-    latencies.sort()
-    p50 = statistics.median(latencies)
-    p99 = latencies[int(len(latencies) * 0.99) - 1]
-    print(
-        f"{args.subscribers} subscribers, {total} attempts in {args.seconds:g} s: "
-        f"commit → event p50 {p50 * 1000:.0f} ms, p99 {p99 * 1000:.0f} ms, "
-        f"max {latencies[-1] * 1000:.0f} ms over {len(latencies)} (attempt, subscriber) "
-        f"pairs; dropped subscribers: {dropped}"
-    )
+    p99 = report(f"{args.subscribers} subscribers, {rate:.0f} attempts/s", quiet_latencies)
+    print(f"dropped subscribers: {dropped} (of {args.subscribers}; {total} attempts recorded)")
     ok = p99 <= 2.0 and dropped == 0
     print("target (p99 <= 2 s, none dropped):", "met" if ok else "MISSED")
+    if args.reads:
+        saturated = latencies_of(subs, commits, first, lambda at: at >= reads_from)
+        if saturated:  # shown, not judged: wrk takes every cycle the reads can have
+            report("  the same while wrk saturated the machine with reads", saturated)
+        print("web read targets under the stream load:", "met" if reads_ok else "MISSED")
+        ok = ok and reads_ok
     return 0 if ok else 1
+
+
+def latencies_of(subs, commits: dict[int, float], first: int, when) -> list[float]:
+    """Commit → arrival for every (attempt committed ``when``, subscriber that got it)."""
+    latencies: list[float] = []
+    for sub in subs:
+        covered = first - 1
+        for arrived, shown in sorted(sub.seen):
+            for j in range(covered + 1, shown + 1):
+                if j in commits and when(commits[j]):
+                    latencies.append(arrived - commits[j])
+            covered = max(covered, shown)
+    return sorted(latencies)
+
+
+def report(what: str, latencies: list[float]) -> float:
+    p99 = latencies[int(len(latencies) * 0.99) - 1]
+    print(
+        f"{what}: commit → event p50 {statistics.median(latencies) * 1000:.0f} ms, "
+        f"p99 {p99 * 1000:.0f} ms, max {latencies[-1] * 1000:.0f} ms over "
+        f"{len(latencies)} (attempt, subscriber) pairs"
+    )
+    return p99
 
 
 if __name__ == "__main__":

@@ -13,13 +13,18 @@ capacity, open loop: requests at a constant rate, a late one not made up; or at 
 requests/s); steady ingestion during the rescore.
 Prints the capacity, the steady rate, the page's p50/p99 in each phase beside the idle
 p99 of the same run (target: steady ingestion within 3x idle; the saturated phase is
-shown, not judged: with the writers taking every cycle of both cores, a read waits for
-one), and the checks: every attempt sent is stored once (count and checksum) and scored
-under the new version (count, and the sum of scores against the weighted formula
-computed in SQL). Exits non-zero if any check or the target fails. The writers are
+shown, not judged, with one pool: with the writers taking every cycle of both cores, a
+read waits for one), and the checks: every attempt sent is stored once (count and
+checksum) and scored under the new version (count, and the sum of scores against the
+weighted formula computed in SQL). Exits non-zero if any check or the target fails. The writers are
 Python clients (the checks need every accepted body); the reader is curl, one request
 at a time on one connection (bench/_http.Reader: C, so that the latency it measures is
 the server's, not that of a Python client sharing its GIL with the writers).
+``--ingest-processes N`` runs the documented deployment's split (deploy/supervisord.conf,
+docs/deploy.md "Reads and writes"): the writers post to an ingest pool of N gunicorn
+processes x --ingest-threads, niced, and the reader reads the web pool; the saturated
+phase is then judged too (page p99 within 5x idle), and the capacity printed is the
+write rate the split leaves (compare a run without it for the rate given up).
 Needs PostgreSQL (BENCH_DATABASE_URL, default .../podium_bench_load, recreated) and Redis
 (BENCH_REDIS_URL, default redis://127.0.0.1:6379/14, flushed; the cache in
 BENCH_CACHE_URL, default db 13).
@@ -138,6 +143,39 @@ def weighted_sums(challenge_id: int, version_id: int) -> tuple[float, float]:
         return expected, float(cursor.fetchone()[0] or 0)
 
 
+def gunicorn(
+    port: int, env: dict[str, str], *, processes: int, threads: int, nice: int = 0
+) -> subprocess.Popen:
+    command = [
+        str(Path(sys.executable).parent / "gunicorn"),
+        "config.wsgi:application",
+        "--bind",
+        f"127.0.0.1:{port}",
+        "--workers",
+        str(processes),
+        "--worker-class",
+        "gthread",
+        "--threads",
+        str(threads),
+        "--log-level",
+        "warning",
+    ]
+    if nice:
+        command = ["nice", "-n", str(nice), *command]
+    return subprocess.Popen(command, cwd=ROOT, env=env)
+
+
+def wait_healthy(base: str) -> None:
+    for _ in range(100):
+        try:
+            if requests.get(f"{base}/healthz", timeout=2).status_code == 200:
+                return
+        except requests.RequestException:
+            pass
+        time.sleep(0.2)
+    raise SystemExit(f"the server at {base} did not start")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--attempts", type=int, default=200_000)
@@ -151,6 +189,16 @@ def main() -> None:
         help="players each writer records for (an aggregate board ranks models: say 25)",
     )
     parser.add_argument("--web-workers", type=int, default=2)
+    parser.add_argument(
+        "--ingest-processes",
+        type=int,
+        default=0,
+        help="the documented deployment's read/write split: the writers post to an ingest "
+        "pool of this many gunicorn processes (INGEST_THREADS threads, niced), the reader "
+        "reads the web pool; 0: one pool for both",
+    )
+    parser.add_argument("--ingest-threads", type=int, default=2)
+    parser.add_argument("--ingest-nice", type=int, default=10)
     parser.add_argument("--worker-concurrency", type=int, default=2)
     parser.add_argument(
         "--load",
@@ -219,37 +267,30 @@ def main() -> None:
         "PODIUM_ATTEMPTS_RATE": "1000000/min",
         "LOG_LEVEL": "WARNING",
     }
-    venv = Path(sys.executable).parent
-    web = subprocess.Popen(
-        [
-            str(venv / "gunicorn"),
-            "config.wsgi:application",
-            "--bind",
-            f"127.0.0.1:{port}",
-            "--workers",
-            str(args.web_workers),
-            "--worker-class",
-            "gthread",
-            "--threads",
-            "4",
-            "--log-level",
-            "warning",
-        ],
-        cwd=ROOT,
-        env=env,
-    )
+    web = gunicorn(port, env, processes=args.web_workers, threads=4)
+    servers = [web]
+    base = writes = f"http://127.0.0.1:{port}"
+    if args.ingest_processes:  # deploy/supervisord.conf's [program:ingest]
+        ingest_port = _http.free_port()
+        servers.append(
+            gunicorn(
+                ingest_port,
+                env,
+                processes=args.ingest_processes,
+                threads=args.ingest_threads,
+                nice=args.ingest_nice,
+            )
+        )
+        writes = f"http://127.0.0.1:{ingest_port}"
+        print(
+            f"reads: {args.web_workers} web processes × 4 threads; writes: "
+            f"{args.ingest_processes} ingest processes × {args.ingest_threads} threads, "
+            f"nice {args.ingest_nice}"
+        )
     worker = _worker.Worker(env, concurrency=args.worker_concurrency)
-    base = f"http://127.0.0.1:{port}"
     try:
-        for _ in range(100):
-            try:
-                if requests.get(f"{base}/healthz", timeout=2).status_code == 200:
-                    break
-            except requests.RequestException:
-                pass
-            time.sleep(0.2)
-        else:
-            raise SystemExit("the web server did not start")
+        for address in {base, writes}:
+            wait_healthy(address)
         # The idle phase is idle: the worker has started (it imports Django and queues
         # its start-up tasks while it does) and the tables loaded above are vacuumed.
         worker.wait()
@@ -272,7 +313,7 @@ def main() -> None:
             Writer(
                 n,
                 args.writers,
-                base,
+                writes,
                 grader_tokens[0],
                 challenge.pk,
                 args.batch,
@@ -324,8 +365,9 @@ def main() -> None:
         ingest_s = time.perf_counter() - started
         sent_steady = sum(len(w.sent) for w in writers) - sent_before_steady
     finally:
-        web.terminate()
-        web.wait(30)
+        for server in servers:
+            server.terminate()
+            server.wait(30)
         worker.stop()
 
     sent = [a for w in writers for a in w.sent]
@@ -365,6 +407,7 @@ def main() -> None:
     ]
     print(f"    errors: {len(read_errors)} {read_errors[:5]}")
     ingest_ratio = percentile([ms for ms, _ in phases["ingesting"]], 99) / idle_p99
+    saturated_ratio = percentile([ms for ms, _ in phases["saturated"]], 99) / idle_p99
 
     stored = Attempt.objects.filter(challenge=challenge, player__external_id__startswith="load-")
     rows = stored.values_list(
@@ -406,6 +449,8 @@ def main() -> None:
         <= 1e-6 * max(1.0, abs(expected)),
         "job succeeded": job.status == RescoreJob.Status.SUCCEEDED,
     }
+    if args.ingest_processes:  # the split's promise: reads keep their speed under a flood
+        checks[f"page p99 saturated within 5x idle ({saturated_ratio:.1f}x)"] = saturated_ratio <= 5
     print(f"  sent {checksum(sent_keys)}, stored {checksum(stored_keys)}")
     for name, ok in checks.items():
         print(f"  [{'ok' if ok else 'FAIL'}] {name}")

@@ -50,7 +50,7 @@ class ScoringSetupFields(models.Model):
     score_key = models.CharField(max_length=64, blank=True)
     metrics = models.JSONField(default=list, blank=True, decoder=TextSafeJSONDecoder)
     timeout_ms = models.PositiveIntegerField(default=5000)
-    # Several scorers of a python challenge (README, "Writing scorers");
+    # Several scorers of a python challenge (docs/writing-scorers.md);
     # empty: the single-scorer fields above are the one scorer.
     scorers = models.JSONField(default=list, blank=True)
     rank_by = models.CharField(max_length=200, blank=True)
@@ -136,7 +136,7 @@ class Challenge(ScoringSetupFields):
     active_version = models.ForeignKey(
         "ScoringVersion", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
-    # Running a competition (the README's section): the window attempts rank in, caps.
+    # Running a competition (docs/competitions.md): the window attempts rank in, caps.
     opens_at = models.DateTimeField(null=True, blank=True)
     closes_at = models.DateTimeField(null=True, blank=True)
     late_attempts = models.CharField(
@@ -513,7 +513,7 @@ class LeaderboardEntry(models.Model):
     sort_key = models.FloatField()
     created_at = models.DateTimeField()
     # The attempt this row held when the public pages last ranked its version (see
-    # challenges/ranking.py): a row holding another attempt is new or improved since.
+    # challenges/leaderboards/ranking.py): a row holding another attempt is new or improved since.
     # Ingestion never sets it, so an upserted row is "unranked"; a rebuild writes its rows
     # ranked and drops the version's checkpoints (recomputed by the next reader).
     ranked_attempt_id = models.BigIntegerField(null=True, blank=True, editable=False)
@@ -544,7 +544,7 @@ class LeaderboardRanking(models.Model):
     Every ``PAGE``-th entry in rank order is a checkpoint: its ranking key and its
     competition rank. A page is then one index range read from its checkpoint (never a
     large OFFSET), and a player's rank is a checkpoint plus a few rows. Recomputed when
-    entries changed (challenges/ranking.py); ``stale`` marks deletions, which leave no
+    entries changed (challenges/leaderboards/ranking.py); ``stale`` marks deletions, which leave no
     changed row behind."""
 
     # No constraint: a frozen board's ranking is keyed by the negated version id (see

@@ -327,7 +327,7 @@ REST_FRAMEWORK = {
         "config.auth.TokenAuthentication",  # DRF's, in one statement
         "rest_framework.authentication.SessionAuthentication",
     ],
-    # Deny by default: every view states who may use it (challenges/api.py).
+    # Deny by default: every view states who may use it (challenges/api/views.py).
     "DEFAULT_PERMISSION_CLASSES": ["challenges.permissions.DenyAll"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     # A 404 says "Not found.", never which model was looked up (config/errors.py).

@@ -32,7 +32,7 @@ def _fast_password_hasher(settings):
 @pytest.fixture(autouse=True)
 def _exact_rankings(settings):
     # Tests compare ranks with a brute force right after each change; the debounce has
-    # its own test (tests/challenges/test_pages_ranking.py).
+    # its own test (tests/challenges/public/test_pages_ranking.py).
     settings.PODIUM_RANKING_MAX_AGE_MS = 0
 
 

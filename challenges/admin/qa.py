@@ -1,4 +1,4 @@
-"""QA scorers in the admin (README, "Writing scorers"): their results
+"""QA scorers in the admin (docs/writing-scorers.md): their results
 per attempt, filters for failing checks, and the counts on the dashboard and in the
 rescore summary. Admins only: nothing here is reachable from a public page.
 

@@ -1,4 +1,4 @@
-"""The API of running a competition (README, "Running a competition"): refusals of
+"""The API of running a competition (docs/competitions.md): refusals of
 attempts outside the schedule or over a cap, moderation (hide / unhide a player or an
 attempt) and the audit trail. Views parse, call one service or selector, and render."""
 

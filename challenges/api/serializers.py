@@ -121,7 +121,7 @@ class ChallengeSerializer(StrictSerializer):
     timeout_ms = StrictIntegerField(
         min_value=1, max_value=MAX_TIMEOUT_MS, required=False, default=5000
     )
-    # Running a competition (the README's section): the window, late attempts, player caps.
+    # Running a competition (docs/competitions.md): the window, late attempts, player caps.
     opens_at = serializers.DateTimeField(required=False, allow_null=True, default=None)
     closes_at = serializers.DateTimeField(required=False, allow_null=True, default=None)
     late_attempts = serializers.ChoiceField(

@@ -1,5 +1,5 @@
 """The rules an attempt must pass before it is written: the challenge's schedule and the
-per-player submission caps (README, "Running a competition").
+per-player submission caps (docs/competitions.md).
 
 Both are checked by ``services.attempts_record``, so the API, the admin and the commands
 refuse alike.

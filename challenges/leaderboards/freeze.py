@@ -78,7 +78,7 @@ _FREEZE_LOCK = 0x7F0D  # the advisory-lock namespace of frozen boards being buil
 
 def _built(board: int) -> bool:
     """Whether the frozen board is there and whole: a deletion of attempts marks every
-    ranking stale (challenges/ranking.py), and a stale frozen board may hold an attempt
+    ranking stale (leaderboards/ranking.py), and a stale frozen board may hold an attempt
     that is gone, so it is rebuilt rather than re-ranked."""
     return LeaderboardRanking.objects.filter(version_id=board, stale=False).exists()
 

@@ -1,4 +1,4 @@
-"""Selector: the aggregate metrics of a challenge (README, "custom metrics").
+"""Selector: the aggregate metrics of a challenge (docs/writing-scorers.md, "custom metrics").
 
 Computed over the *active* version's scored attempts: the database groups the scores
 each metric names (how many attempts had each value, or each prediction/label pair) and

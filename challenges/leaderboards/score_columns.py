@@ -1,6 +1,6 @@
-"""Score columns: every score of the ranking scorer on a leaderboard row (README,
-"Writing scorers"), the ranking one first; and what of an attempt's details the public
-may see."""
+"""Score columns: every score of the ranking scorer on a leaderboard row
+(docs/writing-scorers.md), the ranking one first; and what of an attempt's details the
+public may see."""
 
 from __future__ import annotations
 

@@ -370,7 +370,7 @@ def entries_rebuild(*, version: ScoringVersion, parts: int = 1) -> None:
     live board see none of it either way."""
     # The rows are written as already ranked (ranked_attempt_id = attempt_id) and the
     # version's page checkpoints are dropped: the first reader recomputes them in one
-    # pass instead of first marking 100,000 rows (see challenges/ranking.py).
+    # pass instead of first marking 100,000 rows (see leaderboards/ranking.py).
     if parts <= 1:
         LeaderboardRanking.objects.filter(version=version).delete()
         LeaderboardEntry.objects.filter(version=version).delete()

@@ -1,4 +1,5 @@
-"""Aggregate metrics of a snippet challenge (README, "custom metrics"), in plain Python.
+"""Aggregate metrics of a snippet challenge (docs/writing-scorers.md, "custom metrics"),
+in plain Python.
 
 A challenge's ``metrics`` is a list of
 
@@ -261,7 +262,6 @@ def multiclass(pairs: Mapping[tuple[float, float], int]) -> dict[str, Any] | Non
 
 
 def compute(metric: Mapping[str, Any], counts: Mapping[Any, int]) -> Any:
-    # (python metrics are computed in the sandbox: challenges/metrics.py)
     """The value of one (validated) metric from its counts: value → count, or
     (prediction, label) → count for the classification types."""
     kind = metric["type"]

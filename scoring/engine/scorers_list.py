@@ -1,4 +1,4 @@
-"""Several scorers per python challenge (README, "Writing scorers").
+"""Several scorers per python challenge (docs/writing-scorers.md).
 
 A python challenge may carry ``scorers``, an ordered list of 1–8 of
 

@@ -59,6 +59,10 @@ def env_file(tmp_path: Path) -> Path:
         "PODIUM_STREAM_HOST": "127.0.0.1",
         "PODIUM_STREAM_PORT": str(_free_port()),
         "WEB_THREADS": "2",
+        "PODIUM_INGEST_BIND": f"127.0.0.1:{_free_port()}",
+        "PODIUM_INGEST_PROCESSES": "1",
+        "INGEST_THREADS": "2",
+        "PODIUM_INGEST_NICE": "10",
         "FORWARDED_ALLOW_IPS": "127.0.0.1",
         "PODIUM_WORKER_PROCESSES": "2",
         "WORKER_CONCURRENCY": "1",
@@ -108,11 +112,13 @@ def test_the_configuration_parses_and_every_command_exists(env_file):
         check=True,
     ).stdout
     commands = json.loads(out.strip().splitlines()[-1])
-    assert set(commands) == {"web", "stream", "worker-0", "worker-1", "beat"}
+    assert set(commands) == {"web", "ingest", "stream", "worker-0", "worker-1", "beat"}
     for name, command in commands.items():
         executable = Path(command.split()[0])
         assert executable.is_file() and os.access(executable, os.X_OK), (name, command)
     assert "--workers 1" in " ".join(commands["web"].split())
+    ingest = " ".join(commands["ingest"].split())
+    assert ingest.startswith("/usr/bin/nice -n 10 ") and "--threads 2" in ingest
 
 
 @pytest.fixture
@@ -174,7 +180,7 @@ def _healthy(address: str) -> bool:
 
 def test_every_program_runs_and_one_killed_is_back_within_5_s(supervised, env_file):
     env = supervised
-    programs = {"web", "stream", "worker-0", "worker-1", "beat"}
+    programs = {"web", "ingest", "stream", "worker-0", "worker-1", "beat"}
 
     def all_running():
         status = _status(env)
@@ -188,10 +194,15 @@ def test_every_program_runs_and_one_killed_is_back_within_5_s(supervised, env_fi
     stream = f"{settings['PODIUM_STREAM_HOST']}:{settings['PODIUM_STREAM_PORT']}"
     # RUNNING means alive for startsecs; on a busy machine the server may still be
     # loading Django then: each answers within a while.
+    ingest = settings["PODIUM_INGEST_BIND"]
     assert _wait(lambda: _healthy(bind), timeout=60, every=0.5), f"web on {bind}"
+    assert _wait(lambda: _healthy(ingest), timeout=60, every=0.5), f"ingest on {ingest}"
     assert _wait(lambda: _healthy(stream), timeout=60, every=0.5), f"stream on {stream}"
+    # The ingest processes run behind the web ones for the CPU (nice), the web ones not.
+    assert os.getpriority(os.PRIO_PROCESS, status["ingest"][1]) == 10
+    assert os.getpriority(os.PRIO_PROCESS, status["web"][1]) == os.getpriority(os.PRIO_PROCESS, 0)
 
-    for name in ("worker-1", "beat", "web", "stream"):
+    for name in ("worker-1", "beat", "web", "ingest", "stream"):
         before = status[name][1]
         assert before
         os.kill(before, signal.SIGKILL)
@@ -205,5 +216,5 @@ def test_every_program_runs_and_one_killed_is_back_within_5_s(supervised, env_fi
         assert time.monotonic() - killed_at <= BACK_WITHIN_S + 0.5
         status = _wait(all_running, timeout=30, every=0.5)
         assert status, f"{name} did not run again: {_status(env)}"
-    assert _wait(lambda: _healthy(bind), timeout=60, every=0.5)
-    assert _wait(lambda: _healthy(stream), timeout=60, every=0.5)
+    for address in (bind, ingest, stream):
+        assert _wait(lambda address=address: _healthy(address), timeout=60, every=0.5), address

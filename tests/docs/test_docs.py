@@ -81,3 +81,38 @@ def test_readme_curl_example_creates_a_challenge_of_its_own_name():
     assert not demo_names & set(created)
     if "services.scorers.weighted:WeightedScorer" in readme:
         assert "legacy spelling" in readme
+
+
+# Files of a user's own project that the guides show (not this repository's).
+USERS_FILES = {"tests/test_custom.py"}
+PATH_MENTION = re.compile(
+    r"\b((?:challenges|scoring|config|bench|deploy|tests|docs)/[\w/.-]+\.(?:py|md))\b"
+)
+
+
+def _mentioned_paths_missing(texts: dict[str, str]) -> list[str]:
+    return sorted(
+        f"{name}: {path}"
+        for name, text in texts.items()
+        for path in PATH_MENTION.findall(text)
+        if not (ROOT / path).exists() and path not in USERS_FILES
+    )
+
+
+def test_every_path_the_code_and_docs_mention_exists():
+    """A comment or a page naming a file that moved sends a reader nowhere."""
+    texts = {
+        str(path.relative_to(ROOT)): path.read_text()
+        for folder in ("challenges", "scoring", "config", "docs", "bench", "deploy")
+        for path in (ROOT / folder).rglob("*")
+        if path.suffix in {".py", ".md", ".conf", ".ini"} and "migrations" not in path.parts
+    }
+    texts["README.md"] = (ROOT / "README.md").read_text()
+    texts["CONTRIBUTING.md"] = (ROOT / "CONTRIBUTING.md").read_text()
+    assert _mentioned_paths_missing(texts) == []
+
+
+def test_the_path_check_can_fail():
+    assert _mentioned_paths_missing({"x.py": "# see challenges/ranking.py"}) == [
+        "x.py: challenges/ranking.py"
+    ]

@@ -20,6 +20,7 @@ from rest_framework.test import APIClient
 
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text()
+GUIDE = (ROOT / "docs" / "writing-scorers.md").read_text()  # the Python scorer moved here
 
 
 @pytest.mark.django_db
@@ -40,9 +41,9 @@ def test_createsuperuser_line_needs_no_terminal(monkeypatch):
 
 @pytest.mark.django_db
 def test_python_scorer_example_pastes_as_written(tmp_path, admin):
-    code = re.search(r"## Writing a Python scorer.*?```python\n(.*?)```", README, re.S).group(1)
-    builder = re.search(r"<<'PY' > challenge\.json\n(.*?)\nPY\n", README, re.S).group(1)
-    assert "--data @challenge.json" in README and "/api/challenges/5/" not in README
+    code = re.search(r"## Writing a Python scorer.*?```python\n(.*?)```", GUIDE, re.S).group(1)
+    builder = re.search(r"<<'PY' > challenge\.json\n(.*?)\nPY\n", GUIDE, re.S).group(1)
+    assert "--data @challenge.json" in GUIDE and "/api/challenges/5/" not in GUIDE
     (tmp_path / "completeness.py").write_text(code)
     body = subprocess.run(
         [sys.executable, "-"],

@@ -1,5 +1,5 @@
 """Rescore jobs on a REAL Celery worker (prefork, 2 processes) over Redis and PostgreSQL:
-the guarantees of challenges/rescoring.py when tasks really run twice, concurrently, get
+the guarantees of challenges/rescoring/jobs.py when tasks really run twice, concurrently, get
 cancelled, superseded or killed.
 
 Attempts are recorded under a cheap built-in strategy (``fewest_tokens``: score =

@@ -146,10 +146,10 @@ def test_score_attempt_by_registered_id(settings):
     assert weighted["score"] == 165.0
 
 
-def test_the_readme_pytest_example_passes():
-    readme = (ROOT / "README.md").read_text()
+def test_the_guides_pytest_example_passes():
+    readme = (ROOT / "docs" / "writing-scorers.md").read_text()
     block = readme.split("```python\n# tests/test_custom.py\n", 1)[1].split("```", 1)[0]
     code = block.replace("myplugins.custom:MyCustomScorer", "tests.guides.custom:MyCustomScorer")
     namespace: dict = {}
-    exec(compile(code, "README.md", "exec"), namespace)  # noqa: S102 - our own README
+    exec(compile(code, "writing-scorers.md", "exec"), namespace)  # noqa: S102 - our own docs
     namespace["test_my_custom_scorer"]()

@@ -1,5 +1,5 @@
 """``manage.py challenge_apply FILE.yaml``: create or update a challenge (by slug) from a
-definition file (see challenges/definitions.py for the format)."""
+definition file (see challenges/transfer/definitions.py for the format)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """``manage.py export_challenge <slug> [-o FILE]``: a challenge, its scoring versions and
-its attempts as JSON lines (see challenges/transfer.py for the format)."""
+its attempts as JSON lines (see challenges/transfer/jsonlines.py for the format)."""
 
 from __future__ import annotations
 

@@ -28,7 +28,7 @@ PUBLIC_FIELDS = {
     "active_version",
     "created_at",
     "updated_at",
-    # the schedule and the caps (README, "Running a competition"): public, so an
+    # the schedule and the caps (docs/competitions.md): public, so an
     # integration can tell its players when and how often they may submit
     "opens_at",
     "closes_at",

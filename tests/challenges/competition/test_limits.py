@@ -1,4 +1,4 @@
-"""Submission caps (README, "Running a competition"): attempts per player per rolling
+"""Submission caps (docs/competitions.md): attempts per player per rolling
 24 hours and in total; over a cap → 429 naming it (Retry-After when waiting helps),
 nothing written, a bulk request refused whole; exact under concurrent writers."""
 

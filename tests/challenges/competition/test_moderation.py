@@ -1,4 +1,4 @@
-"""Moderation (README, "Running a competition"): a hidden player or attempt leaves every
+"""Moderation (docs/competitions.md): a hidden player or attempt leaves every
 public output at once (ranks below move up) and comes back exactly on unhide; staff may
 hide, only admins may unhide."""
 

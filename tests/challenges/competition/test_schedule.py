@@ -1,4 +1,4 @@
-"""The schedule (README, "Running a competition"): outside [opens_at, closes_at) an
+"""The schedule (docs/competitions.md): outside [opens_at, closes_at) an
 attempt gets 409 naming the window, or is recorded as practice: stored, scored, never
 ranked (not by ingestion, not by a rescore's rebuild)."""
 

@@ -1,4 +1,4 @@
-"""Ranks read from checkpoints (challenges/ranking.py) equal a brute-force ranking of
+"""Ranks read from checkpoints (challenges/leaderboards/ranking.py) equal a brute-force ranking of
 every entry: on every page, in search results, for every player, after new attempts,
 renames and deletions, with ties across checkpoint boundaries."""
 

@@ -313,7 +313,7 @@ def test_an_attempt_waiting_for_the_batch_run_is_answered_pending(
     challenge, integration_api, runs_queued
 ):
     """Issue 28, finding 15: stored, scored by the per-attempt scorer, but its batch
-    part waits for the next run — `pending`, as the README and docs/api.md say, not
+    part waits for the next run — `pending`, as docs/writing-scorers.md and docs/api.md say, not
     `scored` with a null score. Once the run has covered it, it is `scored`."""
     first = post(integration_api, challenge, "p1", "abc", 1000)
     assert first["details"]["pending"] is True

@@ -1,5 +1,5 @@
 """What a batch scorer's "whole set" is, and frozen boards immune to what follows the
-freeze (issue 28, findings 1 and 2; the rule is in README's batch scorer section).
+freeze (issue 28, findings 1 and 2; the rule is in docs/writing-scorers.md, batch scorers).
 
 - The set a batch scorer ranks relative to is the *ranked* attempts: never practice
   attempts, hidden attempts or hidden players' attempts, and while a freeze holds, only
