@@ -167,33 +167,104 @@ def test_the_checks_can_fail():
 
 
 # --- one home for raw SQL -------------------------------------------------------------------
-SQL_HOME = APP / "leaderboards" / "sql.py"
-# What only the SQL home may touch: a cursor, the vendor switch, raw SQL expressions.
-RAW_SQL_MARKS = ("cursor(", "connection.vendor", "RawSQL(", ".raw(", ".extra(")
+# The database module: the statements (sql.py) and the bulk write paths that feed them
+# (bulk.py: COPY text, models built positionally, threads on their own connections).
+SQL_HOMES = (APP / "leaderboards" / "sql.py", APP / "leaderboards" / "bulk.py")
+# What only the SQL homes may touch, each a node of the syntax tree (a text search would
+# take ``copy.copy(model)`` for a COPY): the vendor switch, a cursor, a cursor's COPY, raw
+# SQL expressions, Django's private model attributes.
+RAW_SQL_MARKS = (
+    "postgres(",  # the vendor branch (sql.postgres)
+    "connection.vendor",
+    "cursor(",  # connection.cursor(), connections[...].cursor()
+    ".copy(",  # a cursor's COPY; copy.copy(...) of the standard library is not one
+    "RawSQL",
+    ".raw(",
+    ".extra(",
+    "._state",  # a model's own self._state in models.py is Django's documented idiom
+    ".set_cached_value(",
+)
+
+
+def _marks(tree: ast.AST, *, models: bool) -> list[tuple[int, str]]:
+    found = []
+    for node in ast.walk(tree):
+        mark = None
+        if isinstance(node, ast.Call):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if name in ("postgres", "cursor", "raw", "extra", "set_cached_value"):
+                mark = f".{name}(" if name in ("raw", "extra", "set_cached_value") else f"{name}("
+            elif name == "copy" and not (
+                isinstance(func, ast.Attribute)
+                and isinstance(func.value, ast.Name)
+                and func.value.id == "copy"
+            ):
+                mark = ".copy("
+        elif isinstance(node, ast.Attribute):
+            if node.attr == "vendor" and getattr(node.value, "id", "") == "connection":
+                mark = "connection.vendor"
+            elif node.attr == "_state" and not (models and getattr(node.value, "id", "") == "self"):
+                mark = "._state"
+            elif node.attr == "RawSQL":
+                mark = "RawSQL"
+        elif isinstance(node, ast.Name) and node.id == "RawSQL":
+            mark = "RawSQL"
+        elif isinstance(node, ast.ImportFrom) and any(a.name == "RawSQL" for a in node.names):
+            mark = "RawSQL"
+        if mark is not None:
+            found.append((getattr(node, "lineno", 0), mark))
+    return found
 
 
 def _raw_sql_outside_home(paths: list[Path]) -> list[str]:
     found = []
     for path in paths:
-        if path == SQL_HOME or "migrations" in path.parts:
+        if path in SQL_HOMES or "migrations" in path.parts:
             continue
-        for number, line in enumerate(path.read_text().splitlines(), 1):
-            if any(mark in line for mark in RAW_SQL_MARKS):
-                found.append(f"{path.name}:{number}: {line.strip()}")
+        tree = ast.parse(path.read_text())
+        marks = _marks(tree, models=path.name == "models.py")
+        found += [f"{path.name}:{number}: {mark}" for number, mark in sorted(set(marks))]
     return found
 
 
-def test_every_raw_statement_lives_in_sql_py():
-    """Cursors, vendor branches and raw SQL expressions: only in leaderboards/sql.py."""
+def test_every_raw_statement_lives_in_the_sql_homes():
+    """Cursors, vendor branches, COPY, raw SQL expressions and Django's private model
+    attributes: only in leaderboards/sql.py and leaderboards/bulk.py."""
     assert _raw_sql_outside_home(sorted(APP.rglob("*.py"))) == []
 
 
-def test_the_sql_home_check_can_fail(tmp_path):
-    # A module elsewhere opening a cursor is reported; sql.py itself never is.
+STRAYS = {
+    "postgres(": "if sql.postgres():\n    pass\n",
+    "connection.vendor": "x = connection.vendor\n",
+    "cursor(": "with connection.cursor() as cursor:\n    pass\n",
+    ".copy(": "with cursor.copy('COPY t FROM STDIN') as c:\n    pass\n",
+    "RawSQL": "from django.db.models.expressions import RawSQL\n",
+    ".raw(": "Player.objects.raw('SELECT 1')\n",
+    ".extra(": "Player.objects.extra(where=['1'])\n",
+    "._state": "attempt._state.adding = False\n",
+    ".set_cached_value(": "field.set_cached_value(row, version)\n",
+}
+
+
+def test_the_sql_home_check_fails_on_each_mark(tmp_path):
+    assert set(STRAYS) == set(RAW_SQL_MARKS)
+    for mark, text in STRAYS.items():
+        stray = tmp_path / "stray.py"
+        stray.write_text(text)
+        assert _raw_sql_outside_home([*SQL_HOMES, stray]) == [f"stray.py:1: {mark}"], mark
+
+
+def test_the_sql_home_check_is_precise(tmp_path):
+    # copy.copy of a model is no COPY, a model's own self._state in models.py is Django's
+    # idiom, and a name that merely contains a mark is none.
     stray = tmp_path / "stray.py"
-    stray.write_text("with connection.cursor() as cursor:\n    pass\n")
-    found = _raw_sql_outside_home([SQL_HOME, stray])
-    assert len(found) == 1 and "cursor(" in found[0]
+    stray.write_text("import copy\nc = copy.copy(challenge)\ncursors = {}\n")
+    models = tmp_path / "models.py"
+    models.write_text("def save(self):\n    return self._state.adding\n")
+    assert _raw_sql_outside_home([stray, models]) == []
+    stray.write_text("def save(self):\n    return self._state.adding\n")
+    assert _raw_sql_outside_home([stray]) == ["stray.py:2: ._state"]
 
 
 # --- names a search can find --------------------------------------------------------------

@@ -5,7 +5,6 @@ Views, the API, the admin, commands and tasks call these; the logic lives here o
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -20,8 +19,9 @@ from django.utils import timezone
 from challenges import audit
 from challenges.ingestion import admission
 from challenges.ingestion.budget import PENDING, ScoringBudget, pending_enqueue, score_status
+from challenges.leaderboards import bulk, ranking, scores, sql
 from challenges.leaderboards import names as player_names
-from challenges.leaderboards import ranking, scores, sql
+from challenges.leaderboards.bulk import attempts_insert
 from challenges.models import (
     Attempt,
     AttemptScore,
@@ -105,7 +105,8 @@ def _players_upsert(
         if item.player_name or item.player not in names:
             names[item.player] = item.player_name or names.get(item.player)
     ordered = sorted(names)
-    players = _players_ensure(ordered, [(names[ext] or ext)[:DISPLAY_NAME_MAX] for ext in ordered])
+    shown = [(names[ext] or ext)[:DISPLAY_NAME_MAX] for ext in ordered]
+    players = bulk.players_ensure(ordered, shown)
     renames = [ext for ext in ordered if names[ext] and players[ext].display_name != names[ext]]
     if renames and renames_within is not None:
         elsewhere = set(
@@ -130,25 +131,6 @@ def _players_upsert(
             player_names.renames_record(renames=kept, at=timezone.now())
             ranking.rankings_renamed(player_ids=[p.pk for p in renamed])
     return players
-
-
-def _players_ensure(ordered: list[str], names: list[str]) -> dict[str, Player]:
-    """The players of these external ids (sorted), created with these names where new.
-    On PostgreSQL two statements whose parameters are arrays (a list of a thousand
-    players binds as three values); elsewhere the ORM."""
-    if not sql.postgres():
-        Player.objects.bulk_create(
-            [
-                Player(external_id=ext, display_name=name)
-                for ext, name in zip(ordered, names, strict=True)
-            ],
-            ignore_conflicts=True,
-        )
-        return {p.external_id: p for p in Player.objects.filter(external_id__in=ordered)}
-    sql.players_insert_missing(ordered, names, timezone.now())
-    db = Player.objects.db
-    players = (Player.from_db(db, sql.PLAYER_COLUMNS, row) for row in sql.players_named(ordered))
-    return {p.external_id: p for p in players}
 
 
 def _lock_challenge_shared(challenge_id: int) -> None:
@@ -217,17 +199,12 @@ def attempts_delete(*, attempts: QuerySet[Attempt], by: Any = None) -> int:
     return deleted
 
 
-_ATTEMPT_ATTNAMES = [f.attname for f in Attempt._meta.concrete_fields]
 _ATTEMPT_DEFAULTED = [f for f in Attempt._meta.concrete_fields if f.has_default()]
-_CHALLENGE_FIELD = Attempt._meta.get_field("challenge")
-_PLAYER_FIELD = Attempt._meta.get_field("player")
 
 
 def attempt_build(*, challenge: Challenge, item: AttemptInput, player: Player | None = None):
-    """An unsaved Attempt of ``challenge`` from an input (its player set when given).
-    Built from positional values in the model's field order (a bulk request builds a
-    thousand: keyword construction costs three times as much), its challenge and player
-    cached on it as keyword construction would."""
+    """An unsaved Attempt of ``challenge`` from an input (its player set when given),
+    built as a bulk request needs a thousand (``bulk.model_build``)."""
     values = {
         **{f.attname: f.get_default() for f in _ATTEMPT_DEFAULTED},
         "challenge_id": challenge.pk,
@@ -241,66 +218,8 @@ def attempt_build(*, challenge: Challenge, item: AttemptInput, player: Player | 
         "output": item.output,
         "messages": item.messages,
     }
-    attempt = Attempt(*[values.get(name) for name in _ATTEMPT_ATTNAMES])
-    _CHALLENGE_FIELD.set_cached_value(attempt, challenge)
-    if player is not None:
-        _PLAYER_FIELD.set_cached_value(attempt, player)
-    return attempt
-
-
-def attempt_player_set(attempt: Attempt, player: Player) -> None:
-    """``attempt.player = player`` without the descriptor's checks (same database, a
-    saved player): a bulk request sets a thousand."""
-    attempt.player_id = player.pk
-    _PLAYER_FIELD.set_cached_value(attempt, player)
-
-
-def attempts_insert(attempts: Sequence[Attempt]) -> None:
-    """Write new attempts and set their ids. On PostgreSQL the ids are drawn from the
-    table's sequence and the rows go through COPY: a bulk request's thousand rows
-    without compiling and binding a thousand-row INSERT (bench/ingest.py). Elsewhere
-    ``bulk_create``. Constraints are checked as for an INSERT."""
-    if not sql.postgres():
-        Attempt.objects.bulk_create(attempts)
-        return
-    ids = sql.ids_next(sql.ATTEMPT, len(attempts))
-    now = timezone.now()
-    db = Attempt.objects.db
-    lines = []
-    for attempt, pk in zip(attempts, ids, strict=True):
-        attempt.pk, attempt.recorded_at = pk, now
-        attempt._state.adding, attempt._state.db = False, db
-        lines.append(
-            "\t".join(
-                (
-                    str(pk),
-                    str(attempt.challenge_id),
-                    str(attempt.player_id),
-                    "t" if attempt.succeeded else "f",
-                    _copy_value(attempt.tokens_total),
-                    _copy_value(attempt.elapsed_ms),
-                    _copy_value(attempt.rating),
-                    str(attempt.created_at),
-                    _copy_json(attempt.sample),
-                    scores.copy_text(attempt.output),
-                    _copy_json(attempt.messages),
-                    str(now),
-                    "t" if attempt.practice else "f",
-                    "t" if attempt.hidden else "f",
-                )
-            )
-            + "\n"
-        )
-    sql.attempts_copy("".join(lines))
-
-
-def _copy_value(value: int | None) -> str:
-    return "\\N" if value is None else str(int(value))
-
-
-def _copy_json(value: Any) -> str:
-    """A JSONField's value as JSONField stores it (json.dumps; None is SQL NULL)."""
-    return "\\N" if value is None else scores.copy_text(json.dumps(value))
+    related = {"challenge": challenge, **({"player": player} if player else {})}
+    return bulk.model_build(Attempt, values, **related)
 
 
 def attempts_record(
@@ -345,7 +264,7 @@ def attempts_record(
             challenge=challenge, players=players, external_ids=external_ids, now=timezone.now()
         )
         for attempt, item in zip(attempts, inputs, strict=True):
-            attempt_player_set(attempt, players[item.player])
+            bulk.related_set(attempt, "player", players[item.player])
         attempts_insert(attempts)
         # Again under the lock, by id: a version made active or rescored since is loaded.
         scored_ids = sorted((v.pk, scored_active_id) for v in scored)

@@ -14,8 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from django.core.cache import cache
-from django.db.models import Count, Max, Subquery
-from django.db.models.expressions import RawSQL
+from django.db.models import Count, Expression, Max, Subquery
 from django.db.models.fields.json import KeyTextTransform, KeyTransform
 
 from challenges.leaderboards import exclusions, precision, sql
@@ -49,7 +48,7 @@ def _text(name: str, scorer: str | None = None) -> KeyTextTransform:
     return KeyTextTransform(name, scores)
 
 
-def _type(name: str, scorer: str | None = None) -> RawSQL:
+def _type(name: str, scorer: str | None = None) -> Expression:
     """The JSON type of the score, in one vocabulary on both databases:
     'number', 'string', 'boolean', or NULL/'null' (no such score, or None). A cast of the
     text alone cannot tell None from 0 on SQLite (its ->> gives 'null') nor the label

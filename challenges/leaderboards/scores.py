@@ -7,31 +7,31 @@ statement when a rescore finishes.
 
 from __future__ import annotations
 
-import json
-import re
-import threading
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
 
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import Exists, F, OuterRef, QuerySet
 
-from challenges.leaderboards import changes, exclusions, sql
+from challenges.leaderboards import bulk, changes, exclusions, sql
+from challenges.leaderboards.bulk import (  # noqa: F401 - read here by the preview, tests
+    AttemptRow,
+    _details_json,
+    attempt_rows,
+    copy_text,
+    score_rows,
+)
+from challenges.leaderboards.sql import scored_in_sql
 from challenges.models import (
     Attempt,
     AttemptScore,
-    Challenge,
     LeaderboardEntry,
     LeaderboardRanking,
     ScoringVersion,
 )
-from challenges.text import BAD_CHAR, outcome_storable
 from scoring import services as scoring
 from scoring.engine import strategies
 from scoring.engine.outcome import Outcome
-from scoring.engine.scorers_list import split_qa
 from scoring.failures import failures_log, failures_tick
 
 SCORING_FIELDS = (
@@ -57,60 +57,7 @@ def attempts_for_scoring(challenge_id: int) -> QuerySet[Attempt]:
     )
 
 
-# A rescore reads a million attempts: plain tuples, not model instances.
-# (id, player_id, external_id, succeeded, tokens_total, elapsed_ms, rating, created_ms,
-#  created_at) where created_at is the database's own text on PostgreSQL (copied back
-#  as it is) and a datetime elsewhere.
-AttemptRow = tuple[int, int, str, bool, int | None, int | None, int | None, int, object]
-
-
-def attempt_rows(*, challenge_id: int, first_id: int, last_id: int) -> list[AttemptRow]:
-    """The challenge's attempts with ids in [first_id, last_id], in id order."""
-    rows = sql.attempt_rows(challenge_id, first_id, last_id)
-    if sql.postgres():  # the database computed the epoch milliseconds
-        return rows  # type: ignore[return-value]
-    return [(*r[:7], scoring.epoch_ms(r[8]), r[8]) for r in rows]  # type: ignore[misc]
-
-
-def copy_text(value: object) -> str:
-    """A value in PostgreSQL's COPY text format."""
-    if value is None:
-        return "\\N"
-    text = value if isinstance(value, str) else repr(value)
-    return text.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")
-
-
-Compute = Callable[[Sequence[AttemptRow]], list[Outcome]]
-
-
-@dataclass(frozen=True)
-class ScoreBatch:
-    """A computed batch of scores (consecutive attempts in id order), made ready to write
-    without the database: the COPY text on PostgreSQL, model rows elsewhere. Built where
-    the scorer ran, written by whoever holds the transaction (``scores_put``)."""
-
-    version: ScoringVersion
-    attempt_ids: list[int]
-    outcomes: Sequence[Outcome]
-    text: str | None = None  # COPY text (PostgreSQL)
-    rows: list[AttemptScore] | None = None
-
-
-def scores_prepare(
-    *, version: ScoringVersion, attempts: Sequence[AttemptRow], outcomes: Sequence[Outcome]
-) -> ScoreBatch:
-    """The batch's rows, ready for ``scores_put``."""
-    ids = [a[0] for a in attempts]
-    if sql.postgres():
-        keys = [(a[0], a[1], a[8]) for a in attempts]
-        return ScoreBatch(version, ids, outcomes, text=_copy_lines(version, keys, outcomes))
-    rows = [
-        _score_row(version, a[0], a[1], a[8], o) for a, o in zip(attempts, outcomes, strict=True)
-    ]
-    return ScoreBatch(version, ids, outcomes, rows=rows)
-
-
-def scores_put(*, batches: Sequence[ScoreBatch]) -> None:
+def scores_put(*, batches: Sequence[bulk.ScoreBatch]) -> None:
     """Make the versions' scores of each batch's attempts exactly its outcomes: the rows
     in each batch's id range are deleted, then written (one COPY for them all on
     PostgreSQL). Call in a short transaction, after computing the outcomes: a retried or
@@ -120,13 +67,7 @@ def scores_put(*, batches: Sequence[ScoreBatch]) -> None:
         AttemptScore.objects.filter(
             version=b.version, attempt_id__gte=b.attempt_ids[0], attempt_id__lte=b.attempt_ids[-1]
         ).delete()
-    if sql.postgres():
-        if batches:
-            sql.scores_copy("".join(b.text or "" for b in batches))
-    else:
-        AttemptScore.objects.bulk_create(
-            [r for b in batches for r in b.rows or ()], batch_size=2000
-        )
+    bulk.scores_insert(batches)
     for b in batches:
         _failures_note(b.version, b.attempt_ids, b.outcomes)
 
@@ -150,63 +91,12 @@ def scores_count(*, version_id: int, first_id: int, last_id: int) -> tuple[int, 
     return rows.count(), rows.exclude(error="").count()
 
 
-_PLAIN_KEY = re.compile(r"[A-Za-z0-9_ .:-]{1,100}")
-_plain_keys: dict[tuple[str, ...], bool] = {}
-
-
-def _details_json(details: dict[str, Any]) -> str:
-    """JSON text of a details dict (never NaN or infinity: the rules refused them).
-
-    Flat dicts of floats under plain keys (what built-in scorers give) are written
-    directly, a few times faster than json.dumps; anything else goes through it."""
-    keys = tuple(details)
-    plain = _plain_keys.get(keys)
-    if plain is None:
-        plain = _plain_keys[keys] = all(type(k) is str and _PLAIN_KEY.fullmatch(k) for k in keys)
-    if plain and all(type(v) is float for v in details.values()):
-        return "{" + ", ".join([f'"{k}": {v!r}' for k, v in details.items()]) + "}"
-    return json.dumps(details)
-
-
-def _copy_lines(
-    version: ScoringVersion, keys: Sequence[tuple[int, int, Any]], outcomes: Sequence[Outcome]
-) -> str:
-    """Score rows in COPY text format; ``keys``: each attempt's (id, player id, created_at),
-    created_at as a datetime or as the database's own text."""
-    version_id = version.pk
-    lines = []
-    for (attempt_id, player_id, created_at), o in zip(keys, outcomes, strict=True):
-        if o.score is None:
-            score_text = sort_text = "\\N"
-        else:
-            score_text, sort_text = repr(o.score), repr(_sort_key(o))
-        plain, qa, qa_failed = split_qa(o.details)
-        details = "\\N" if plain is None else copy_text(_details_json(plain))
-        qa_text = "\\N" if qa is None else copy_text(json.dumps(qa))
-        if "\\u" in details or "\\u" in qa_text or (o.error and BAD_CHAR.search(o.error)):
-            o = outcome_storable(o)  # rare: check
-            plain, qa, qa_failed = split_qa(o.details)
-            details = "\\N" if plain is None else copy_text(_details_json(plain))
-            qa_text = "\\N" if qa is None else copy_text(json.dumps(qa))
-        error = copy_text(o.error) if o.error else ""
-        lines.append(
-            f"{version_id}\t{attempt_id}\t{player_id}\t{created_at}\t{score_text}\t{sort_text}\t{details}"
-            f"\t{error}\t{qa_text}\t{qa_failed}\n"
-        )
-    return "".join(lines)
-
-
 def scores_settle(*, version_id: int, first_id: int, last_id: int) -> None:
     """Visit the committed score rows of a range once (PostgreSQL): the first read of a
     freshly written row records that its transaction committed (the row's hint bits),
     which costs about as much as the read itself. Done per chunk, in parallel, it spares
     the final leaderboard rebuild a million such first reads."""
     sql.scores_settle(version_id, first_id, last_id)
-
-
-def scored_in_sql(version: ScoringVersion | Challenge) -> bool:
-    """Whether a rescore computes this version's scores in the database."""
-    return sql.postgres() and version.scoring_strategy in sql.STRATEGY_VALUE
 
 
 def scores_replace_in_sql(
@@ -231,97 +121,22 @@ def scores_replace_in_sql(
     )
 
 
-def _sort_key(outcome: Outcome) -> float:
-    """The ranking key the engine put on a counted outcome (``outcome.ranked``)."""
-    if outcome.sort_key is None:
-        raise ValueError("an outcome with a score but no sort key: rank it (outcome.ranked)")
-    return outcome.sort_key
-
-
-def score_rows(
-    *, version: ScoringVersion, attempts: Sequence[Attempt], outcomes: Sequence[Outcome]
-) -> list[AttemptScore]:
-    return [
-        _score_row(version, a.pk, a.player_id, a.created_at, o)
-        for a, o in zip(attempts, outcomes, strict=True)
-    ]
-
-
-_SCORE_ATTNAMES = [f.attname for f in AttemptScore._meta.concrete_fields]
-_SCORE_VERSION = AttemptScore._meta.get_field("version")
-
-
-def _score_row(
-    version: ScoringVersion, attempt_id: int, player_id: int, created_at: Any, o: Outcome
-) -> AttemptScore:
-    o = outcome_storable(o)  # a scorer's text may hold what no column can store
-    details, qa, qa_failed = split_qa(o.details)
-    values = {
-        "version_id": version.pk,
-        "attempt_id": attempt_id,
-        "player_id": player_id,
-        "created_at": created_at,
-        "score": o.score,
-        "sort_key": None if o.score is None else _sort_key(o),
-        "details": details,
-        "error": o.error,
-        "qa": qa,
-        "qa_failed": qa_failed,
-    }
-    # Positional, in the model's field order: a bulk request builds a thousand.
-    row = AttemptScore(*[values.get(name) for name in _SCORE_ATTNAMES])
-    _SCORE_VERSION.set_cached_value(row, version)
-    return row
-
-
 def scores_write(
     *, version: ScoringVersion, attempts: Sequence[Attempt], outcomes: Sequence[Outcome]
 ) -> list[AttemptScore]:
-    """Write the scores of attempts that have none under the version yet (new ones, or
-    the ones a rescore catches up while it holds the challenge lock)."""
-    rows = score_rows(version=version, attempts=attempts, outcomes=outcomes)
-    if sql.postgres():  # COPY: no thousand-row INSERT to compile for a bulk request
-        keys = [(a.pk, a.player_id, a.created_at) for a in attempts]
-        sql.scores_copy(_copy_lines(version, keys, outcomes), immediate=False)
-    else:
-        AttemptScore.objects.bulk_create(rows)
-    if any(o.error for o in outcomes):
-        failures_log(version=version, attempt_ids=[a.pk for a in attempts], outcomes=outcomes)
-    else:
-        failures_tick()
+    """Write the scores of new attempts (none under the version yet)."""
+    rows = bulk.scores_insert_new(version=version, attempts=attempts, outcomes=outcomes)
+    _failures_note(version, [a.pk for a in attempts], outcomes)
     return rows
-
-
-def score_missing(
-    *, version: ScoringVersion, after_id: int = 0, batch_size: int = 2000
-) -> tuple[int, int]:
-    """Score the attempts of the version's challenge with ids above ``after_id`` that
-    have no score under it, and keep their players' leaderboard entries. Returns
-    (scored, failed)."""
-    challenge = version.challenge
-    has_score = AttemptScore.objects.filter(version=version, attempt=OuterRef("pk"))
-    todo = attempts_for_scoring(challenge.pk).filter(~Exists(has_score))
-    scored = failed = 0
-    last_pk = after_id
-    while batch := list(todo.filter(pk__gt=last_pk)[:batch_size]):
-        items = scoring.items_from_attempts(
-            batch, challenge=challenge, timeout_ms=version.timeout_ms
-        )
-        outcomes = scoring.scores_compute(version=version, items=items)
-        rows = scores_write(version=version, attempts=batch, outcomes=outcomes)
-        entries_upsert(version=version, attempts=batch, rows=rows)
-        scored += len(batch)
-        failed += sum(1 for o in outcomes if o.error)
-        last_pk = batch[-1].pk
-    return scored, failed
 
 
 def scores_catch_up(
     *, version: ScoringVersion, after_id: int, batch_size: int = 500
 ) -> tuple[int, int]:
-    """Score the attempts above ``after_id`` that lack a score under the version, outside
-    any transaction: each batch is computed first, then written in its own short
-    transaction (a row a concurrent caller wrote meanwhile is kept). No leaderboard
+    """Score the attempts above ``after_id`` that lack a score under the version: each
+    batch is computed first, then written in its own short transaction (a row a
+    concurrent caller wrote meanwhile is kept). Outside any transaction, but for the
+    switch's safety net (``rescoring.switch``; docs/rescoring.md). No leaderboard
     entries: the caller makes them. Returns (scored, failed)."""
     challenge = version.challenge
     has_score = AttemptScore.objects.filter(version=version, attempt=OuterRef("pk"))
@@ -332,10 +147,11 @@ def scores_catch_up(
         items = scoring.items_from_attempts(
             batch, challenge=challenge, timeout_ms=version.timeout_ms
         )
-        outcomes = scoring.scores_compute(version=version, items=items)  # no transaction
+        outcomes = scoring.scores_compute(version=version, items=items)
         rows = score_rows(version=version, attempts=batch, outcomes=outcomes)
         with transaction.atomic():
             AttemptScore.objects.bulk_create(rows, ignore_conflicts=True)
+        _failures_note(version, [a.pk for a in batch], outcomes)
         scored += len(batch)
         failed += sum(1 for o in outcomes if o.error)
         last_pk = batch[-1].pk
@@ -353,7 +169,7 @@ def rebuild_parts(*, scores_count: int) -> int:
     the caller's transaction begins: split only on PostgreSQL, and only outside any
     transaction (the parts' own connections see what is committed, not what a caller's
     transaction, e.g. a test's, holds)."""
-    if not sql.postgres() or connection.in_atomic_block:
+    if not bulk.own_connections():
         return 1
     return REBUILD_PARTS if scores_count >= REBUILD_SPLIT_FROM else 1
 
@@ -378,31 +194,16 @@ def entries_rebuild(*, version: ScoringVersion, parts: int = 1) -> None:
         sql.entries_insert_best(version.pk, ranked=True)
         changes.board_touch(challenge_ids=[version.challenge_id])
         return
-    failures: list[BaseException] = []
 
     def rebuild_part(k: int) -> None:
-        try:
-            if k == 0:  # committed before the rows it makes stale, as they are
-                LeaderboardRanking.objects.filter(version=version).delete()
-            with transaction.atomic():
-                sql.set_local("work_mem", "'256MB'")
-                sql.entries_delete_part(version.pk, (k, parts))
-                sql.entries_insert_best(version.pk, part=(k, parts), ranked=True)
-        except BaseException as error:  # raised again in the caller's thread
-            failures.append(error)
-        finally:
-            connection.close()  # this thread's own connection
+        if k == 0:  # committed before the rows it makes stale, as they are
+            LeaderboardRanking.objects.filter(version=version).delete()
+        with transaction.atomic():
+            sql.set_local("work_mem", "'256MB'")
+            sql.entries_delete_part(version.pk, (k, parts))
+            sql.entries_insert_best(version.pk, part=(k, parts), ranked=True)
 
-    threads = [
-        threading.Thread(target=rebuild_part, args=(k,), name=f"entries-rebuild-{k}")
-        for k in range(parts)
-    ]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    if failures:
-        raise failures[0]
+    bulk.in_parallel(rebuild_part, parts=parts)
     changes.board_touch(challenge_ids=[version.challenge_id])
 
 

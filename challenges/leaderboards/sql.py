@@ -233,6 +233,13 @@ STRATEGY_VALUE = {
     "fewest_tokens": "CASE WHEN a.succeeded THEN a.tokens_total::float8 END",
     "highest_rating": "CASE WHEN a.succeeded THEN a.rating::float8 END",
 }
+
+
+def scored_in_sql(version: ScoringVersion | Challenge) -> bool:
+    """Whether a rescore computes this version's scores in the database."""
+    return postgres() and version.scoring_strategy in STRATEGY_VALUE
+
+
 _STRATEGY_INSERT = f"""
 INSERT INTO {SCORE} (version_id, attempt_id, player_id, created_at, score, sort_key, details, error)
 SELECT %s, id, player_id, created_at, value, {{sign}} value, NULL, '' FROM (

@@ -13,7 +13,8 @@ The guarantees, and where each one lives:
 - *No double write*: a chunk's batches each replace their own rows in a short
   transaction under the chunk row lock, and its ``done_at`` is set once; a retried or
   duplicated chunk task rewrites the same rows or finds it done.
-- *Compute, then commit*: no transaction or lock is open while a scorer runs.
+- *Compute, then commit*: no transaction or lock is open while a scorer runs, but for
+  the switch's safety net (``switch``; docs/rescoring.md).
 - *Always ends*: ``job_finalize`` is one transaction, claimed by one caller at a time,
   retried after any transient error; a chunk task that finds its chunk done finalizes a
   job that is ready; the rebuild and ingestion never write the same rows.
@@ -27,25 +28,22 @@ The guarantees, and where each one lives:
 
 from __future__ import annotations
 
-import gc
 import logging
 import queue
-import sys
-import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import Count, F, Max
 from django.utils import timezone
 
 from challenges import audit, enqueue
-from challenges.leaderboards import evaluation, partitions, scores, sql
+from challenges.leaderboards import bulk, evaluation, partitions, scores, sql
 from challenges.models import (
     AuditEvent,
     Challenge,
@@ -221,8 +219,7 @@ def chunk_run(*, chunk_id: int, finalize: bool = True) -> bool:
         return False
     _mark_running(job_id)  # on its own: the job shows "running" while the chunk scores
     started = time.perf_counter()
-    with _gc_paused():
-        scored = _chunk_score(chunk_id)
+    scored = _chunk_score(chunk_id)
     if scored is None:
         # Done already (a redelivery, a retry after the finalize failed) or the job is
         # over. A job whose chunks are all done is finalized by whoever sees it first:
@@ -251,19 +248,6 @@ def chunk_run(*, chunk_id: int, finalize: bool = True) -> bool:
     return True
 
 
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """A chunk makes hundreds of thousands of short-lived, acyclic tuples; the cyclic
-    collector scanning them costs about a tenth of a rescore. It runs again after."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
 def _chunk_score(chunk_id: int) -> tuple[RescoreJob, RescoreChunk] | None:
     """Score a chunk and mark it done; None if there was nothing to do (done already, the
     job is over). Returns the chunk's job and the chunk.
@@ -286,7 +270,7 @@ def _chunk_score(chunk_id: int) -> tuple[RescoreJob, RescoreChunk] | None:
     if scores.scored_in_sql(version):
         return _chunk_score_in_sql(chunk_id, version, **span)
 
-    attempts = scores.attempt_rows(challenge_id=job.challenge_id, **span)
+    attempts = bulk.attempt_rows(challenge_id=job.challenge_id, **span)
     scorer = scoring.rows_scorer(version=version, challenge=version.challenge, attempts=attempts)
     batches = _Batches(len(attempts))
     with _BatchWriter(chunk_id, version) as writer:
@@ -303,7 +287,7 @@ def _chunk_score(chunk_id: int) -> tuple[RescoreJob, RescoreChunk] | None:
 class _BatchWriter:
     """Writes computed batches in short transactions (``_batch_write``).
 
-    Each batch is made ready to write (``scores.scores_prepare``: its COPY text) by the
+    Each batch is made ready to write (``bulk.scores_prepare``: its COPY text) by the
     thread that scored it. On PostgreSQL, outside a caller's transaction, a thread with
     its own connection writes while the next batch is computed (the database works while
     Python does; the writes wait for nothing the scorer holds), and the batches that
@@ -316,65 +300,54 @@ class _BatchWriter:
         self.chunk_id, self.version = chunk_id, version
         self.stopped = False
         self.error: BaseException | None = None
-        self.threaded = sql.postgres() and not connection.in_atomic_block
-        self.queue: queue.Queue[scores.ScoreBatch | None] = queue.Queue(maxsize=WRITE_QUEUE)
-        self.thread: threading.Thread | None = None
+        self.threaded = bulk.own_connections()
+        self.queue: queue.Queue[bulk.ScoreBatch | None] = queue.Queue(maxsize=WRITE_QUEUE)
+        self.running = ExitStack()
 
     def __enter__(self) -> _BatchWriter:
         if self.threaded:
-            # The writer waits on the socket many times per COPY; each time it must win
-            # the GIL back from the scoring thread, which by default yields it only every
-            # 5 ms: the database then idles. A shorter interval while both run keeps it
-            # fed (bench/rescore.py: weighted, 1 process, 2.33 -> 1.91 s per 100k).
-            self.switch_interval = sys.getswitchinterval()
-            sys.setswitchinterval(min(self.switch_interval, WRITER_SWITCH_INTERVAL_S))
-            self.thread = threading.Thread(target=self._drain, daemon=True, name="batch-writer")
-            self.thread.start()
+            self.running.enter_context(bulk.writer_thread(self._drain))
         return self
 
-    def put(self, batch: list[scores.AttemptRow], outcomes: list[Any]) -> bool:
+    def put(self, batch: list[bulk.AttemptRow], outcomes: list[Any]) -> bool:
         """Hand a batch over; False once the writer stopped (the job is off, or an error:
         raised when the writer closes)."""
         if self.stopped or self.error is not None:
             return False
-        ready = scores.scores_prepare(version=self.version, attempts=batch, outcomes=outcomes)
+        ready = bulk.scores_prepare(version=self.version, attempts=batch, outcomes=outcomes)
         if not self.threaded:
             self.stopped = not self._write([ready])
             return not self.stopped
         self.queue.put(ready)
         return not (self.stopped or self.error is not None)
 
-    def _write(self, batches: list[scores.ScoreBatch]) -> bool:
+    def _write(self, batches: list[bulk.ScoreBatch]) -> bool:
         return retry_transient(lambda: _batch_write(self.chunk_id, batches), what="rescore batch")
 
     def _drain(self) -> None:
-        try:
-            while (item := self.queue.get()) is not None:
-                batches, done = [item], False
-                while len(batches) < WRITE_QUEUE:  # what queued up meanwhile goes too
-                    try:
-                        more = self.queue.get_nowait()
-                    except queue.Empty:
-                        break
-                    if more is None:
-                        done = True
-                        break
-                    batches.append(more)
-                if not (self.stopped or self.error is not None):  # else keep taking batches
-                    try:  # so that put() never blocks
-                        self.stopped = not self._write(batches)
-                    except BaseException as exc:  # raised in the scoring thread at close
-                        self.error = exc
-                if done:
+        while (item := self.queue.get()) is not None:
+            batches, done = [item], False
+            while len(batches) < WRITE_QUEUE:  # what queued up meanwhile goes too
+                try:
+                    more = self.queue.get_nowait()
+                except queue.Empty:
                     break
-        finally:
-            connection.close()  # this thread's own connection
+                if more is None:
+                    done = True
+                    break
+                batches.append(more)
+            if not (self.stopped or self.error is not None):  # else keep taking batches
+                try:  # so that put() never blocks
+                    self.stopped = not self._write(batches)
+                except BaseException as exc:  # raised in the scoring thread at close
+                    self.error = exc
+            if done:
+                break
 
     def __exit__(self, *exc_info: object) -> None:
-        if self.thread is not None:
+        if self.threaded:
             self.queue.put(None)
-            self.thread.join()
-            sys.setswitchinterval(self.switch_interval)
+            self.running.close()
         if self.error is not None:
             raise self.error
 
@@ -388,7 +361,7 @@ class _Batches:
         self.total, self.start, self.size = total, 0, FIRST_BATCH
         self.started = time.perf_counter()
 
-    def next(self, attempts: list[scores.AttemptRow]) -> list[scores.AttemptRow] | None:
+    def next(self, attempts: list[bulk.AttemptRow]) -> list[bulk.AttemptRow] | None:
         if self.start >= self.total:
             return None
         batch = attempts[self.start : self.start + self.size]
@@ -403,7 +376,6 @@ class _Batches:
 
 
 FIRST_BATCH = 10
-WRITER_SWITCH_INTERVAL_S = 0.0005
 WRITE_QUEUE = 4  # computed batches waiting for the writer, and the most written at once
 STREAM_BATCH = 5000
 BATCH_TARGET_S = 1.0
@@ -426,7 +398,7 @@ def _lock_chunk_of_active_job(chunk_id: int) -> RescoreChunk | None:
     return chunk
 
 
-def _batch_write(chunk_id: int, batches: list[scores.ScoreBatch]) -> bool:
+def _batch_write(chunk_id: int, batches: list[bulk.ScoreBatch]) -> bool:
     """Write computed batches (one short transaction); False when the chunk is done or
     its job is no longer on: nothing is written."""
     with transaction.atomic():

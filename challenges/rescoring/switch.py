@@ -7,7 +7,8 @@ the challenge row lock its caller holds, so that readers see the old version or 
 one, never a mix, and no attempt recorded meanwhile is missed:
 
 1. attempts above ``after_id`` (recorded since the caller's last look) that still lack a
-   score under the version get one (a safety net: rare, and few);
+   score under the version get one (a safety net: rare, and few; the one place a scorer
+   runs under a lock, docs/rescoring.md);
 2. the players of attempts above ``after_id`` scored under the version get their entries
    recomputed (ingestion scores a pending version but writes none of its entries);
 3. every other queued or running rescore job of the challenge is cancelled (it would
@@ -59,7 +60,7 @@ def version_switch(
     switching (not cancelled); ``also_save``: other challenge fields the caller changed
     (its setup); ``reason``: the record's (``HistoryRecord.Reason``)."""
     version.challenge = challenge
-    scored, failed = scores.score_missing(version=version, after_id=after_id)
+    scored, failed = scores.scores_catch_up(version=version, after_id=after_id)
     late = AttemptScore.objects.filter(version=version, attempt_id__gt=after_id)
     players = sorted(set(late.filter(sort_key__isnull=False).values_list("player_id", flat=True)))
     for start in range(0, len(players), LATE_PLAYERS_BATCH):

@@ -1,0 +1,319 @@
+"""The bulk write paths beside the statements they feed (``sql.py``): COPY text, models
+built positionally, threads on their own connections. Only here and in ``sql.py`` does
+code know which database it runs on or touch Django's private model attributes
+(tests/test_architecture.py; docs/architecture.md, "Raw SQL")."""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+import sys
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from django.db import connection
+from django.db.models import Model
+from django.utils import timezone
+
+from challenges.leaderboards import sql
+from challenges.models import Attempt, AttemptScore, Player, ScoringVersion
+from challenges.text import BAD_CHAR, outcome_storable
+from scoring import services as scoring
+from scoring.engine.outcome import Outcome
+from scoring.engine.scorers_list import split_qa
+
+M = TypeVar("M", bound=Model)
+
+
+# --- work on connections of its own ----------------------------------------------------------
+def own_connections() -> bool:
+    """Whether work may go to threads on their own connections: on PostgreSQL, outside any
+    transaction (their connections see what is committed, not what a caller's
+    transaction, e.g. a test's, holds)."""
+    return sql.postgres() and not connection.in_atomic_block
+
+
+def _on_own_connection(work: Callable[..., None], *args: Any) -> None:
+    try:
+        work(*args)
+    finally:
+        connection.close()  # this thread's own connection
+
+
+def in_parallel(work: Callable[[int], None], *, parts: int) -> None:
+    """``work(k)`` for k in range(parts), each in a thread on its own connection; a
+    failure is raised again here once all have ended."""
+    with ThreadPoolExecutor(parts) as pool:
+        done = [pool.submit(_on_own_connection, work, k) for k in range(parts)]
+    for future in done:
+        future.result()
+
+
+WRITER_SWITCH_INTERVAL_S = 0.0005
+
+
+@contextmanager
+def writer_thread(work: Callable[[], None]) -> Iterator[None]:
+    """Run ``work`` in a thread on its own connection while the block runs (the block
+    tells it to stop before it ends: the thread is joined then), with a short GIL switch
+    interval meanwhile. The writer waits on the socket many times per COPY; each time it
+    must win the GIL back from the scoring thread, which by default yields it only every
+    5 ms: the database then idles (b88a0e6). Only while both run: no other process or
+    moment has a thread waiting on a socket to feed."""
+    was = sys.getswitchinterval()
+    sys.setswitchinterval(min(was, WRITER_SWITCH_INTERVAL_S))
+    thread = threading.Thread(target=_on_own_connection, args=(work,), daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        thread.join()
+        sys.setswitchinterval(was)
+
+
+# --- models built positionally ----------------------------------------------------------------
+@functools.cache
+def _attnames(model: type[Model]) -> list[str]:
+    return [f.attname for f in model._meta.concrete_fields]
+
+
+def model_build(model: type[M], values: dict[str, Any], **related: Model) -> M:
+    """An unsaved ``model`` from attname values, built positionally in the model's field
+    order (a bulk request builds a thousand: keyword construction costs three times as
+    much), ``related`` objects (field name → object) cached on it as keyword
+    construction would."""
+    row = model(*[values.get(name) for name in _attnames(model)])
+    for name, value in related.items():
+        model._meta.get_field(name).set_cached_value(row, value)  # type: ignore[union-attr]
+    return row
+
+
+def related_set(row: Model, name: str, value: Model) -> None:
+    """``row.<name> = value`` without the descriptor's checks (same database, a saved
+    object): a bulk request sets a thousand."""
+    field = row._meta.get_field(name)
+    setattr(row, field.attname, value.pk)  # type: ignore[union-attr]
+    field.set_cached_value(row, value)  # type: ignore[union-attr]
+
+
+# --- COPY text --------------------------------------------------------------------------------
+def copy_text(value: object) -> str:
+    """A value in PostgreSQL's COPY text format."""
+    if value is None:
+        return "\\N"
+    text = value if isinstance(value, str) else repr(value)
+    return text.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")
+
+
+def _copy_value(value: int | None) -> str:
+    return "\\N" if value is None else str(int(value))
+
+
+def _copy_bool(value: bool) -> str:
+    return "t" if value else "f"
+
+
+def _copy_json(value: Any) -> str:
+    """A JSONField's value as JSONField stores it (json.dumps; None is SQL NULL)."""
+    return "\\N" if value is None else copy_text(json.dumps(value))
+
+
+_PLAIN_KEY = re.compile(r"[A-Za-z0-9_ .:-]{1,100}")
+_plain_keys: dict[tuple[str, ...], bool] = {}
+
+
+def _details_json(details: dict[str, Any]) -> str:
+    """JSON text of a details dict (never NaN or infinity: the rules refused them).
+
+    Flat dicts of floats under plain keys (what built-in scorers give) are written
+    directly, a few times faster than json.dumps; anything else goes through it."""
+    keys = tuple(details)
+    plain = _plain_keys.get(keys)
+    if plain is None:
+        plain = _plain_keys[keys] = all(type(k) is str and _PLAIN_KEY.fullmatch(k) for k in keys)
+    if plain and all(type(v) is float for v in details.values()):
+        return "{" + ", ".join([f'"{k}": {v!r}' for k, v in details.items()]) + "}"
+    return json.dumps(details)
+
+
+# --- attempts and players ---------------------------------------------------------------------
+def players_ensure(ordered: list[str], names: list[str]) -> dict[str, Player]:
+    """The players of these external ids (sorted), created with these names where new.
+    On PostgreSQL two statements whose parameters are arrays (a list of a thousand
+    players binds as three values); elsewhere the ORM."""
+    if not sql.postgres():
+        Player.objects.bulk_create(
+            [
+                Player(external_id=ext, display_name=name)
+                for ext, name in zip(ordered, names, strict=True)
+            ],
+            ignore_conflicts=True,
+        )
+        return {p.external_id: p for p in Player.objects.filter(external_id__in=ordered)}
+    sql.players_insert_missing(ordered, names, timezone.now())
+    db = Player.objects.db
+    players = (Player.from_db(db, sql.PLAYER_COLUMNS, row) for row in sql.players_named(ordered))
+    return {p.external_id: p for p in players}
+
+
+def attempts_insert(attempts: Sequence[Attempt]) -> None:
+    """Write new attempts and set their ids. On PostgreSQL the ids are drawn from the
+    table's sequence and the rows go through COPY: a bulk request's thousand rows
+    without compiling and binding a thousand-row INSERT (bench/ingest.py). Elsewhere
+    ``bulk_create``. Constraints are checked as for an INSERT."""
+    if not sql.postgres():
+        Attempt.objects.bulk_create(attempts)
+        return
+    ids = sql.ids_next(sql.ATTEMPT, len(attempts))
+    now = timezone.now()
+    db = Attempt.objects.db
+    lines = []
+    for attempt, pk in zip(attempts, ids, strict=True):
+        attempt.pk, attempt.recorded_at = pk, now
+        attempt._state.adding, attempt._state.db = False, db
+        lines.append(
+            f"{pk}\t{attempt.challenge_id}\t{attempt.player_id}\t{_copy_bool(attempt.succeeded)}"
+            f"\t{_copy_value(attempt.tokens_total)}\t{_copy_value(attempt.elapsed_ms)}"
+            f"\t{_copy_value(attempt.rating)}\t{attempt.created_at}\t{_copy_json(attempt.sample)}"
+            f"\t{copy_text(attempt.output)}\t{_copy_json(attempt.messages)}\t{now}"
+            f"\t{_copy_bool(attempt.practice)}\t{_copy_bool(attempt.hidden)}\n"
+        )
+    sql.attempts_copy("".join(lines))
+
+
+# A rescore reads a million attempts: plain tuples, not model instances.
+# (id, player_id, external_id, succeeded, tokens_total, elapsed_ms, rating, created_ms,
+#  created_at) where created_at is the database's own text on PostgreSQL (copied back
+#  as it is) and a datetime elsewhere.
+AttemptRow = tuple[int, int, str, bool, int | None, int | None, int | None, int, object]
+
+
+def attempt_rows(*, challenge_id: int, first_id: int, last_id: int) -> list[AttemptRow]:
+    """The challenge's attempts with ids in [first_id, last_id], in id order."""
+    rows = sql.attempt_rows(challenge_id, first_id, last_id)
+    if sql.postgres():  # the database computed the epoch milliseconds
+        return rows  # type: ignore[return-value]
+    return [(*r[:7], scoring.epoch_ms(r[8]), r[8]) for r in rows]  # type: ignore[misc]
+
+
+# --- scores -----------------------------------------------------------------------------------
+def _sort_key(outcome: Outcome) -> float:
+    """The ranking key the engine put on a counted outcome (``outcome.ranked``)."""
+    if outcome.sort_key is None:
+        raise ValueError("an outcome with a score but no sort key: rank it (outcome.ranked)")
+    return outcome.sort_key
+
+
+def score_row(
+    version: ScoringVersion, attempt_id: int, player_id: int, created_at: Any, o: Outcome
+) -> AttemptScore:
+    """An unsaved score row of an outcome."""
+    o = outcome_storable(o)  # a scorer's text may hold what no column can store
+    details, qa, qa_failed = split_qa(o.details)
+    values = {
+        "version_id": version.pk,
+        "attempt_id": attempt_id,
+        "player_id": player_id,
+        "created_at": created_at,
+        "score": o.score,
+        "sort_key": None if o.score is None else _sort_key(o),
+        "details": details,
+        "error": o.error,
+        "qa": qa,
+        "qa_failed": qa_failed,
+    }
+    return model_build(AttemptScore, values, version=version)
+
+
+def _score_lines(
+    version: ScoringVersion, keys: Sequence[tuple[int, int, Any]], outcomes: Sequence[Outcome]
+) -> str:
+    """Score rows in COPY text format; ``keys``: each attempt's (id, player id, created_at),
+    created_at as a datetime or as the database's own text."""
+    version_id = version.pk
+    lines = []
+    for (attempt_id, player_id, created_at), o in zip(keys, outcomes, strict=True):
+        if o.score is None:
+            score_text = sort_text = "\\N"
+        else:
+            score_text, sort_text = repr(o.score), repr(_sort_key(o))
+        plain, qa, qa_failed = split_qa(o.details)
+        details = "\\N" if plain is None else copy_text(_details_json(plain))
+        qa_text = "\\N" if qa is None else copy_text(json.dumps(qa))
+        if "\\u" in details or "\\u" in qa_text or (o.error and BAD_CHAR.search(o.error)):
+            o = outcome_storable(o)  # rare: check
+            plain, qa, qa_failed = split_qa(o.details)
+            details = "\\N" if plain is None else copy_text(_details_json(plain))
+            qa_text = "\\N" if qa is None else copy_text(json.dumps(qa))
+        error = copy_text(o.error) if o.error else ""
+        lines.append(
+            f"{version_id}\t{attempt_id}\t{player_id}\t{created_at}\t{score_text}\t{sort_text}\t{details}"
+            f"\t{error}\t{qa_text}\t{qa_failed}\n"
+        )
+    return "".join(lines)
+
+
+def score_rows(
+    *, version: ScoringVersion, attempts: Sequence[Attempt], outcomes: Sequence[Outcome]
+) -> list[AttemptScore]:
+    return [
+        score_row(version, a.pk, a.player_id, a.created_at, o)
+        for a, o in zip(attempts, outcomes, strict=True)
+    ]
+
+
+@dataclass(frozen=True)
+class ScoreBatch:
+    """A computed batch of scores (consecutive attempts in id order), made ready to write
+    without the database: the COPY text on PostgreSQL, model rows elsewhere. Built where
+    the scorer ran, written by whoever holds the transaction (``scores.scores_put``)."""
+
+    version: ScoringVersion
+    attempt_ids: list[int]
+    outcomes: Sequence[Outcome]
+    text: str | None = None  # COPY text (PostgreSQL)
+    rows: list[AttemptScore] | None = None
+
+
+def scores_prepare(
+    *, version: ScoringVersion, attempts: Sequence[AttemptRow], outcomes: Sequence[Outcome]
+) -> ScoreBatch:
+    """The batch's rows, ready for ``scores_insert``."""
+    ids = [a[0] for a in attempts]
+    if sql.postgres():
+        keys = [(a[0], a[1], a[8]) for a in attempts]
+        return ScoreBatch(version, ids, outcomes, text=_score_lines(version, keys, outcomes))
+    rows = [
+        score_row(version, a[0], a[1], a[8], o) for a, o in zip(attempts, outcomes, strict=True)
+    ]
+    return ScoreBatch(version, ids, outcomes, rows=rows)
+
+
+def scores_insert(batches: Sequence[ScoreBatch]) -> None:
+    """Insert the batches' rows (one COPY for them all on PostgreSQL)."""
+    if sql.postgres():
+        if batches:
+            sql.scores_copy("".join(b.text or "" for b in batches))
+    else:
+        AttemptScore.objects.bulk_create(
+            [r for b in batches for r in b.rows or ()], batch_size=2000
+        )
+
+
+def scores_insert_new(
+    *, version: ScoringVersion, attempts: Sequence[Attempt], outcomes: Sequence[Outcome]
+) -> list[AttemptScore]:
+    """Insert the scores of new attempts; their rows. On PostgreSQL through COPY: no
+    thousand-row INSERT to compile for a bulk request."""
+    rows = score_rows(version=version, attempts=attempts, outcomes=outcomes)
+    if sql.postgres():
+        keys = [(a.pk, a.player_id, a.created_at) for a in attempts]
+        sql.scores_copy(_score_lines(version, keys, outcomes), immediate=False)
+    else:
+        AttemptScore.objects.bulk_create(rows)
+    return rows
