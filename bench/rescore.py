@@ -158,8 +158,10 @@ def entries_reference(version) -> float:
 
 def _run_chunk(chunk_id: int) -> None:
     from challenges.rescoring import jobs as rescoring
+    from config.celery import as_a_task
 
-    rescoring.chunk_run(chunk_id=chunk_id, finalize=False)
+    with as_a_task():  # the collector as a worker runs a chunk
+        rescoring.chunk_run(chunk_id=chunk_id, finalize=False)
 
 
 def ours(challenge, setup: dict, *, processes: int) -> dict[str, float]:

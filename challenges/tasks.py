@@ -27,6 +27,7 @@ from celery.utils.time import get_exponential_backoff_interval
 from django.conf import settings
 from django.dispatch import receiver
 
+from challenges.boards import read as boards
 from challenges.events import board as event_board
 from challenges.events import log as event_log
 from challenges.events import moments, webhook_delivery
@@ -160,7 +161,7 @@ def ranking_refresh(version_id: int) -> None:
     PODIUM_RANKING_MAX_AGE_MS), so that no reader waits for it; then build its public
     page and fragment ahead, so that no reader waits for those either."""
     ranking.ranking_refresh(version_id=version_id)
-    public_views.boards_build_ahead(version_id=version_id)
+    boards.boards_build_ahead(version_id=version_id)
 
 
 @task("evaluation_refresh")
@@ -177,7 +178,7 @@ def board_rebuild(kind: str, slug: str, query: str) -> None:
     """Build the public's page or fragment of a board for the new minute (its relative
     times), asked by the reader served the previous minute's, so that none waits. Not
     retried: if it fails, a reader a minute later builds it."""
-    public_views.board_rebuild(kind=kind, slug=slug, query=query)
+    boards.board_rebuild(kind=kind, slug=slug, query=query)
 
 
 @task("events_board_check")

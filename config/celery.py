@@ -6,6 +6,8 @@ hundreds of thousands of short-lived tuples cost the collector a tenth of a resc
 
 import gc
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from celery import Celery, signals
 
@@ -29,3 +31,14 @@ def _collector_off(**_: object) -> None:
 
 def _collector_on(**_: object) -> None:
     gc.enable()
+
+
+@contextmanager
+def as_a_task() -> Iterator[None]:
+    """The collector as a worker has it during a task, for work run in a process of its
+    own outside Celery (``manage.py rescore --inline``, bench/rescore.py)."""
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()

@@ -20,6 +20,7 @@ LAYERS = {
     "management": 5,
     "templatetags": 5,
     "tasks": 5,
+    "boards": 4.5,  # what readers are served of a board: every entry point reads through it
     "transfer": 4,
     "setup": 3,
     "redblue": 2.5,  # submissions use ingestion's rules and players; setup checks settings
@@ -39,9 +40,7 @@ LAYERS = {
 # Deliberate sideways arrows between entry points, each with its reason.
 SIDEWAYS = {
     ("transfer", "api"): "an imported file is validated by the API's own serializers",
-    ("api", "public"): "the API's public view explains the scoring in the page's own words",
     ("templatetags", "admin"): "the admin templates' tags render the admin's progress box",
-    ("templatetags", "public"): "the public templates' filters wrap public.display",
     ("tasks", "public"): "the ranking refresh builds the public's page of the new ranking ahead",
 }
 WIRING = {"apps", "__init__"}  # AppConfig.ready connects receivers: it may import anything

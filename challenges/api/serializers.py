@@ -31,12 +31,12 @@ from challenges.api.fields import (
     StrictIntegerField,
     epoch_ms_datetime,
 )
+from challenges.boards import display
 from challenges.ingestion.admission import schedule_phase
 from challenges.ingestion.budget import SCORE_STATUSES
 from challenges.ingestion.services import AttemptInput
 from challenges.leaderboards import precision
 from challenges.models import MAX_METRIC, Challenge
-from challenges.public import display
 from challenges.redblue.policies import POLICIES
 from challenges.rescoring.jobs import job_pace
 from challenges.text import BAD_CHAR

@@ -3,11 +3,11 @@ selector, and render."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from django.db import IntegrityError
 from django.http import HttpResponse
-from django.utils import timezone
 from django.utils.cache import patch_cache_control, patch_vary_headers
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
@@ -41,11 +41,14 @@ from challenges.api.serializers import (
     attempts_parse,
 )
 from challenges.api.throttles import AttemptsThrottle
+from challenges.boards import read
+from challenges.boards.read import BoardQuery, viewer_of
+from challenges.boards.shapes import leaderboard_body
 from challenges.ingestion import admission, idempotency, moderation, services
 from challenges.leaderboards import evaluation, exclusions, freeze, history, precision, selectors
-from challenges.leaderboards.kept import kept, kept_board
+from challenges.leaderboards.kept import kept
 from challenges.leaderboards.metric_counts import challenge_metrics, public_metrics
-from challenges.leaderboards.score_columns import public_details, row_scores
+from challenges.leaderboards.score_columns import public_details
 from challenges.leaderboards.tie_rule import TIE_RULE
 from challenges.models import Player, RescoreJob
 from challenges.permissions import (
@@ -312,22 +315,19 @@ class ChallengeViewSet(BodyCheckedMixin, viewsets.ModelViewSet):
             else:
                 response = Response(_evaluation_read(challenge, params, user))
             return _private_when_needed(challenge, response, user=user)
-        board_id = freeze.board_id(challenge=challenge, user=user)  # frozen: as of then
-        # While the board's ranking is current, its JSON is kept under a key naming every
-        # row (selectors.board_settled): a poll then reads no row (a lagging board: as
-        # long as its ranks lag, kept.kept_board). Plain JSON only (not
-        # the browsable API, nor an indented rendering).
-        settled = selectors.board_settled(challenge, board_id)
-        if settled is not None and request.accepted_media_type == "application/json":
-            content = kept_board(  # the bytes DRF's Response would send
-                "api-board",
-                settled,
-                (sorted(params.items()),),
-                lambda: JSONRenderer().render(_leaderboard_read(challenge, params, board_id)),
-            )
+        query = BoardQuery(
+            challenge,
+            "json",
+            player=params.get("player", ""),
+            offset=params["offset"],
+            limit=params["limit"],
+            viewer=viewer_of(user),
+        )
+        content = read.board_read(query)  # the bytes DRF's Response would send, kept
+        if request.accepted_media_type == "application/json":
             response = HttpResponse(content, content_type="application/json")
-        else:
-            response = Response(_leaderboard_read(challenge, params, board_id))
+        else:  # the browsable API, an indented rendering
+            response = Response(json.loads(content))
         # The answer depends on who asks (staff read the live board during a freeze, and
         # inactive challenges): a shared cache must key it by the credentials, and never
         # keep a view the public may not see.
@@ -526,26 +526,6 @@ def _evaluation_body(challenge: Any, params: dict[str, Any], view: Any) -> dict[
     }
 
 
-def _leaderboard_body(page: selectors.LeaderboardPage) -> dict[str, Any]:
-    """What LeaderboardSerializer would give, without its per-row field machinery."""
-    zone = timezone.get_current_timezone()
-    return {
-        "version": page.version.number if page.version else None,
-        "count": page.count,
-        "results": [
-            {
-                "rank": row.rank,
-                "player": row.player_external_id,
-                "display_name": row.display_name,
-                "score": precision.served(float(row.score)),
-                "attempt_id": row.attempt_id,
-                "created_at": iso_z(row.created_at, zone),
-            }
-            for row in page.rows
-        ],
-    }
-
-
 def _version_read(challenge: Any, params: dict[str, Any], user: Any) -> dict[str, Any]:
     """A past (or the current) version's board, as that version ranked it."""
     found = history.version_board(challenge=challenge, number=params["version"], user=user)
@@ -553,7 +533,9 @@ def _version_read(challenge: Any, params: dict[str, Any], user: Any) -> dict[str
         raise NotFound("This version was never the challenge's active version.")
 
     def build() -> dict[str, Any]:
-        body = _leaderboard_read(challenge, params, found.board_id, version=found.version)
+        asked = {"offset": params["offset"], "limit": params["limit"]}
+        asked["player"] = params.get("player", "")
+        body = leaderboard_body(challenge, board_id=found.board_id, version=found.version, **asked)
         return {**body, "version": found.version.number, "current": found.current}
 
     # Kept under the board's ranking token while it names every row (history.board_token).
@@ -562,31 +544,6 @@ def _version_read(challenge: Any, params: dict[str, Any], user: Any) -> dict[str
     asked = tuple(sorted((k, str(v)) for k, v in params.items()))
     board = (found.version_id, found.board_id, found.current)
     return kept("version-api", (challenge.pk, board, found.token, asked), build)
-
-
-def _leaderboard_read(
-    challenge: Any, params: dict[str, Any], board_id: int | None, version: Any = None
-) -> dict[str, Any]:
-    """The API leaderboard's body: a page of rows or a player's row, with every score of
-    the ranking scorer for python setups."""
-    if "player" in params:
-        page = selectors.leaderboard_player(
-            challenge=challenge, external_id=params["player"], board_id=board_id
-        )
-    else:
-        page = selectors.leaderboard_page(
-            challenge=challenge,
-            limit=params["limit"],
-            offset=params["offset"],
-            board_id=board_id,
-        )
-    body = _leaderboard_body(page)
-    version = version or page.version
-    if version is not None and version.scoring_strategy == "python":
-        found = row_scores(version=version, attempt_ids=[r.attempt_id for r in page.rows])
-        for row in body["results"]:  # every score of the ranking scorer, ranking first
-            row["scores"] = precision.served_json(found.get(row["attempt_id"], {}))
-    return body
 
 
 def _attempt_out(recorded: services.RecordedAttempt, show_errors: bool) -> dict[str, Any]:

@@ -9,19 +9,18 @@ shows the public, the collection shows, and nothing else.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from django.contrib.auth.models import AnonymousUser
-from django.core.cache import cache
 from django.db.models import Prefetch, QuerySet
 
 from challenges.collections.standings import BoardRow, Cell, Standing, standings_rank
 from challenges.leaderboards import freeze
 from challenges.leaderboards import ranking as board_ranking
 from challenges.leaderboards import selectors as boards
+from challenges.leaderboards.kept import kept, local_clear
 from challenges.models import Attempt, Challenge, Collection, CollectionMember
 from challenges.text import row_id
 
@@ -108,15 +107,9 @@ class CollectionBoard:
 # challenge as saved, the board the public reads and that board's ranking token (every
 # change of a board's rows gives its ranking a new token once re-ranked: entries written,
 # hides, renames, deletions; so the standings lag new attempts exactly as long as the
-# member boards' ranks may, PODIUM_RANKING_MAX_AGE_MS). The Django cache shares them
-# between processes; this dict spares the round trip within one.
-_kept: dict[tuple[Any, ...], list[Standing]] = {}
-KEPT_MAX = 64
-
-
-def kept_clear() -> None:
-    """For tests: forget this process's copies."""
-    _kept.clear()
+# member boards' ranks may, PODIUM_RANKING_MAX_AGE_MS). Kept in the cache and in this
+# process (``leaderboards.kept``).
+kept_clear = local_clear  # for tests: forget this process's copies
 
 
 def _rows(boards_read: list[int | None]) -> list[list[BoardRow]]:
@@ -137,16 +130,8 @@ def collection_board(*, collection: Collection) -> CollectionBoard:
             for c, board in zip(challenges, read, strict=True)
         ),
     )
-    ranked = _kept.get(key)
-    if ranked is None:
-        cache_key = "collection-standings:" + hashlib.sha256(repr(key).encode()).hexdigest()
-        ranked = cache.get(cache_key)
-        if ranked is None:
-            ranked = standings_rank(strategy=collection.strategy, boards=_rows(read))
-            cache.set(cache_key, ranked, timeout=3600)
-        if len(_kept) >= KEPT_MAX:
-            _kept.clear()
-        _kept[key] = ranked
+    build = lambda: standings_rank(strategy=collection.strategy, boards=_rows(read))  # noqa: E731
+    ranked = kept("collection-standings", key, build, ttl=3600, local=True)
     return CollectionBoard(collection, challenges, ranked)
 
 

@@ -1,26 +1,7 @@
 """What readers build from a board (HTML, JSON), kept in the cache under a key that names
 everything it shows: identical content is built once, changed content is a new key and
-never served stale. The keys come from ``selectors.board_settled`` (the board's rows by
-their ranking) or from the rows themselves (``public.views.BoardView``).
-
-A lagging board (entries changed since its ranking, under steady ingestion) gets a new
-ranking about every ``PODIUM_RANKING_MAX_AGE_MS``. What was built from the previous one
-may still be served for as long as the ranking itself could be (``kept_board``), so the
-read that first meets a new ranking does not pay for a build: the worker that computed
-the ranking builds the common reads ahead (``public.views.boards_build_ahead``).
-
-A page that words times relative to now ("3 minutes ago") is built for a minute
-(``minute``). The first read of a new minute is served the previous minute's build,
-otherwise usable, and asks for the new one (``refresh``: a worker builds it), so that no
-reader waits for a build when only the minute changed; a build older than that is not
-served.
-
-Each process also keeps its last LOCAL_SIZE builds (``_Local``): one that is exactly
-what this read would build (the board's current ranking, the same newest activity, the
-same minute) is served without asking the cache; one the cache served by its other
-rules is served again by the same rules for LOCAL_RECHECK_S, then the cache is asked
-again. The process copy saves the cache's round trip and the unpickling of a page
-(40 KB) on the reads that repeat, under steady ingestion too."""
+never served stale. docs/caching.md says what is kept, under which key, for how long, and
+what this process keeps itself (``_Local``, one switch: ``local_on``)."""
 
 from __future__ import annotations
 
@@ -32,6 +13,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
+from django.conf import settings
 from django.core.cache import cache
 from django.utils import timezone
 
@@ -49,13 +31,32 @@ def _key(kind: str, parts: tuple[Any, ...]) -> str:
     return f"podium:{kind}:" + hashlib.sha256(repr(parts).encode()).hexdigest()
 
 
-def kept(kind: str, parts: tuple[Any, ...], build: Callable[[], T]) -> T:
-    """``build()``'s result for content named by ``parts``, built once and kept."""
+def local_on() -> bool:
+    """The in-process layer (``_Local``): on unless settings.PODIUM_KEPT_LOCAL is False,
+    the one switch a benchmark turns to measure without it (docs/caching.md)."""
+    return getattr(settings, "PODIUM_KEPT_LOCAL", True)
+
+
+def kept(
+    kind: str,
+    parts: tuple[Any, ...],
+    build: Callable[[], T],
+    *,
+    ttl: int = KEPT_TTL,
+    local: bool = False,
+) -> T:
+    """``build()``'s result for content named by ``parts``, built once and kept; with
+    ``local``, kept in this process too (``parts`` must name the content wholly: a
+    generation, every ranking's token), so a repeated read skips the cache's round trip."""
     key = _key(kind, parts)
-    found = cache.get(key)
+    found = _plain.recall(key) if local else None
     if found is None:
-        found = build()
-        cache.set(key, found, KEPT_TTL)
+        found = cache.get(key)
+        if found is None:
+            found = build()
+            cache.set(key, found, ttl)
+        if local:
+            _plain.put(key, found)
     return found
 
 
@@ -145,12 +146,9 @@ def kept_board(
             and minute is not None
             and found.minute == minute - MINUTE
         ):
-            if not cache.add(f"{key}:refresh:{minute.isoformat()}", 1, timeout=60):
+            if not cache.add(f"{key}:refresh:{minute.isoformat()}", 1, timeout=60) or refresh():
                 _local.put(key, found, recheck=True)
-                return found.result  # asked for already
-            if refresh():
-                _local.put(key, found, recheck=True)
-                return found.result  # asked for now (else: build it here)
+                return found.result  # asked for already, or now (else: build it here)
     result = build()
     built = _Built(
         settled.token,
@@ -182,13 +180,15 @@ class _Local:
 
     def __init__(self, size: int) -> None:
         self.size = size
-        self.builds: OrderedDict[str, tuple[_Built, float | None]] = OrderedDict()
+        self.builds: OrderedDict[str, tuple[Any, float | None]] = OrderedDict()
         self.lock = threading.Lock()  # threaded web processes share it
 
     def get(
         self, key: str, settled: Settled, activity: Any, minute: datetime | None
     ) -> _Built | None:
         """The build kept under ``key`` if it is what this read would serve."""
+        if not local_on():
+            return None
         with self.lock:
             found = self.builds.get(key)
             if found is not None:
@@ -206,9 +206,21 @@ class _Local:
             return built  # a minute old: a worker was asked for the new one (see put)
         return None
 
-    def put(self, key: str, built: _Built, *, recheck: bool = False) -> None:
+    def recall(self, key: str) -> Any:
+        """What ``put`` kept under ``key`` as it is (a plain ``kept(local=True)`` value)."""
+        if not local_on():
+            return None
+        with self.lock:
+            found = self.builds.get(key)
+            if found is not None:
+                self.builds.move_to_end(key)
+        return None if found is None else found[0]
+
+    def put(self, key: str, built: Any, *, recheck: bool = False) -> None:
         """Keep ``built``; ``recheck``: served by the cache's rules other than an exact
         match (a minute-old build only once a worker was asked for the new minute's)."""
+        if not local_on():
+            return
         with self.lock:
             self.builds[key] = (built, time.monotonic() + LOCAL_RECHECK_S if recheck else None)
             self.builds.move_to_end(key)
@@ -221,11 +233,13 @@ class _Local:
 
 
 _local = _Local(LOCAL_SIZE)
+_plain = _Local(512)  # kept(local=True): red/blue standings and pages, collections' standings
 
 
 def local_clear() -> None:
     """Forget this process's copies (tests that clear the cache to make a reader build)."""
     _local.clear()
+    _plain.clear()
 
 
 def _exact(found: _Built, settled: Settled, activity: Any, minute: datetime | None) -> bool:

@@ -10,12 +10,12 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_safe
 
+from challenges.boards import display
+from challenges.boards.markdown import render_markdown
 from challenges.collections import selectors
 from challenges.collections.standings import Standing
 from challenges.leaderboards.selectors import PAGE, page_numbers
 from challenges.models import Challenge
-from challenges.public import display
-from challenges.public.markdown import render_markdown
 from challenges.text import page_number
 
 

@@ -13,9 +13,9 @@ from urllib.parse import quote, urlencode
 from django.http import HttpRequest
 from django.template.loader import render_to_string
 
+from challenges.boards import display
 from challenges.leaderboards import evaluation, freeze, precision
 from challenges.models import Challenge
-from challenges.public import display
 from challenges.text import iso_z
 
 ROWS_SHOWN = 500  # an evaluation board lists models or agents: a page holds them all

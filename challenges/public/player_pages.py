@@ -10,11 +10,11 @@ from django.shortcuts import render
 from django.utils import timezone
 from django.views.decorators.http import require_safe
 
+from challenges.boards import display
 from challenges.leaderboards import history as switch_history
 from challenges.leaderboards import selectors
 from challenges.leaderboards.player import player_page
 from challenges.leaderboards.tie_rule import TIE_RULE
-from challenges.public import display
 from challenges.public import evaluation_pages as public_evaluation
 from challenges.text import page_number
 

@@ -10,10 +10,10 @@ from django.http import HttpRequest, HttpResponse
 from django.template.loader import render_to_string
 from django.utils import timezone
 
+from challenges.boards import display, schedule
+from challenges.boards.markdown import render_markdown
 from challenges.leaderboards.selectors import PAGE
 from challenges.models import Challenge, RedBlueScoring
-from challenges.public import display, schedule
-from challenges.public.markdown import render_markdown
 from challenges.redblue import selectors, standings_cache
 
 POLICY_WORDS = {

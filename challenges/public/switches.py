@@ -9,11 +9,11 @@ from django.template.loader import render_to_string
 from django.utils import timezone
 from django.views.decorators.http import require_safe
 
+from challenges.boards import display
+from challenges.boards.shapes import board_rows
 from challenges.leaderboards import history, selectors
 from challenges.leaderboards.kept import kept
 from challenges.leaderboards.tie_rule import TIE_RULE
-from challenges.public import display
-from challenges.public.views import board_rows
 from challenges.text import page_number
 
 

@@ -25,6 +25,8 @@ from django.db import transaction
 from django.db.models.signals import post_delete, post_save
 from django.dispatch import receiver
 
+from challenges.leaderboards.kept import kept as kept_build
+from challenges.leaderboards.kept import local_clear as kept_local_clear
 from challenges.models import (
     Challenge,
     ChallengeFormat,
@@ -35,8 +37,6 @@ from challenges.models import (
 )
 
 KEY = "redblue-generation:{}"
-LOCAL_MAX = 512
-_local: dict[tuple[Any, ...], Any] = {}
 
 
 def generation(challenge_id: int) -> str:
@@ -67,31 +67,12 @@ def changed(*, challenge_ids: Iterable[int] | None) -> None:
 
 
 def kept(key: tuple[Any, ...], build: Callable[[], Any]) -> Any:
-    """What ``build`` makes, kept under ``key`` (which must name the generation): this
-    process's copy, else the cache's, else built and kept in both."""
-    found = _local.get(key)
-    if found is not None:
-        return found
-    cache_key = "redblue-kept:" + _digest(key)
-    found = cache.get(cache_key)
-    if found is None:
-        found = build()
-        cache.set(cache_key, found, timeout=3600)
-    if len(_local) >= LOCAL_MAX:
-        _local.clear()
-    _local[key] = found
-    return found
+    """What ``build`` makes, kept under ``key`` (which must name the generation), in this
+    process too (``leaderboards.kept``)."""
+    return kept_build("redblue", key, build, ttl=3600, local=True)
 
 
-def _digest(key: tuple[Any, ...]) -> str:
-    import hashlib
-
-    return hashlib.sha256(repr(key).encode()).hexdigest()
-
-
-def local_clear() -> None:
-    """For tests: forget this process's copies."""
-    _local.clear()
+local_clear = kept_local_clear  # for tests: forget this process's copies
 
 
 @receiver(post_save, sender=PlayerHide, dispatch_uid="podium-redblue-hide-saved")

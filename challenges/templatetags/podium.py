@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django import template
 
-from challenges.public import display
+from challenges.boards import display
 from scoring.engine.strategies import get_strategy
 
 register = template.Library()

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 from django.utils import formats
 
-from challenges.public import display
+from challenges.boards import display
 
 
 def test_admin_datetime_format_matches_the_public_pages():

@@ -10,6 +10,7 @@ from django.core.management.base import BaseCommand, CommandError
 from challenges.models import Challenge, RescoreJob
 from challenges.rescoring import jobs as rescoring
 from challenges.setup import services as setup_services
+from config.celery import as_a_task
 
 BAR_WIDTH = 30
 NO_PROGRESS_HINT_S = 15
@@ -49,7 +50,8 @@ class Command(BaseCommand):
             f"chunk{'s' if job.chunks_total != 1 else ''}."
         )
         if inline:
-            job = rescoring.job_run_inline(job=job)
+            with as_a_task():  # the collector as a worker runs the job's chunks
+                job = rescoring.job_run_inline(job=job)
         elif wait:
             job = self._wait(job)
         else:

@@ -10,8 +10,8 @@ from django.template.loader import render_to_string
 
 from challenges.admin import preview
 from challenges.admin.views import TRY_TEMPLATE, when_html
+from challenges.boards.display import exact_time
 from challenges.models import RescoreJob
-from challenges.public.display import exact_time
 from challenges.setup import services as setup_services
 from tests.factories import WEIGHTED_SEED, attempt_input, make_challenge, record
 from tests.urls import admin_url

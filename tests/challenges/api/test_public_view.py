@@ -11,7 +11,7 @@ from rest_framework.settings import api_settings
 from rest_framework.test import APIRequestFactory
 
 from challenges.api import views as api
-from challenges.public import display
+from challenges.boards import display
 from tests.factories import WEIGHTED_SEED, make_challenge
 from tests.urls import challenges_url, detail_url
 

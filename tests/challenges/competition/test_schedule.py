@@ -181,7 +181,7 @@ def test_bad_window_on_create_writes_nothing(admin_api):
 
 # --- the banner on the cards and the challenge page -------------------------------------
 def test_duration_words():
-    from challenges.public.schedule import duration_words
+    from challenges.boards.schedule import duration_words
 
     assert duration_words(30) == "less than a minute"
     assert duration_words(5 * 60 + 7) == "5 minutes"

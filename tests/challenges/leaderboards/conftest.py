@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from challenges.boards import shapes as views
 from challenges.models import Challenge
-from challenges.public import views
 from tests.factories import attempt_input, make_challenge, record
 
 

@@ -14,11 +14,11 @@ from django.core.cache import cache
 from django.utils import timezone
 
 from challenges import tasks
+from challenges.boards import read as views
 from challenges.ingestion import moderation, services
 from challenges.leaderboards import kept
 from challenges.leaderboards import ranking as R
 from challenges.models import Attempt, Challenge, LeaderboardRanking, Player
-from challenges.public import views
 from tests.challenges.leaderboards.reads import later as _later
 from tests.challenges.leaderboards.reads import page as _page
 from tests.challenges.leaderboards.reads import settle as _settle

@@ -13,8 +13,8 @@ import pytest
 from django.utils import timezone
 
 from challenges import tasks
+from challenges.boards import read as views
 from challenges.leaderboards import kept, selectors
-from challenges.public import views
 from tests.challenges.leaderboards.conftest import two_player_board
 from tests.challenges.leaderboards.reads import later
 from tests.urls import page_url

@@ -358,7 +358,7 @@ def test_charts_data(client, speed):
 
 # --- wording helpers ---------------------------------------------------------------------------
 def test_breakdown_never_shows_errors_or_snippet_metadata():
-    from challenges.public.display import breakdown
+    from challenges.boards.display import breakdown
 
     snippet = {
         "scores": {"accuracy": 0.9, "is_correct": True},
@@ -374,7 +374,7 @@ def test_breakdown_never_shows_errors_or_snippet_metadata():
 def test_relative_time_wording():
     from datetime import timedelta
 
-    from challenges.public.display import relative_time
+    from challenges.boards.display import relative_time
     from tests.factories import T0
 
     for delta, words in [

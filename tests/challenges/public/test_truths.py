@@ -64,7 +64,7 @@ def test_the_weighted_sentence_states_the_scorers_own_defaults(monkeypatch):
     silent (issue 11: one source for plugin defaults), never a copy of them."""
     from types import SimpleNamespace
 
-    from challenges.public import display
+    from challenges.boards import display
     from scoring.scorers.weighted import DEFAULTS
 
     setup = SimpleNamespace(

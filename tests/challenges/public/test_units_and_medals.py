@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from challenges.public import display
+from challenges.boards import display
 from scoring import sandbox
 from tests.factories import attempt_input, make_challenge, record
 from tests.urls import page_url

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
+from challenges.boards import display
 from challenges.models import ScoringVersion
-from challenges.public import display
 from challenges.setup import services as setup_services
 from scoring import sandbox
 from scoring.engine.snippet import prepare

@@ -8,9 +8,9 @@ import math
 from dataclasses import dataclass
 from datetime import datetime
 
+from challenges.boards import display
 from challenges.ingestion import admission
 from challenges.models import Challenge, LateAttempts
-from challenges.public import display
 
 
 @dataclass(frozen=True)
