@@ -9,7 +9,8 @@ class ChallengesConfig(AppConfig):
         from config.paths import var_dirs_create
 
         var_dirs_create()
-        # The Celery tasks: their receiver sends a queued rescore job to the workers.
+        # The Celery tasks, registered by name for challenges.enqueue; their receivers
+        # look at touched boards and fan new events out to webhooks.
         from challenges import tasks  # noqa: F401
 
         # The public ranking's receivers: deletions mark checkpoints stale. The score

@@ -1,17 +1,25 @@
-"""Celery tasks: thin wrappers that re-fetch by id and call a rescoring service.
+"""Celery tasks: thin wrappers that re-fetch by id and call a service. Domain code
+queues them through ``challenges.enqueue``, by their explicit names (a queued task
+survives a move).
 
 Every task is safe to run twice (acks_late redelivers a task whose worker died): the
 services check state with conditional updates and row locks.
 
-Transient errors (a lost database connection, a deadlock, a serialization failure, the
-broker away: ``config.transient``) are retried with backoff and never fail a job: when
-the retries run out the job stays as it is and the periodic watchdog resumes it. Any
-other error fails the job, with the reason in the worker log.
+One retry policy (``task``): a transient error (a lost database connection, a deadlock,
+a serialization failure, the broker away: ``config.transient``, causes included) is
+retried after 1, 2, 4 … 60 s (with jitter), 8 times. When the retries run out the task
+gives up quietly and its own recovery picks the work up: the watchdog resumes a rescore
+job, a worker's start sweeps pending attempts, a reader asks again for a refresh, a
+periodic task runs again. Any other error fails the task (a chunk's, its job), with the
+reason in the worker log. A webhook's tries follow the delivery's own schedule
+(``events.webhook_delivery``), not a Celery retry.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from typing import Any
 
 from celery import shared_task
 from celery.signals import worker_ready
@@ -28,75 +36,60 @@ from challenges.leaderboards import changes, evaluation, partitions, ranking
 from challenges.public import views as public_views
 from challenges.rescoring import batch, switch
 from challenges.rescoring import jobs as rescoring
-from config.transient import TRANSIENT, forget_connection, is_transient
+from config.transient import forget_connection, is_transient
 
 logger = logging.getLogger(__name__)
 # The watchdog writes a history record left due this long after its switch (a switch's
 # own process writes it within seconds; younger ones may be being written now).
 HISTORY_DUE_GRACE_S = 30.0
-RETRIES = {
-    "autoretry_for": TRANSIENT,
-    "retry_backoff": 1,
-    "retry_backoff_max": 60,
-    "retry_jitter": True,
-    "max_retries": 8,
-}
+MAX_RETRIES = 8
 
 
-def _retry_or_give_up(task, task_name: str, exc: BaseException) -> None:
-    """Retry a task after a transient error, waiting 1, 2, 4 … 60 s (with jitter); after
-    the last retry, leave the job to the watchdog."""
-    forget_connection()
-    if task.request.retries >= task.max_retries:
-        _give_up_quietly(task_name, exc)
-        return
-    countdown = get_exponential_backoff_interval(
-        factor=1, retries=task.request.retries, maximum=60, full_jitter=True
-    )
-    raise task.retry(exc=exc, countdown=countdown)
+def task(name: str, *, retried: bool = True, **options: Any) -> Callable[[Callable], Any]:
+    """The task ``challenges.tasks.<name>`` with the one retry policy (above);
+    ``retried=False``: none (its reader does the work instead)."""
+
+    def register(run: Callable[..., None]) -> Any:
+        if not retried:
+            return shared_task(name=f"challenges.tasks.{name}", **options)(run)
+
+        def retrying(self: Any, *args: Any, **kwargs: Any) -> None:
+            try:
+                return run(*args, **kwargs)
+            except Exception as exc:
+                if not is_transient(exc):
+                    raise
+                forget_connection()
+                if self.request.retries >= self.max_retries:
+                    logger.warning("%s: transient errors outlasted the retries (%r)", name, exc)
+                    return None
+                countdown = get_exponential_backoff_interval(
+                    factor=1, retries=self.request.retries, maximum=60, full_jitter=True
+                )
+                raise self.retry(exc=exc, countdown=countdown) from exc
+
+        retrying.__name__, retrying.__doc__ = run.__name__, run.__doc__
+        return shared_task(
+            name=f"challenges.tasks.{name}", bind=True, max_retries=MAX_RETRIES, **options
+        )(retrying)
+
+    return register
 
 
-def _give_up_quietly(task_name: str, exc: BaseException) -> None:
-    logger.warning(
-        "%s: transient errors outlasted the retries (%r); the watchdog resumes the job",
-        task_name,
-        exc,
-    )
-
-
-@shared_task(
-    name="challenges.tasks.rescore_dispatch",
-    bind=True,
-    acks_late=True,
-    reject_on_worker_lost=True,
-    max_retries=8,
-)
-def rescore_dispatch(self, job_id: int) -> None:
+@task("rescore_dispatch")
+def rescore_dispatch(job_id: int) -> None:
     """Queue a task per unfinished chunk of a job."""
-    try:
-        rescoring.job_dispatch(job_id=job_id, send_chunk=rescore_chunk.delay)
-    except Exception as exc:
-        if not is_transient(exc):
-            raise
-        _retry_or_give_up(self, "rescore_dispatch", exc)
+    rescoring.job_dispatch(job_id=job_id, send_chunk=rescore_chunk.delay)
 
 
-@shared_task(
-    name="challenges.tasks.rescore_chunk",
-    bind=True,
-    acks_late=True,
-    reject_on_worker_lost=True,
-    max_retries=8,
-)
-def rescore_chunk(self, chunk_id: int) -> None:
+@task("rescore_chunk")
+def rescore_chunk(chunk_id: int) -> None:
     """Score one chunk; the last chunk of a job also switches the active version."""
     try:
         rescoring.chunk_run(chunk_id=chunk_id)
     except Exception as exc:
-        if is_transient(exc):
-            _retry_or_give_up(self, "rescore_chunk", exc)
-            return
-        _fail_job_of_chunk(chunk_id)
+        if not is_transient(exc):
+            _fail_job_of_chunk(chunk_id)
         raise
 
 
@@ -109,9 +102,7 @@ def _fail_job_of_chunk(chunk_id: int) -> None:
         rescoring.job_fail(job_id=job_id, error=f"Chunk {chunk_id} failed; see the worker log.")
 
 
-@shared_task(
-    name="challenges.tasks.rescore_resume", acks_late=True, reject_on_worker_lost=True, **RETRIES
-)
+@task("rescore_resume")
 def rescore_resume() -> None:
     """Resume the queued or running jobs that show no progress (run when a worker starts:
     a job in progress elsewhere is not sent twice)."""
@@ -122,9 +113,7 @@ def rescore_resume() -> None:
     switch.history_write_due(older_than_s=HISTORY_DUE_GRACE_S)
 
 
-@shared_task(
-    name="challenges.tasks.rescore_watchdog", acks_late=False, ignore_result=True, **RETRIES
-)
+@task("rescore_watchdog", acks_late=False)
 def rescore_watchdog() -> None:
     """Periodic (Celery beat, ``CELERY_BEAT_SCHEDULE``): resume stalled jobs, write the
     history records left due, drop the scores of versions no longer kept (PostgreSQL)."""
@@ -136,19 +125,7 @@ def rescore_watchdog() -> None:
     partitions.scores_discard()
 
 
-@receiver(rescoring.job_queued)
-def _dispatch_queued_job(sender: object = None, *, job_id: int, **kwargs: object) -> None:
-    rescore_dispatch.delay(job_id)
-
-
-@shared_task(
-    name="challenges.tasks.attempts_score_pending",
-    acks_late=True,
-    reject_on_worker_lost=True,
-    autoretry_for=TRANSIENT,
-    retry_backoff=2,
-    max_retries=5,
-)
+@task("attempts_score_pending")
 def attempts_score_pending(challenge_id: int, attempt_ids: list[int] | None = None) -> None:
     """Score attempts a request stored as pending (its scoring budget ran out), for one
     time slice; the rest goes to the back of the queue (fair to other challenges)."""
@@ -159,48 +136,26 @@ def attempts_score_pending(challenge_id: int, attempt_ids: list[int] | None = No
     )
 
 
-@shared_task(
-    name="challenges.tasks.attempts_pending_sweep", acks_late=True, reject_on_worker_lost=True
-)
+@task("attempts_pending_sweep")
 def attempts_pending_sweep() -> None:
     """Queue the pending attempts of every challenge (some may have missed their task
     during a broker outage)."""
     budget.pending_sweep()
 
 
-@receiver(budget.attempts_pending)
-def _score_pending(
-    sender: object = None, *, challenge_id: int, attempt_ids: list[int] | None, **kwargs: object
-) -> None:
-    attempts_score_pending.delay(challenge_id, attempt_ids)
-
-
-@shared_task(name="challenges.tasks.idempotency_purge", ignore_result=True, **RETRIES)
+@task("idempotency_purge")
 def idempotency_purge() -> None:
     """Periodic (hourly): forget Idempotency-Keys past their keeping time."""
     idempotency.records_purge()
 
 
-@shared_task(
-    name="challenges.tasks.batch_score",
-    acks_late=True,
-    reject_on_worker_lost=True,
-    autoretry_for=TRANSIENT,
-    max_retries=5,
-)
+@task("batch_score")
 def batch_score(challenge_id: int) -> None:
     """Run a challenge's batch scorers (scheduled, debounced, by batch_request)."""
     batch.batch_run(challenge_id=challenge_id)
 
 
-@receiver(batch.batch_requested)
-def _schedule_batch(
-    sender: object = None, *, challenge_id: int, countdown: float, **kwargs: object
-) -> None:
-    batch_score.apply_async((challenge_id,), countdown=countdown)
-
-
-@shared_task(name="challenges.tasks.ranking_refresh", ignore_result=True, **RETRIES)
+@task("ranking_refresh")
 def ranking_refresh(version_id: int) -> None:
     """Recompute a public ranking whose entries changed (asked by a reader past
     PODIUM_RANKING_MAX_AGE_MS), so that no reader waits for it; then build its public
@@ -209,12 +164,7 @@ def ranking_refresh(version_id: int) -> None:
     boards.boards_build_ahead(version_id=version_id)
 
 
-@receiver(ranking.refresh_requested)
-def _refresh_ranking(sender: object = None, *, version_id: int, **kwargs: object) -> None:
-    ranking_refresh.delay(version_id)
-
-
-@shared_task(name="challenges.tasks.evaluation_refresh", ignore_result=True, **RETRIES)
+@task("evaluation_refresh")
 def evaluation_refresh(challenge_id: int) -> None:
     """Recompute an aggregate board's intervals after its data changed (asked by a
     reader, at most once per PODIUM_RANKING_MAX_AGE_MS), so that no reader waits; then
@@ -223,12 +173,7 @@ def evaluation_refresh(challenge_id: int) -> None:
         public_views.evaluation_build_ahead(challenge_id=challenge_id)
 
 
-@receiver(evaluation.refresh_requested)
-def _refresh_evaluation(sender: object = None, *, challenge_id: int, **kwargs: object) -> None:
-    evaluation_refresh.delay(challenge_id)
-
-
-@shared_task(name="challenges.tasks.board_rebuild", ignore_result=True)
+@task("board_rebuild", retried=False)
 def board_rebuild(kind: str, slug: str, query: str) -> None:
     """Build the public's page or fragment of a board for the new minute (its relative
     times), asked by the reader served the previous minute's, so that none waits. Not
@@ -236,14 +181,7 @@ def board_rebuild(kind: str, slug: str, query: str) -> None:
     boards.board_rebuild(kind=kind, slug=slug, query=query)
 
 
-@receiver(boards.board_rebuild_requested)
-def _rebuild_board(
-    sender: object = None, *, kind: str, slug: str, query: str, **kwargs: object
-) -> None:
-    board_rebuild.delay(kind, slug, query)
-
-
-@shared_task(name="challenges.tasks.events_board_check", ignore_result=True, **RETRIES)
+@task("events_board_check")
 def events_board_check(challenge_id: int) -> None:
     """Look at a challenge's public board and announce what changed (coalesced: see
     ``events.board.board_check_request``)."""
@@ -259,7 +197,7 @@ def _board_touched(sender: object = None, *, challenge_id: int, **kwargs: object
     event_board.board_check_request(challenge_id=challenge_id, send=_send_board_check)
 
 
-@shared_task(name="challenges.tasks.events_tick", acks_late=False, ignore_result=True, **RETRIES)
+@task("events_tick", acks_late=False)
 def events_tick() -> None:
     """Periodic (Celery beat, every PODIUM_EVENTS_TICK_S): announce the schedule's
     moments, and look at every active board (a look lost to a broker outage is made)."""
@@ -279,34 +217,17 @@ def _events_written(sender: object = None, *, event_ids: list[int], **kwargs: ob
         webhooks_fan_out.delay(event_ids)
 
 
-@shared_task(
-    name="challenges.tasks.webhooks_fan_out",
-    acks_late=True,
-    reject_on_worker_lost=True,
-    ignore_result=True,
-    **RETRIES,
-)
+@task("webhooks_fan_out")
 def webhooks_fan_out(event_ids: list[int]) -> None:
     """Make the webhook deliveries of new events and send them."""
     for delivery_id in webhook_delivery.deliveries_create(event_ids=event_ids):
         webhook_deliver.delay(delivery_id)
 
 
-@receiver(webhook_delivery.delivery_due)
-def _delivery_due(sender: object = None, *, delivery_id: int, **kwargs: object) -> None:
-    webhook_deliver.delay(delivery_id)
-
-
 RETRY_BY_COUNTDOWN_S = 60  # a later retry is sent by the periodic tick when it is due
 
 
-@shared_task(
-    name="challenges.tasks.webhook_deliver",
-    acks_late=True,
-    reject_on_worker_lost=True,
-    ignore_result=True,
-    **RETRIES,
-)
+@task("webhook_deliver")
 def webhook_deliver(delivery_id: int) -> None:
     """Try one delivery (5 s at most); a near retry is queued with its countdown."""
     retry_in = webhook_delivery.delivery_try(delivery_id=delivery_id)

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import UTC, datetime
+from datetime import UTC, datetime, tzinfo
 from typing import Any
+
+from django.utils import timezone
 
 from scoring.engine.outcome import Outcome
 
@@ -101,6 +103,16 @@ def text_clean(value: Any, *, chars: re.Pattern[str] = SURROGATE) -> Any:
 def exact_time(value: datetime) -> str:
     """A moment as every page, the admin and exports write it: 2026-11-26 14:05:09 UTC."""
     return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def iso_z(value: datetime, zone: tzinfo | None = None) -> str:
+    """A moment as the API, the event log and webhooks write it (DRF's DateTimeField's
+    format): ISO 8601 in ``zone`` (default: the current time zone, UTC), UTC written Z,
+    microseconds only when it has some; a naive moment as it is. The one ISO formatter."""
+    if value.tzinfo is not None:
+        value = value.astimezone(zone or timezone.get_current_timezone())
+    text = value.isoformat()
+    return text[:-6] + "Z" if text.endswith("+00:00") else text
 
 
 ROW_ID_MAX = 2**63 - 1  # the largest id any of our integer columns can hold

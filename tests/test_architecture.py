@@ -29,6 +29,7 @@ LAYERS = {
     "collections": 1.2,  # standings over several challenges' boards
     "events": 1.2,  # announces what the public boards show; the capabilities above tell it
     "leaderboards": 1,
+    "enqueue": 0.9,  # every capability hands work to the tasks through it, by name
     "audit": 0.7,  # every capability records what it changed
     "fieldsets": 0.5,
     "permissions": 0,

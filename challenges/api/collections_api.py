@@ -19,12 +19,13 @@ from rest_framework.response import Response
 
 from challenges.api.fields import StrictCharField, StrictIntegerField
 from challenges.api.serializers import LeaderboardQuerySerializer, StrictSerializer
-from challenges.api.views import ID_PATTERN, BodyCheckedMixin, _iso
+from challenges.api.views import ID_PATTERN, BodyCheckedMixin
 from challenges.collections import selectors, services
 from challenges.collections.standings import Standing
 from challenges.leaderboards import precision
 from challenges.models import MAX_COLLECTION_CHALLENGES, Collection, CollectionStrategy
 from challenges.permissions import DenyAll, IsScoringAdmin
+from challenges.text import ROW_ID_MAX, iso_z
 
 
 class CollectionInSerializer(StrictSerializer):
@@ -34,7 +35,7 @@ class CollectionInSerializer(StrictSerializer):
     slug = serializers.SlugField(max_length=200, required=False, allow_blank=True, default="")
     description = StrictCharField(required=False, allow_blank=True, default="")
     challenges = serializers.ListField(
-        child=StrictIntegerField(min_value=1, max_value=2**63 - 1),
+        child=StrictIntegerField(min_value=1, max_value=ROW_ID_MAX),
         min_length=1,
         max_length=MAX_COLLECTION_CHALLENGES,
         help_text="Challenge ids, in the order of the collection's columns.",
@@ -107,8 +108,8 @@ def _collection_out(collection: Collection) -> dict[str, Any]:
             {"id": c.pk, "name": c.name, "slug": c.slug}
             for c in selectors.collection_challenges(collection)
         ],
-        "created_at": _iso(collection.created_at),
-        "updated_at": _iso(collection.updated_at),
+        "created_at": iso_z(collection.created_at),
+        "updated_at": iso_z(collection.updated_at),
     }
 
 
@@ -120,7 +121,7 @@ def _row_out(row: Standing, challenge_ids: list[int]) -> dict[str, Any]:
         "display_name": row.display_name,
         "score": precision.served(row.value),
         "completed": row.completed,
-        "created_at": _iso(row.completed_at, zone),
+        "created_at": iso_z(row.completed_at, zone),
         "challenges": [
             {
                 "challenge": pk,

@@ -66,6 +66,11 @@ class JSONListField(serializers.JSONField):
         return data
 
 
+def epoch_ms_datetime(value: int) -> datetime:
+    """Epoch milliseconds (within MIN_EPOCH_MS and MAX_EPOCH_MS) as an aware UTC moment."""
+    return datetime.fromtimestamp(value // 1000, tz=UTC).replace(microsecond=value % 1000 * 1000)
+
+
 def _truncate_ms(value: datetime) -> datetime:
     return value.replace(microsecond=value.microsecond // 1000 * 1000)
 
@@ -82,9 +87,7 @@ class EpochOrISODateTimeField(serializers.DateTimeField):
                 raise serializers.ValidationError(
                     f"Epoch milliseconds must be between {MIN_EPOCH_MS} and {MAX_EPOCH_MS}."
                 )
-            return datetime.fromtimestamp(data // 1000, tz=UTC).replace(
-                microsecond=(data % 1000) * 1000
-            )
+            return epoch_ms_datetime(data)
         if isinstance(data, str):
             try:
                 parsed = parse_datetime(data.strip())

@@ -21,7 +21,7 @@ from rest_framework.views import APIView
 from challenges.api.competition_api import refusal_response
 from challenges.api.fields import StrictCharField, StrictIntegerField
 from challenges.api.serializers import StrictSerializer
-from challenges.api.views import BodyCheckedMixin, _iso
+from challenges.api.views import BodyCheckedMixin
 from challenges.ingestion import admission, idempotency
 from challenges.leaderboards import precision
 from challenges.leaderboards import selectors as board_selectors
@@ -35,7 +35,7 @@ from challenges.permissions import (
 from challenges.redblue import points as red_blue_points
 from challenges.redblue import selectors, services
 from challenges.redblue import standings_cache as red_blue_kept
-from challenges.text import row_id
+from challenges.text import iso_z, row_id
 
 TEAMS = ["red", "blue"]
 
@@ -110,7 +110,7 @@ class TeamJoin(_RedBlueView):
         except services.TeamConflict as exc:
             return _conflict(exc)
         return Response(
-            {"player": data["player"], "team": member.team, "joined_at": _iso(member.joined_at)}
+            {"player": data["player"], "team": member.team, "joined_at": iso_z(member.joined_at)}
         )
 
 
@@ -149,7 +149,7 @@ def _submission_out(recorded: services.Recorded) -> dict[str, Any]:
         "player": new.player.external_id,
         "team": new.team,
         "active": new.active,
-        "created_at": _iso(new.created_at),
+        "created_at": iso_z(new.created_at),
         "pairings": [
             {"id": p.pk, "attack": p.attack_id, "defense": p.defense_id} for p in recorded.pairings
         ],
@@ -259,7 +259,7 @@ def _pairing_out(p: Pairing, suite: list[str]) -> dict[str, Any]:
             "player": p.defense.player.external_id,
             "prompt": p.defense.prompt,
         },
-        "created_at": _iso(p.created_at),
+        "created_at": iso_z(p.created_at),
         "categories": p.categories,
         "rating": p.rating,
         "red_points": precision.served(p.red_points) if p.red_points is not None else None,

@@ -4,12 +4,10 @@ selector, and render."""
 from __future__ import annotations
 
 import json
-from datetime import datetime, tzinfo
 from typing import Any
 
 from django.db import IntegrityError
 from django.http import HttpResponse
-from django.utils import timezone
 from django.utils.cache import patch_cache_control, patch_vary_headers
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
@@ -66,6 +64,7 @@ from challenges.redblue import points as red_blue_points
 from challenges.rescoring import jobs as rescoring
 from challenges.setup import services as setup_services
 from challenges.setup.probe import setup_probe
+from challenges.text import iso_z
 from scoring.engine import metrics as engine_metrics
 from scoring.services import SetupInvalid
 
@@ -517,7 +516,7 @@ def _evaluation_body(challenge: Any, params: dict[str, Any], view: Any) -> dict[
         "version": challenge.active_version.number if challenge.active_version_id else None,
         "board": "aggregate",
         "count": len(view.rows),
-        "computed_at": _iso(view.computed_at) if view.computed_at else None,
+        "computed_at": iso_z(view.computed_at) if view.computed_at else None,
         "attempts": view.attempts,
         "ci_level": view.ci_level,
         "slice": part or None,
@@ -525,13 +524,6 @@ def _evaluation_body(challenge: Any, params: dict[str, Any], view: Any) -> dict[
         "pending": view.pending,
         "results": [evaluation.row_fields(row) for row in rows],
     }
-
-
-def _iso(value: datetime, zone: tzinfo | None = None) -> str:
-    """As DRF's DateTimeField writes it: ISO 8601 in the current time zone (``zone``,
-    when the caller looked it up once for many values), UTC as Z."""
-    text = value.astimezone(zone or timezone.get_current_timezone()).isoformat()
-    return text[:-6] + "Z" if text.endswith("+00:00") else text
 
 
 def _version_read(challenge: Any, params: dict[str, Any], user: Any) -> dict[str, Any]:

@@ -15,10 +15,10 @@ from urllib.parse import parse_qsl, urlencode
 from django.conf import settings
 from django.core.cache import cache
 from django.db.models import Model
-from django.dispatch import Signal
 from django.utils import timezone
 from rest_framework.renderers import JSONRenderer
 
+from challenges import enqueue
 from challenges.boards import schedule, shapes
 from challenges.leaderboards import freeze, selectors
 from challenges.leaderboards.kept import kept, kept_board
@@ -190,10 +190,9 @@ def _html(query: BoardQuery, board_id: int | None) -> str:
 
 
 # --- building ahead ------------------------------------------------------------------------
-# Sent (kind, slug, query) when the public was served the previous minute's build; the
-# tasks connect ``board_rebuild`` to it. At most this many a minute per challenge (past
-# it, readers build), so that public reads never flood the workers.
-board_rebuild_requested = Signal()
+# A worker builds the public's board for the new minute (``board_rebuild``) at most this
+# many times a minute per challenge (past it, readers build), so that public reads never
+# flood the workers.
 REBUILDS_PER_MINUTE = 30
 
 
@@ -206,18 +205,16 @@ def _rebuild_ask(query: BoardQuery, minute: Any) -> bool:
     try:
         if cache.incr(asked) > REBUILDS_PER_MINUTE:
             return False
-        board_rebuild_requested.send(
-            sender=None, kind=query.shape, slug=challenge.slug, query=query_string(query)
-        )
-    except Exception:  # a broker away must not fail a read
+    except Exception:  # a cache away must not fail a read
         logger.warning("board rebuild not queued", extra={"challenge_id": challenge.pk})
         return False
-    return True
+    slug, text = challenge.slug, query_string(query)
+    return enqueue.board_rebuild(kind=query.shape, slug=slug, query=text)
 
 
 def board_rebuild(*, kind: str, slug: str, query: str) -> None:
     """Build the public's page or fragment (``kind``) of a challenge, for this query
-    string and this minute (a worker, after ``board_rebuild_requested``)."""
+    string and this minute (a worker, asked by a reader served the previous minute's)."""
     challenge = selectors.challenge_public(slug=slug)
     if challenge is None or kind not in ("page", "board"):
         return

@@ -23,6 +23,7 @@ from challenges.leaderboards.score_columns import row_scores
 from challenges.leaderboards.tie_rule import TIE_RULE
 from challenges.models import Challenge
 from challenges.rescoring.batch import batch_coverage
+from challenges.text import iso_z
 
 
 def board_rows(
@@ -125,12 +126,6 @@ def page_context(challenge: Challenge, setup: Any, *, frozen: bool) -> dict[str,
 
 
 # --- the API's leaderboard -----------------------------------------------------------------
-def _iso(value: datetime, zone: Any) -> str:
-    """As DRF's DateTimeField writes it: ISO 8601 in the current time zone, UTC as Z."""
-    text = value.astimezone(zone).isoformat()
-    return text[:-6] + "Z" if text.endswith("+00:00") else text
-
-
 def leaderboard_body(challenge: Any, *, board_id: Any, version: Any = None, **asked: Any) -> Any:
     """The API leaderboard's body: a page of rows or a player's row (LeaderboardSerializer
     documents the shape), with every score of the ranking scorer for python setups."""
@@ -151,7 +146,7 @@ def leaderboard_body(challenge: Any, *, board_id: Any, version: Any = None, **as
                 "display_name": row.display_name,
                 "score": precision.served(float(row.score)),
                 "attempt_id": row.attempt_id,
-                "created_at": _iso(row.created_at, zone),
+                "created_at": iso_z(row.created_at, zone),
             }
             for row in page.rows
         ],
@@ -220,7 +215,7 @@ def _export_rows(challenge: Challenge, board_id: int | None) -> Iterator[tuple[A
             precision.served(row.score),
             unit,
             row.attempt_id,
-            row.created_at.isoformat().replace("+00:00", "Z"),
+            iso_z(row.created_at),
             precision.served_json(scores),
         )
 

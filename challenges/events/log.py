@@ -14,6 +14,7 @@ from django.dispatch import Signal
 from django.utils import timezone
 
 from challenges.models import Challenge, Event, LiveBoard
+from challenges.text import iso_z
 
 logger = logging.getLogger(__name__)
 
@@ -80,7 +81,7 @@ def event_json(event: Event, *, slug: str | None = None) -> dict[str, Any]:
         "id": event.pk,
         "type": event.type,
         "challenge": {"id": event.challenge_id, "slug": slug or event.challenge.slug},
-        "occurred_at": event.occurred_at.isoformat().replace("+00:00", "Z"),
+        "occurred_at": iso_z(event.occurred_at),
         "data": event.data,
     }
 

@@ -15,10 +15,11 @@ from django.utils import timezone
 from challenges.events import log
 from challenges.leaderboards import exclusions, freeze
 from challenges.models import Challenge, Event, HistoryRecord
+from challenges.text import iso_z
 
 
 def _at(moment: datetime | None) -> str | None:
-    return None if moment is None else moment.isoformat().replace("+00:00", "Z")
+    return None if moment is None else iso_z(moment)
 
 
 def schedule_tick(*, now: datetime | None = None) -> list[Event]:

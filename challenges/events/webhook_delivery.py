@@ -21,11 +21,12 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 from django.db.models import F, Q
-from django.dispatch import Signal
 from django.utils import timezone
 
+from challenges import enqueue
 from challenges.events import log, outbound, signing
 from challenges.models import Challenge, Event, WebhookDelivery, WebhookEndpoint
+from challenges.text import iso_z
 
 logger = logging.getLogger(__name__)
 
@@ -209,7 +210,7 @@ def delivery_try(
 
 def _record(delivery: WebhookDelivery, answer: outbound.Answer, now: datetime) -> float | None:
     entry = {
-        "at": now.isoformat().replace("+00:00", "Z"),
+        "at": iso_z(now),
         "status_code": answer.status_code,
         "error": answer.error,
         "duration_ms": answer.duration_ms,
@@ -270,12 +271,9 @@ def delivery_redeliver(*, delivery: WebhookDelivery) -> WebhookDelivery:
     return delivery
 
 
-delivery_due = Signal()  # kwargs: delivery_id; tasks.py queues the try
-
-
 def delivery_send(*, delivery_id: int) -> None:
     """Queue a try of the delivery once the current transaction commits."""
-    transaction.on_commit(lambda: delivery_due.send(sender=None, delivery_id=delivery_id))
+    transaction.on_commit(lambda: enqueue.webhook_deliver(delivery_id=delivery_id))
 
 
 def endpoint_enable(*, endpoint: WebhookEndpoint) -> None:

@@ -23,8 +23,8 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 from django.db.models import Exists, OuterRef
-from django.dispatch import Signal
 
+from challenges import enqueue
 from challenges.leaderboards import freeze, scores
 from challenges.models import Attempt, AttemptScore, Challenge, ScoringVersion
 from scoring import services as scoring
@@ -104,24 +104,11 @@ def _compute(version: ScoringVersion, challenge: Challenge, attempts: Sequence[A
     return scoring.scores_compute(version=version, items=items)
 
 
-# Sent (with ``challenge_id`` and ``attempt_ids``, None for all) to have pending attempts
-# scored in the background. ``challenges.tasks`` connects the Celery task to it, so
-# ingestion never imports the tasks that import it.
-attempts_pending = Signal()
-
-
-def pending_enqueue(*, challenge_id: int, attempt_ids: list[int]) -> None:
-    """Queue the scoring of pending attempts (call on commit). A broker outage is logged:
-    the attempts stay pending until a worker starts (``attempts_score_pending`` sweeps
-    every challenge then) or the next rescore scores them."""
-    try:
-        attempts_pending.send(sender=None, challenge_id=challenge_id, attempt_ids=attempt_ids)
-    except Exception:
-        logger.exception(
-            "Could not queue the scoring of %s pending attempts of challenge %s.",
-            len(attempt_ids),
-            challenge_id,
-        )
+def pending_enqueue(*, challenge_id: int, attempt_ids: list[int] | None) -> None:
+    """Queue the scoring of pending attempts (None: all of the challenge's; call on
+    commit). A broker outage is logged: the attempts stay pending until a worker starts
+    (``attempts_pending_sweep``) or the next rescore scores them."""
+    enqueue.attempts_score_pending(challenge_id=challenge_id, attempt_ids=attempt_ids)
 
 
 def attempts_score_pending(

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import logging
 import math
 import time
 from dataclasses import dataclass, field
@@ -35,9 +34,9 @@ from django.core.cache import cache
 from django.db import transaction
 from django.db.models import CharField, Value
 from django.db.models.fields.json import KeyTextTransform
-from django.dispatch import Signal
 from django.utils import timezone
 
+from challenges import enqueue
 from challenges.fieldsets import BOARD_FIELDS
 from challenges.leaderboards import exclusions, freeze, precision, sql
 from challenges.leaderboards import ranking as board_ranking
@@ -62,8 +61,6 @@ from scoring.engine.uncertainty import (
     PlayerInterval,
     board_intervals,
 )
-
-logger = logging.getLogger(__name__)
 
 KEY_MAX = 64  # sample_key and slice_by: a field name of ``sample``
 SLICES_MAX = 200  # slices computed per board (the most attempts first)
@@ -342,9 +339,6 @@ def _stored(row: PlayerInterval) -> list[Any]:
 
 
 # --- reading ----------------------------------------------------------------------------
-# Sent (with ``challenge_id``) when a reader finds the intervals behind the board's data;
-# tasks.py connects the ``evaluation_refresh`` task (this module never imports tasks).
-refresh_requested = Signal()
 
 
 @dataclass(frozen=True)
@@ -579,11 +573,8 @@ def _refresh_request(challenge_id: int) -> None:
     seconds = _refresh_spacing_s(challenge_id)
     if not cache.add(f"podium:evaluation-refresh:{challenge_id}", 1, timeout=seconds):
         return  # asked already within the lag
-    try:
-        refresh_requested.send(sender=None, challenge_id=challenge_id)
-    except Exception:  # a broker away must not fail a read: the next reader asks again
-        cache.delete(f"podium:evaluation-refresh:{challenge_id}")
-        logger.warning("evaluation refresh not queued", extra={"challenge_id": challenge_id})
+    if not enqueue.evaluation_refresh(challenge_id=challenge_id):
+        cache.delete(f"podium:evaluation-refresh:{challenge_id}")  # the next reader asks
 
 
 def evaluation_player(*, challenge: Challenge, user: Any, player_id: int) -> IntervalRow | None:

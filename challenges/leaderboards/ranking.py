@@ -20,7 +20,6 @@ request pays one small query to learn that they are still current.
 from __future__ import annotations
 
 import bisect
-import logging
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -36,13 +35,12 @@ from django.db.models.fields.tuple_lookups import (
     TupleGreaterThanOrEqual,
 )
 from django.db.models.signals import post_delete, post_save
-from django.dispatch import Signal, receiver
+from django.dispatch import receiver
 from django.utils import timezone
 
+from challenges import enqueue
 from challenges.leaderboards import changes, sql
 from challenges.models import Attempt, LeaderboardEntry, LeaderboardRanking, Player
-
-logger = logging.getLogger(__name__)
 
 PAGE = 50  # rows between checkpoints: the public page size
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -141,7 +139,7 @@ def ranking_current(*, version_id: int, state: State | None = None) -> Ranking:
         # Under steady ingestion every write changes an entry: recompute at most once per
         # PODIUM_RANKING_MAX_AGE_MS, not on every read (ranks and page boundaries may lag
         # the newest attempts by that long; deletions are never served stale). Past that
-        # age a worker recomputes (``refresh_requested``) while readers keep the ranking
+        # age a worker recomputes (``_refresh_request``) while readers keep the ranking
         # they have, up to REFRESH_WAIT times the age; only then does a reader recompute.
         kept = ranking_reusable(version_id=version_id, token=state.token)
         return kept if kept is not None else _recompute(version_id, max_age=_max_age())
@@ -198,23 +196,17 @@ def _after_quiet(version_id: int, max_age: timedelta) -> bool:
 # keep the one they have meanwhile, for at most this many times that age (a busy or
 # absent worker), after which a reader recomputes it itself.
 REFRESH_WAIT = 5
-# Sent (with ``version_id``) when a reader wants a changed ranking recomputed; the tasks
-# connect a Celery task to it (this module never imports them). Once per ranking.
-refresh_requested = Signal()
 
 
 def _refresh_request(version_id: int, token: str, max_age: timedelta) -> None:
     seconds = max(1, round((max_age * REFRESH_WAIT).total_seconds()))
     if not cache.add(f"podium:ranking-refresh:{version_id}:{token}", 1, timeout=seconds):
         return  # asked already
-    try:
-        refresh_requested.send(sender=None, version_id=version_id)
-    except Exception:  # a broker away must not fail a read: a reader recomputes later
-        logger.warning("ranking refresh not queued", extra={"version_id": version_id})
+    enqueue.ranking_refresh(version_id=version_id)  # refused: a reader recomputes later
 
 
 def ranking_refresh(*, version_id: int) -> None:
-    """Recompute a changed ranking (a worker, after ``refresh_requested``); nothing when
+    """Recompute a changed ranking (a worker, after ``_refresh_request``); nothing when
     it was recomputed less than PODIUM_RANKING_MAX_AGE_MS ago."""
     _recompute(version_id, max_age=_max_age())
 

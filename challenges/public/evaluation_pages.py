@@ -16,6 +16,7 @@ from django.template.loader import render_to_string
 from challenges.boards import display
 from challenges.leaderboards import evaluation, freeze, precision
 from challenges.models import Challenge
+from challenges.text import iso_z
 
 ROWS_SHOWN = 500  # an evaluation board lists models or agents: a page holds them all
 
@@ -205,9 +206,7 @@ def export_body(request: HttpRequest, challenge: Challenge) -> dict[str, Any]:
         "board": "aggregate",
         "score_unit": display.score_unit((version or challenge).scoring_strategy),
         "ci_level": challenge.ci_level,
-        "computed_at": view.computed_at.isoformat().replace("+00:00", "Z")
-        if view.computed_at
-        else None,
+        "computed_at": iso_z(view.computed_at) if view.computed_at else None,
         "attempts": view.attempts,
         "slice": part or None,
         "slices": view.slices,

@@ -32,9 +32,9 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 from django.db.models import F, Max
-from django.dispatch import Signal
 from django.utils import timezone
 
+from challenges import enqueue
 from challenges.events import moments
 from challenges.leaderboards import exclusions, freeze, history, scores
 from challenges.models import (
@@ -64,11 +64,6 @@ def has_batch(version: Any) -> bool:
 
 
 # --- scheduling ---------------------------------------------------------------------------
-# Sent (on commit) when a run is scheduled; tasks.py connects it to the Celery task, so
-# rescoring never imports the tasks (docs/architecture.md).
-batch_requested = Signal()
-
-
 def batch_request(*, challenge_id: int) -> bool:
     """Schedule a run unless one is scheduled already; True when this call did."""
     BatchState.objects.bulk_create([BatchState(challenge_id=challenge_id)], ignore_conflicts=True)
@@ -78,12 +73,15 @@ def batch_request(*, challenge_id: int) -> bool:
     if claimed != 1:
         return False  # a run is scheduled already: it will see these attempts too
     countdown = settings.PODIUM_BATCH_DEBOUNCE_MS / 1000
-    transaction.on_commit(
-        lambda: batch_requested.send(
-            sender=BatchState, challenge_id=challenge_id, countdown=countdown
-        )
-    )
+    transaction.on_commit(lambda: _send(challenge_id, countdown))
     return True
+
+
+def _send(challenge_id: int, countdown: float) -> None:
+    if not enqueue.batch_score(challenge_id=challenge_id, countdown=countdown):
+        # The broker refused it: release the claim, so that the next attempt schedules
+        # the run instead of finding it scheduled for ever.
+        BatchState.objects.filter(pk=challenge_id, scheduled=True).update(scheduled=False)
 
 
 # --- one scorer over a batch --------------------------------------------------------------

@@ -40,10 +40,9 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 from django.db.models import Count, F, Max
-from django.dispatch import Signal
 from django.utils import timezone
 
-from challenges import audit
+from challenges import audit, enqueue
 from challenges.leaderboards import bulk, evaluation, partitions, scores, sql
 from challenges.models import (
     AuditEvent,
@@ -161,16 +160,8 @@ def _plan_chunks(challenge_id: int, *, most: int) -> Plan:
     return Plan(total, list(zip(starts, ends, strict=True)))
 
 
-# Sent (with ``job_id``) when a job's transaction commits. ``challenges.tasks`` connects
-# the Celery dispatch to it, so this module never imports the tasks that import it.
-job_queued = Signal()
-
-
 def _send(job: RescoreJob) -> None:
-    try:
-        job_queued.send(sender=RescoreJob, job_id=job.pk)
-    except Exception:  # the broker is down: the job waits for `jobs_resume`
-        logger.exception("Could not queue rescore job %s; it stays queued.", job.pk)
+    enqueue.rescore_dispatch(job_id=job.pk)  # on commit; refused: `jobs_resume` sends it
 
 
 def job_dispatch(*, job_id: int, send_chunk: Callable[[int], None]) -> None:

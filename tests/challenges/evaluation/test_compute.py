@@ -362,7 +362,7 @@ def test_a_costly_board_is_recomputed_at_most_a_third_of_the_time(settings, monk
 
     settings.PODIUM_RANKING_MAX_AGE_MS = 1000
     sent = []
-    monkeypatch.setattr(ev.refresh_requested, "send", lambda **kw: sent.append(kw))
+    monkeypatch.setattr(ev.enqueue, "evaluation_refresh", lambda **kw: not sent.append(kw))
     cache.set(ev._cost_key(7), 4.0)
     assert ev._refresh_spacing_s(7) == 12
     ev._refresh_request(7)
