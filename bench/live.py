@@ -164,16 +164,13 @@ def subscribers_process(port: int, count: int, pipe) -> None:
 
 def reads_under_streams(challenge, *, seconds: float, rounds: int) -> bool:
     """The web read targets (reads >= 0.6x /healthz, bench/leaderboard.py's) while the
-    streams are open and attempts recorded: gunicorn on the same database and cache as
-    uvicorn and the worker, wrk beside /healthz in the same rounds."""
+    streams are open and attempts recorded: gunicorn on the same database, cache and
+    broker as uvicorn and the worker (so the worker builds the pages ahead, as deployed),
+    wrk beside /healthz in the same rounds."""
     env = {
         **environment(),
         "DEBUG": "false",
         "SECRET_KEY": "bench-only-secret-key-not-for-production",
-        # The embedded broker for the read server, as bench/leaderboard.py: /healthz
-        # checks the broker, and against Redis it opens a connection per request (the
-        # reference falls to a third). A read sends no task.
-        "CELERY_BROKER_URL": "filesystem://localhost//",
     }
     targets = [
         ("page", f"/challenges/{SLUG}/"),

@@ -154,3 +154,26 @@ def test_settings_use_the_guard_for_redis_only(url, expected):
         env=env, cwd=ROOT, capture_output=True, text=True, check=True,
     ).stdout.strip()  # fmt: skip
     assert shown == str(expected)
+
+
+def test_the_health_check_reuses_its_connection_and_sees_an_outage(relay, monkeypatch):
+    """/healthz's broker check takes a pooled connection and pings Redis: checks made one
+    after another open no new connection, a cut broker fails the check (503), and the
+    check passes again once the broker is back."""
+    from celery import Celery
+
+    from config import health
+
+    app = Celery("health-test", broker=f"redis://127.0.0.1:{relay.port}/15")
+    monkeypatch.setattr(health, "celery_app", app)
+    health.broker_check()
+    opened = len(relay.conns)
+    for _ in range(5):
+        health.broker_check()
+    assert len(relay.conns) == opened  # no connection per check
+    relay.down()
+    with pytest.raises(Exception):  # noqa: B017 - whatever the transport raises
+        health.broker_check()
+    relay.up()
+    health.broker_check()
+    app.close()
