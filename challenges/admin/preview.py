@@ -22,7 +22,7 @@ from typing import Any
 from django.db.models import Max, Min, Q
 from django.db.models.functions import Mod
 
-from challenges.leaderboards import scores
+from challenges.leaderboards import bulk
 from challenges.models import (
     Attempt,
     AttemptScore,
@@ -285,7 +285,7 @@ def _current_best(challenge: Challenge, sample_every: int, also: int | None) -> 
 
 def _attempt_rows(
     challenge: Challenge, sample_every: int, also: int | None
-) -> Iterable[Sequence[scores.AttemptRow]]:
+) -> Iterable[Sequence[bulk.AttemptRow]]:
     """The challenge's attempts in batches, as the rescore reads them; a sample is picked
     by the database (reading a million rows to keep a tenth would cost most of the time)."""
     if sample_every > 1:
@@ -297,7 +297,7 @@ def _attempt_rows(
     first = bounds["first"]
     while first <= bounds["last"]:
         last = first + READ_SPAN - 1
-        rows = scores.attempt_rows(challenge_id=challenge.pk, first_id=first, last_id=last)
+        rows = bulk.attempt_rows(challenge_id=challenge.pk, first_id=first, last_id=last)
         if rows:
             yield rows
         first = last + 1
@@ -305,9 +305,9 @@ def _attempt_rows(
 
 def _sampled_rows(
     challenge: Challenge, sample_every: int, also: int | None
-) -> Iterable[Sequence[scores.AttemptRow]]:
+) -> Iterable[Sequence[bulk.AttemptRow]]:
     """Every attempt of the players whose id % sample_every == 0 (and of ``also``), in
-    the shape of ``scores.attempt_rows``."""
+    the shape of ``bulk.attempt_rows``."""
     picked = (
         Attempt.objects.filter(challenge=challenge)
         .annotate(bucket=Mod("player_id", sample_every))
@@ -324,7 +324,7 @@ def _sampled_rows(
             "created_at",
         )
     )
-    batch: list[scores.AttemptRow] = []
+    batch: list[bulk.AttemptRow] = []
     epoch_ms = scoring.epoch_ms
     for pk, player_id, ext, ok, tokens, elapsed, rating, created in picked.iterator(10_000):
         batch.append((pk, player_id, ext, ok, tokens, elapsed, rating, epoch_ms(created), created))

@@ -25,7 +25,7 @@ from django.db import transaction
 from django.db.models import Exists, OuterRef
 
 from challenges import enqueue
-from challenges.leaderboards import freeze, scores
+from challenges.leaderboards import bulk, freeze, scores
 from challenges.models import Attempt, AttemptScore, Challenge, ScoringVersion
 from scoring import services as scoring
 from scoring.engine import strategies
@@ -147,7 +147,7 @@ def attempts_score_pending(
             batch = batch[: len(outcomes)]
         last_pk = batch[-1].pk
         with transaction.atomic():
-            rows = scores.score_rows(version=version, attempts=batch, outcomes=outcomes)
+            rows = bulk.score_rows(version=version, attempts=batch, outcomes=outcomes)
             AttemptScore.objects.bulk_create(rows, ignore_conflicts=True)
             stored = {
                 row.attempt_id: row

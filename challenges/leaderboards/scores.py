@@ -14,13 +14,7 @@ from django.db import transaction
 from django.db.models import Exists, F, OuterRef, QuerySet
 
 from challenges.leaderboards import bulk, changes, exclusions, sql
-from challenges.leaderboards.bulk import (  # noqa: F401 - read here by the preview, tests
-    AttemptRow,
-    _details_json,
-    attempt_rows,
-    copy_text,
-    score_rows,
-)
+from challenges.leaderboards.bulk import score_rows
 from challenges.leaderboards.sql import scored_in_sql
 from challenges.models import (
     Attempt,

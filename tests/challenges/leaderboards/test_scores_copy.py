@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from challenges.leaderboards.scores import _details_json, copy_text
+from challenges.leaderboards.bulk import _details_json, copy_text
 
 
 def test_flat_float_details_round_trip_exactly():
