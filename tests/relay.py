@@ -14,10 +14,14 @@ class Relay:
 
     def __init__(self, target: tuple[str, int]):
         self.target = target
-        probe = socket.socket()
-        probe.bind(("127.0.0.1", 0))
-        self.port = probe.getsockname()[1]
-        probe.close()
+        # The port stays bound for the relay's whole life, listening or not: while the
+        # relay is down a connect is refused at once, and no other socket can take the
+        # port (another test's server, or a client's own ephemeral port connecting to
+        # itself), which would make a cut broker answer.
+        self._hold = socket.socket()
+        self._hold.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self._hold.bind(("127.0.0.1", 0))
+        self.port = self._hold.getsockname()[1]
         self.conns: list[socket.socket] = []
         self.listener: socket.socket | None = None
         self.lock = threading.Lock()
@@ -33,6 +37,12 @@ class Relay:
     def down(self) -> None:
         with self.lock:
             if self.listener is not None:
+                # shutdown() wakes the thread blocked in accept(); close() alone leaves
+                # the socket listening until that accept() returns.
+                try:
+                    self.listener.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
                 self.listener.close()
                 self.listener = None
             for conn in self.conns:
@@ -42,6 +52,11 @@ class Relay:
                     pass
                 conn.close()
             self.conns.clear()
+
+    def close(self) -> None:
+        """Down for good: the port is given back."""
+        self.down()
+        self._hold.close()
 
     def _accept(self, listener: socket.socket) -> None:
         while True:

@@ -44,7 +44,7 @@ def relay() -> Iterator[Relay]:
     relay = Relay(REDIS)
     relay.up()
     yield relay
-    relay.down()
+    relay.close()
 
 
 @pytest.fixture
@@ -164,10 +164,14 @@ def test_the_health_check_reuses_its_connection_and_sees_an_outage(relay, monkey
 
     from config import health
 
+    # Celery reads CELERY_BROKER_URL before the app's own setting: a run with the
+    # variable set (the CI's Redis pass) would check the real Redis, not the relay.
+    monkeypatch.delenv("CELERY_BROKER_URL", raising=False)
     app = Celery("health-test", broker=f"redis://127.0.0.1:{relay.port}/15")
     monkeypatch.setattr(health, "celery_app", app)
     health.broker_check()
     opened = len(relay.conns)
+    assert opened > 0  # the check went through the relay
     for _ in range(5):
         health.broker_check()
     assert len(relay.conns) == opened  # no connection per check
@@ -177,3 +181,21 @@ def test_the_health_check_reuses_its_connection_and_sees_an_outage(relay, monkey
     relay.up()
     health.broker_check()
     app.close()
+
+
+def test_a_cut_relay_refuses_at_once_and_keeps_its_port(relay):
+    """What the outage tests stand on: while the relay is down a connect is refused (the
+    listener really stopped, not only closed beside a thread blocked in accept) and the
+    port cannot be taken by another socket, which could then answer for the broker."""
+    socket.create_connection(("127.0.0.1", relay.port), timeout=2).close()
+    relay.down()
+    with pytest.raises(ConnectionRefusedError):
+        socket.create_connection(("127.0.0.1", relay.port), timeout=2)
+    squatter = socket.socket()
+    try:
+        with pytest.raises(OSError):
+            squatter.bind(("127.0.0.1", relay.port))
+    finally:
+        squatter.close()
+    relay.up()
+    socket.create_connection(("127.0.0.1", relay.port), timeout=2).close()

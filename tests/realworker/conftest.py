@@ -122,6 +122,7 @@ class Worker:
         self.env = env
         self.proc: subprocess.Popen[bytes] | None = None
         self.starts = 0
+        self.paused = False  # a started worker consumes our queue
 
     @property
     def alive(self) -> bool:
@@ -163,6 +164,7 @@ class Worker:
                 start_new_session=True,
             )
         self.starts += 1
+        self.paused = False
         self._wait_ready()
 
     def _wait_ready(self) -> None:
@@ -191,30 +193,40 @@ class Worker:
             pass
         self.proc.wait(timeout=10)
 
-    def wait_idle(self, timeout: float = IDLE_TIMEOUT_S) -> None:
-        """Wait until our queue is empty and the worker runs and holds no task (twice in
-        a row, so a message between the queue and the pool is not missed)."""
-        app = _celery_app()
+    def wait_idle(self, timeout: float = IDLE_TIMEOUT_S, *, queue: bool = True) -> None:
+        """Wait until our queue is empty (unless ``queue`` is false) and the worker runs,
+        holds and has scheduled no task (twice in a row, so a message between the queue
+        and the pool is not missed). Scheduled tasks count: a task sent with a countdown
+        waits in the worker, and would run into the next test."""
         deadline = time.monotonic() + timeout
         quiet = 0
         while quiet < 2:
             if time.monotonic() > deadline:
                 raise AssertionError(f"the worker did not go idle within {timeout:.0f} s")
             assert self.alive, f"the worker died:\n{self.log_tail()}"
-            busy = queue_length() > 0
-            if not busy:
-                inspect = app.control.inspect(destination=[WORKER_NAME], timeout=1.0)
-                active, reserved = inspect.active(), inspect.reserved()
-                busy = (
-                    not active
-                    or not reserved
-                    or any(active.values())
-                    or any(reserved.values())
-                    or queue_length() > 0
-                )
+            busy = (queue and queue_length() > 0) or self._holds_tasks()
             quiet = 0 if busy else quiet + 1
             if busy:
                 time.sleep(0.05)
+
+    def _holds_tasks(self) -> bool:
+        inspect = _celery_app().control.inspect(destination=[WORKER_NAME], timeout=1.0)
+        held = [inspect.active(), inspect.reserved(), inspect.scheduled()]
+        return any(not answer or any(answer.values()) for answer in held)
+
+    def pause(self) -> None:
+        """Stop taking tasks from our queue, then wait for the ones taken to end. Between
+        tests: pytest-django empties the tables with one TRUNCATE, and a task of the
+        embedded beat (the watchdog, every second) reading them meanwhile can deadlock
+        with it and fail the flush."""
+        _celery_app().control.cancel_consumer(QUEUE, destination=[WORKER_NAME], reply=True)
+        self.paused = True
+        self.wait_idle(queue=False)
+
+    def resume(self) -> None:
+        if self.paused:
+            _celery_app().control.add_consumer(QUEUE, destination=[WORKER_NAME], reply=True)
+            self.paused = False
 
     def log_text(self, start: int = 0) -> str:
         with open(self.log_path, "rb") as log:
@@ -294,14 +306,16 @@ def _eager_celery(settings):
 def worker(request, _realworker, transactional_db):
     """The running worker (started again if a previous test killed it). On teardown —
     before pytest-django empties the tables — wait until it is idle, so that no task of
-    this test runs into the next one."""
+    this test runs into the next one, then stop it taking tasks until the next test."""
     if not _realworker.alive:
         _realworker.start()
+    _realworker.resume()
     request.node.realworker_log_start = _realworker.log_size()
     request.node.realworker = _realworker
     yield _realworker
     if _realworker.alive:
         _realworker.wait_idle()
+        _realworker.pause()
     purge_queue()
 
 

@@ -325,13 +325,17 @@ def test_broker_unreachable_for_a_while(worker, anon_api, settings):
         own.wait_idle()
     finally:
         own.kill()
-        relay.down()
+        relay.close()
         _use_broker(app, saved)
 
 
 def _use_broker(app: Any, url: str) -> None:
     """Point this process's Celery app at another broker URL (drop its pooled
-    connections and producers)."""
+    connections and producers). Celery reads CELERY_BROKER_URL before the app's own
+    setting, so the variable changes too (when set, as in the CI's Redis pass, this
+    process would otherwise still reach Redis directly)."""
+    if "CELERY_BROKER_URL" in os.environ:
+        os.environ["CELERY_BROKER_URL"] = url
     app.conf.broker_url = url
     app.conf.broker_write_url = None
     app.conf.broker_read_url = None
