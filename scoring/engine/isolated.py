@@ -125,39 +125,26 @@ class IsolatedScorer:
         with self._lock:
             outcomes: list[R] = []
             for start in range(0, len(payloads), BATCH_SIZE):
-                batch = payloads[start : start + BATCH_SIZE]
-                outcomes += self._run_batch(batch, config, timeout_ms, method, ok, failed)
+                pending = payloads[start : start + BATCH_SIZE]
+                while pending:
+                    try:
+                        self._ensure_started()
+                        assert self._proc is not None and self._proc.stdin is not None
+                        payload: dict[str, Any] = {
+                            "config": config,
+                            "timeout_ms": timeout_ms,
+                            "items": pending,
+                        }
+                        if method is not None:
+                            payload["method"] = method
+                        write_frame(self._proc.stdin, json.dumps(payload).encode())
+                    except (RuntimeError, OSError) as exc:
+                        self.stop()
+                        outcomes += [failed(str(exc))] * len(pending)
+                        break
+                    done = self._collect(len(pending), timeout_ms, outcomes, ok, failed)
+                    pending = pending[done:]
             return outcomes
-
-    def _run_batch(
-        self,
-        items: list[Any],
-        config: dict[str, Any],
-        timeout_ms: int,
-        method: str | None,
-        ok: Callable[[Any], R],
-        failed: Callable[[str], R],
-    ) -> list[R]:
-        outcomes: list[R] = []
-        pending = list(items)
-        while pending:
-            try:
-                self._ensure_started()
-                assert self._proc is not None and self._proc.stdin is not None
-                payload: dict[str, Any] = {
-                    "config": config,
-                    "timeout_ms": timeout_ms,
-                    "items": pending,
-                }
-                if method is not None:
-                    payload["method"] = method
-                write_frame(self._proc.stdin, json.dumps(payload).encode())
-            except (RuntimeError, OSError) as exc:
-                self.stop()
-                return outcomes + [failed(str(exc))] * len(pending)
-            done = self._collect(len(pending), timeout_ms, outcomes, ok, failed)
-            pending = pending[done:]
-        return outcomes
 
     def _collect(
         self,
