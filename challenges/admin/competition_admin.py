@@ -82,29 +82,57 @@ class AttemptModerationMixin:
 
     @admin.action(description="Hide selected attempts from the public", permissions=["hide"])
     def hide_attempts(self, request: HttpRequest, queryset: QuerySet[Attempt]) -> Any:
-        return reason_step(
-            self,
-            request,
-            queryset,
-            title="Hide attempts",
-            action="hide_attempts",
-            apply=lambda a, reason: moderation.attempt_set_hidden(
-                attempt=a, hidden=True, reason=reason, by=request.user
-            ),
-        )
+        return self._hidden_step(request, queryset, hidden=True)
 
     @admin.action(description="Unhide selected attempts", permissions=["unhide"])
     def unhide_attempts(self, request: HttpRequest, queryset: QuerySet[Attempt]) -> Any:
+        return self._hidden_step(request, queryset, hidden=False)
+
+    def _hidden_step(self, request: HttpRequest, queryset: QuerySet[Attempt], hidden: bool) -> Any:
+        verb = "hide" if hidden else "unhide"
         return reason_step(
             self,
             request,
             queryset,
-            title="Unhide attempts",
-            action="unhide_attempts",
+            title=f"{verb.capitalize()} attempts",
+            action=f"{verb}_attempts",
             apply=lambda a, reason: moderation.attempt_set_hidden(
-                attempt=a, hidden=False, reason=reason, by=request.user
+                attempt=a, hidden=hidden, reason=reason, by=request.user
             ),
         )
+
+
+class AppendOnly:
+    """An admin of append-only rows: read, never added, changed or deleted here."""
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+class AdminsOnly:
+    """An admin shown to admins (``is_scoring_admin``) only."""
+
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        return is_scoring_admin(request.user)
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return is_scoring_admin(request.user)
+
+
+class StaffOnly:
+    """An admin shown to staff (and admins) only."""
+
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        return is_staff_member(request.user)
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return is_staff_member(request.user)
 
 
 class PlayerHideForm(forms.ModelForm):
@@ -115,7 +143,7 @@ class PlayerHideForm(forms.ModelForm):
 
 
 @admin.register(PlayerHide)
-class PlayerHideAdmin(admin.ModelAdmin):
+class PlayerHideAdmin(StaffOnly, AppendOnly, admin.ModelAdmin):
     """Hidden players. Adding one hides the player (staff); "Unhide" (admins) undoes it,
     with a reason. No plain delete: an undo goes through the service and the audit."""
 
@@ -131,20 +159,8 @@ class PlayerHideAdmin(admin.ModelAdmin):
     def challenge_shown(self, obj: PlayerHide) -> str:
         return str(obj.challenge) if obj.challenge_id else "All challenges"
 
-    def has_module_permission(self, request: HttpRequest) -> bool:
-        return is_staff_member(request.user)
-
-    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return is_staff_member(request.user)
-
     def has_add_permission(self, request: HttpRequest) -> bool:
         return is_staff_member(request.user)
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
     def has_unhide_permission(self, request: HttpRequest) -> bool:
         return is_scoring_admin(request.user)
@@ -186,21 +202,8 @@ class PlayerHideAdmin(admin.ModelAdmin):
         )
 
 
-class AppendOnly:
-    """An admin of append-only rows: read, never added, changed or deleted here."""
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-
 @admin.register(AuditEvent)
-class AuditEventAdmin(AppendOnly, admin.ModelAdmin):
+class AuditEventAdmin(AdminsOnly, AppendOnly, admin.ModelAdmin):
     """The audit trail: read-only, for admins."""
 
     list_display = ["at", "kind", "challenge_name", "actor_name", "via", "reason", "history"]
@@ -222,15 +225,9 @@ class AuditEventAdmin(AppendOnly, admin.ModelAdmin):
             '<a href="{}?challenge__id__exact={}">records</a>', url, obj.challenge_id
         )
 
-    def has_module_permission(self, request: HttpRequest) -> bool:
-        return is_scoring_admin(request.user)
-
-    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return is_scoring_admin(request.user)
-
 
 @admin.register(HistoryRecord)
-class HistoryRecordAdmin(AppendOnly, admin.ModelAdmin):
+class HistoryRecordAdmin(StaffOnly, AppendOnly, admin.ModelAdmin):
     """The public history records, with the setup diff of each switch: read-only (records
     are append-only)."""
 
@@ -258,9 +255,3 @@ class HistoryRecordAdmin(AppendOnly, admin.ModelAdmin):
                 ),
             ),
         )
-
-    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return is_staff_member(request.user)
-
-    def has_module_permission(self, request: HttpRequest) -> bool:
-        return is_staff_member(request.user)

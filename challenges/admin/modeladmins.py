@@ -37,7 +37,7 @@ from django.utils.text import Truncator
 from challenges import audit
 from challenges.admin import qa
 from challenges.admin import views as admin_views
-from challenges.admin.competition_admin import AttemptModerationMixin
+from challenges.admin.competition_admin import AppendOnly, AttemptModerationMixin
 from challenges.admin.dashboard import failures_count
 from challenges.admin.forms import ChallengeAdminForm
 from challenges.ingestion import moderation, services
@@ -545,7 +545,10 @@ class AttemptAdmin(AttemptModerationMixin, admin.ModelAdmin):
 
 
 @admin.register(ScoringVersion)
-class ScoringVersionAdmin(admin.ModelAdmin):
+class ScoringVersionAdmin(AppendOnly, admin.ModelAdmin):
+    # Versions are made by saving a challenge's scoring setup and never rewritten, nor
+    # deleted: the active one is the board, older ones are what "Make active again" and
+    # the public history read. Versions go with their challenge only.
     list_display = [
         "challenge",
         "number",
@@ -577,17 +580,6 @@ class ScoringVersionAdmin(admin.ModelAdmin):
         if count is None:  # an instance not loaded through get_queryset
             count = obj.scores.exclude(error="").count()
         return admin_views.failures_link(count, obj.pk, request.user if request else None)
-
-    def has_add_permission(self, request: Any) -> bool:
-        return False  # versions are made by saving a challenge's scoring setup
-
-    def has_change_permission(self, request: Any, obj: Any = None) -> bool:
-        return False  # history is never rewritten
-
-    def has_delete_permission(self, request: Any, obj: Any = None) -> bool:
-        # Nor deleted: the active one is the board, older ones are what "Make active
-        # again" and the public history read. Versions go with their challenge only.
-        return False
 
 
 class HasErrorFilter(admin.SimpleListFilter):
@@ -686,7 +678,7 @@ class AttemptScoreAdmin(admin.ModelAdmin):
 
 
 @admin.register(RescoreJob)
-class RescoreJobAdmin(admin.ModelAdmin):
+class RescoreJobAdmin(AppendOnly, admin.ModelAdmin):
     """Read-only: jobs are made by rescoring and only ever cancelled from here."""
 
     list_display = [
@@ -731,15 +723,6 @@ class RescoreJobAdmin(admin.ModelAdmin):
             .select_related("challenge", "version")
             .annotate(qa_count=qa.qa_failing_count(OuterRef("version")))
         )
-
-    def has_add_permission(self, request: Any) -> bool:
-        return False
-
-    def has_change_permission(self, request: Any, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: Any, obj: Any = None) -> bool:
-        return False
 
     def has_cancel_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return is_staff_member(request.user)

@@ -12,7 +12,7 @@ from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from challenges.admin.competition_admin import AppendOnly
+from challenges.admin.competition_admin import AdminsOnly, AppendOnly
 from challenges.events import webhook_delivery
 from challenges.models import Event, WebhookDelivery, WebhookEndpoint
 from challenges.permissions import is_scoring_admin
@@ -38,16 +38,8 @@ class EndpointForm(forms.ModelForm):
         return url
 
 
-class _AdminsOnly:
-    def has_module_permission(self, request: HttpRequest) -> bool:
-        return is_scoring_admin(request.user)
-
-    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return is_scoring_admin(request.user)
-
-
 @admin.register(WebhookEndpoint)
-class WebhookEndpointAdmin(_AdminsOnly, admin.ModelAdmin):
+class WebhookEndpointAdmin(AdminsOnly, admin.ModelAdmin):
     form = EndpointForm
     list_display = ["url", "challenge", "is_active", "failures_in_row", "disabled_reason"]
     list_filter = ["is_active", "challenge"]
@@ -94,7 +86,7 @@ class WebhookEndpointAdmin(_AdminsOnly, admin.ModelAdmin):
 
 
 @admin.register(WebhookDelivery)
-class WebhookDeliveryAdmin(_AdminsOnly, AppendOnly, admin.ModelAdmin):
+class WebhookDeliveryAdmin(AdminsOnly, AppendOnly, admin.ModelAdmin):
     """The delivery log: each event to each endpoint, its tries, status codes, excerpt."""
 
     list_display = [
@@ -111,9 +103,6 @@ class WebhookDeliveryAdmin(_AdminsOnly, AppendOnly, admin.ModelAdmin):
     list_select_related = ["endpoint", "event"]
     readonly_fields = [f.name for f in WebhookDelivery._meta.fields]
     actions = ["redeliver_selected"]
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
     @admin.display(description="event")
     def event_type(self, delivery: WebhookDelivery) -> str:
