@@ -18,7 +18,12 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from challenges.api.fields import StrictCharField, StrictIntegerField
-from challenges.api.serializers import LeaderboardQuerySerializer, StrictSerializer
+from challenges.api.serializers import (
+    LeaderboardQuerySerializer,
+    StrictSerializer,
+    query_validated,
+    validated,
+)
 from challenges.api.views import ID_PATTERN, BodyCheckedMixin
 from challenges.collections import selectors, services
 from challenges.collections.standings import Standing
@@ -174,9 +179,7 @@ class CollectionViewSet(BodyCheckedMixin, viewsets.GenericViewSet):
 
     @extend_schema(request=CollectionInSerializer, responses={201: CollectionSerializer})
     def create(self, request: Request) -> Response:
-        incoming = CollectionInSerializer(data=request.data)
-        incoming.is_valid(raise_exception=True)
-        data = incoming.validated_data
+        data = validated(CollectionInSerializer, request.data)
         try:
             collection = services.collection_create(
                 name=data["name"],
@@ -213,10 +216,7 @@ class CollectionViewSet(BodyCheckedMixin, viewsets.GenericViewSet):
     @action(detail=True, methods=["get"])
     def leaderboard(self, request: Request, pk: str | None = None) -> Response:
         collection = self._collection(pk)
-        try:
-            params = _QUERY.run_validation(request.query_params)
-        except serializers.ValidationError as exc:
-            raise serializers.ValidationError(serializers.as_serializer_error(exc)) from None
+        params = query_validated(_QUERY, request.query_params)
         if "version" in params:
             raise serializers.ValidationError({"version": ["A collection has no versions."]})
         board = selectors.collection_board(collection=collection)

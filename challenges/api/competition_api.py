@@ -16,12 +16,17 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from challenges.api.fields import StrictBooleanField, StrictCharField
-from challenges.api.serializers import StrictSerializer
+from challenges.api.serializers import StrictSerializer, validated
 from challenges.audit import Kind
 from challenges.ingestion import admission, moderation
 from challenges.models import Attempt, AuditEvent, Challenge, Player
 from challenges.permissions import IsScoringAdmin, IsStaffMember
 from challenges.text import row_id
+
+
+def conflict(exc: Exception) -> Response:
+    """409 saying why."""
+    return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
 
 
 def refusal_response(exc: admission.ScheduleClosed | admission.LimitExceeded) -> Response:
@@ -71,12 +76,7 @@ class _Moderation(APIView):
         return [IsStaffMember()] if self.hidden else [IsScoringAdmin()]
 
     def _body(self, request: Request) -> dict[str, Any]:
-        body = HideSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        return body.validated_data
-
-    def _conflict(self, exc: moderation.ModerationError) -> Response:
-        return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
+        return validated(HideSerializer, request.data)
 
 
 class PlayerModeration(_Moderation):
@@ -86,17 +86,11 @@ class PlayerModeration(_Moderation):
         player = get_object_or_404(Player, external_id=external_id)
         body = self._body(request)
         scope = None if body["all_challenges"] else challenge
+        change = moderation.player_hide if self.hidden else moderation.player_unhide
         try:
-            if self.hidden:
-                moderation.player_hide(
-                    player=player, challenge=scope, reason=body["reason"], by=request.user
-                )
-            else:
-                moderation.player_unhide(
-                    player=player, challenge=scope, reason=body["reason"], by=request.user
-                )
+            change(player=player, challenge=scope, reason=body["reason"], by=request.user)
         except moderation.ModerationError as exc:
-            return self._conflict(exc)
+            return conflict(exc)
         return Response(
             {"hidden": self.hidden, "player": external_id, "challenge": scope.pk if scope else None}
         )
@@ -114,7 +108,7 @@ class AttemptModeration(_Moderation):
                 attempt=attempt, hidden=self.hidden, reason=body["reason"], by=request.user
             )
         except moderation.ModerationError as exc:
-            return self._conflict(exc)
+            return conflict(exc)
         return Response({"hidden": self.hidden, "attempt": attempt.pk})
 
 

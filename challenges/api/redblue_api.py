@@ -18,9 +18,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from challenges.api.competition_api import refusal_response
+from challenges.api.competition_api import conflict, refusal_response
 from challenges.api.fields import StrictCharField, StrictIntegerField
-from challenges.api.serializers import StrictSerializer
+from challenges.api.serializers import StrictSerializer, query_validated, validated
 from challenges.api.views import BodyCheckedMixin
 from challenges.ingestion import admission, idempotency
 from challenges.leaderboards import precision
@@ -48,10 +48,6 @@ def _challenge(pk: Any, request: Request, *, public: bool = False) -> Challenge:
     if found is None or (public and not found.is_active and not is_staff_member(request.user)):
         raise NotFound("No red/blue challenge with this id.")
     return found
-
-
-def _conflict(exc: Exception) -> Response:
-    return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
 
 
 class CanJudge(CanRecordAttempts):
@@ -96,9 +92,7 @@ class TeamJoin(_RedBlueView):
     )
     def post(self, request: Request, pk: str) -> Response:
         challenge = self._writable(request, pk)
-        body = JoinSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        data = body.validated_data
+        data = validated(JoinSerializer, request.data)
         try:
             member = services.team_join(
                 challenge=challenge,
@@ -108,7 +102,7 @@ class TeamJoin(_RedBlueView):
                 may_rename=writable_challenges(request.user) is None,
             )
         except services.TeamConflict as exc:
-            return _conflict(exc)
+            return conflict(exc)
         return Response(
             {"player": data["player"], "team": member.team, "joined_at": iso_z(member.joined_at)}
         )
@@ -177,9 +171,7 @@ class SubmissionCreate(_RedBlueView):
     )
     def post(self, request: Request, pk: str) -> Response:
         challenge = self._writable(request, pk)
-        body = SubmissionSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        data = body.validated_data
+        data = validated(SubmissionSerializer, request.data)
 
         def record(within: Any) -> services.Recorded:
             return services.submission_record(
@@ -200,7 +192,7 @@ class SubmissionCreate(_RedBlueView):
                 request=request, challenge=challenge, record=record, render=render
             )
         except services.TeamConflict as exc:
-            return _conflict(exc)
+            return conflict(exc)
         except (admission.ScheduleClosed, admission.LimitExceeded) as exc:
             return refusal_response(exc)
 
@@ -282,12 +274,9 @@ class PairingList(_RedBlueView):
     )
     def get(self, request: Request, pk: str) -> Response:
         challenge = self._writable(request, pk)
-        query = PairingsQuery(data=request.query_params)
-        query.is_valid(raise_exception=True)
+        query = validated(PairingsQuery, request.query_params)
         found = selectors.pairings_list(
-            challenge=challenge,
-            status=query.validated_data.get("status"),
-            limit=query.validated_data["limit"],
+            challenge=challenge, status=query.get("status"), limit=query["limit"]
         )
         return Response([_pairing_out(p, challenge.judge_suite) for p in found])
 
@@ -335,19 +324,18 @@ class JudgementCreate(BodyCheckedMixin, APIView):
             raise NotFound("No pairing with this id.")
         if not CanRecordAttempts().has_object_permission(request, self, pairing.challenge):
             return Response({"detail": "This token may not judge this challenge."}, status=403)
-        body = JudgementSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
+        judgement = validated(JudgementSerializer, request.data)
         try:
             judged = services.judgement_record(
                 pairing=pairing,
-                judgement=body.validated_data,
+                judgement=judgement,
                 by=request.user,
                 may_rejudge=is_scoring_admin(request.user),
             )
         except services.JudgementInvalid as exc:
             return Response(exc.errors, status=status.HTTP_400_BAD_REQUEST)
         except (services.AlreadyJudged, red_blue_points.RuleChanged) as exc:
-            return _conflict(exc)
+            return conflict(exc)
         judged = Pairing.objects.select_related("attack__player", "defense__player").get(
             pk=judged.pk
         )
@@ -442,10 +430,7 @@ class StandingsView(APIView):
         )
         if challenge is None or challenge.format != ChallengeFormat.RED_BLUE:
             raise NotFound("No red/blue challenge with this id.")
-        try:  # as is_valid(raise_exception=True), without a serializer per request
-            params = _STANDINGS_QUERY.run_validation(request.query_params)
-        except serializers.ValidationError as exc:
-            raise serializers.ValidationError(serializers.as_serializer_error(exc)) from None
+        params = query_validated(_STANDINGS_QUERY, request.query_params)
 
         def body() -> dict[str, Any]:
             found = selectors.standings_read(challenge=challenge)

@@ -61,6 +61,22 @@ class StrictSerializer(serializers.Serializer):
         return super().to_internal_value(data)
 
 
+def validated(serializer: type[serializers.Serializer], data: Any) -> Any:
+    """``serializer(data=data)``'s validated data (a 400 naming the errors otherwise)."""
+    body = serializer(data=data)
+    body.is_valid(raise_exception=True)
+    return body.validated_data
+
+
+def query_validated(query: serializers.Serializer, params: Any) -> Any:
+    """``params`` validated by ``query`` as is_valid(raise_exception=True) would, without a
+    serializer per request."""
+    try:
+        return query.run_validation(params)
+    except serializers.ValidationError as exc:
+        raise serializers.ValidationError(serializers.as_serializer_error(exc)) from None
+
+
 _STRATEGY_ERROR = (
     "Unknown strategy {input!r}; choose one of: " + ", ".join(strategies.STRATEGIES) + "."
 )

@@ -39,6 +39,7 @@ from challenges.api.serializers import (
     RescoreJobSerializer,
     RescoreStartedSerializer,
     attempts_parse,
+    query_validated,
 )
 from challenges.api.throttles import AttemptsThrottle
 from challenges.boards import read
@@ -302,10 +303,7 @@ class ChallengeViewSet(BodyCheckedMixin, viewsets.ModelViewSet):
         )
         if challenge is None:
             raise NotFound
-        try:  # as is_valid(raise_exception=True), without a serializer per request
-            params = _LEADERBOARD_QUERY.run_validation(request.query_params)
-        except serializers.ValidationError as exc:
-            raise serializers.ValidationError(serializers.as_serializer_error(exc)) from None
+        params = query_validated(_LEADERBOARD_QUERY, request.query_params)
         if "version" in params:
             return Response(_version_read(challenge, params, user))
         if evaluation.is_aggregate(challenge):

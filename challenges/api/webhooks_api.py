@@ -13,7 +13,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from challenges.api.fields import StrictCharField
-from challenges.api.serializers import StrictSerializer
+from challenges.api.serializers import StrictSerializer, validated
 from challenges.events import webhook_delivery
 from challenges.models import Challenge, Event, WebhookDelivery, WebhookEndpoint
 from challenges.permissions import IsScoringAdmin
@@ -106,10 +106,9 @@ class EndpointList(APIView):
     )
     def post(self, request: Request, pk: str) -> Response:
         challenge = _found(Challenge, pk)
-        body = EndpointInSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
+        body = validated(EndpointInSerializer, request.data)
         try:
-            endpoint = webhook_delivery.endpoint_create(challenge=challenge, **body.validated_data)
+            endpoint = webhook_delivery.endpoint_create(challenge=challenge, **body)
         except webhook_delivery.WebhookInvalid as exc:
             raise serializers.ValidationError({exc.field: [str(exc)]}) from None
         return Response(EndpointCreatedSerializer(endpoint).data, status=status.HTTP_201_CREATED)
