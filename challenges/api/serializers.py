@@ -671,11 +671,6 @@ class HistoryPlayerSerializer(serializers.Serializer):
     rank_after = serializers.IntegerField(allow_null=True)
 
 
-class PlayersRankedSerializer(serializers.Serializer):
-    before = serializers.IntegerField()
-    after = serializers.IntegerField()
-
-
 class HistoryRecordSerializer(serializers.Serializer):
     """One switch of the active version (``HistoryRecord``), as the public reads it."""
 

@@ -98,10 +98,6 @@ class CollectionBoard:
     def player(self, external_id: str) -> Standing | None:
         return next((s for s in self.standings if s.player == external_id), None)
 
-    def place_of(self, external_id: str) -> int | None:
-        """0-based place of the player's row (None: not ranked)."""
-        return next((i for i, s in enumerate(self.standings) if s.player == external_id), None)
-
 
 # Standings by what they are computed from: the collection as saved, and per member the
 # challenge as saved, the board the public reads and that board's ranking token (every

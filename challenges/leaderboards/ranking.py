@@ -28,12 +28,7 @@ from typing import Any, NamedTuple
 from django.conf import settings
 from django.core.cache import cache
 from django.db import transaction
-from django.db.models import Exists, F, Q, QuerySet
-from django.db.models.fields.tuple_lookups import (
-    Tuple,
-    TupleGreaterThan,
-    TupleGreaterThanOrEqual,
-)
+from django.db.models import Exists, F
 from django.db.models.signals import post_delete, post_save
 from django.dispatch import receiver
 from django.utils import timezone
@@ -74,22 +69,6 @@ class Ranking:
     def checkpoint_before(self, key: Key) -> int:
         """Index of the last checkpoint at or before ``key`` (0 when there is none)."""
         return max(0, bisect.bisect_right(self.keys, key) - 1)
-
-
-def key_filter(op: type, key: Key) -> Q:
-    """Rows whose ranking key compares with ``key`` by ``op`` (a row-value comparison,
-    which the rank index serves as a range)."""
-    columns = Tuple(F("sort_key"), F("created_at"), F("attempt_id"))
-    return Q(op(columns, (key[0], from_us(key[1]), key[2])))
-
-
-def rows_from(queryset: QuerySet, key: Key | None, *, after: bool = False) -> QuerySet:
-    """``queryset`` in rank order, from ``key`` on (inclusive, or strictly ``after``)."""
-    if key is not None:
-        queryset = queryset.filter(
-            key_filter(TupleGreaterThan if after else TupleGreaterThanOrEqual, key)
-        )
-    return queryset.order_by("sort_key", "created_at", "attempt_id")
 
 
 def assign_ranks(ties: list[tuple[float, datetime]], *, place: int, rank: int) -> list[int]:

@@ -242,10 +242,6 @@ class ScorerList:
                 timeout_ms=min(timeout_ms * len(live), 60_000),
             )
 
-    @property
-    def ranks_in_batch(self) -> bool:
-        return any(s["key"] == self.rank_key and r is None for s, r in self.runners)
-
     def _score_key(self, key: str) -> str:
         return self.rank_score if key == self.rank_key else ""
 
