@@ -85,14 +85,6 @@ def scores_count(*, version_id: int, first_id: int, last_id: int) -> tuple[int, 
     return rows.count(), rows.exclude(error="").count()
 
 
-def scores_settle(*, version_id: int, first_id: int, last_id: int) -> None:
-    """Visit the committed score rows of a range once (PostgreSQL): the first read of a
-    freshly written row records that its transaction committed (the row's hint bits),
-    which costs about as much as the read itself. Done per chunk, in parallel, it spares
-    the final leaderboard rebuild a million such first reads."""
-    sql.scores_settle(version_id, first_id, last_id)
-
-
 def scores_replace_in_sql(
     *, version: ScoringVersion, challenge_id: int, first_id: int, last_id: int
 ) -> int | None:

@@ -231,11 +231,7 @@ def chunk_run(*, chunk_id: int, finalize: bool = True) -> bool:
     # Read the chunk's new rows once now that they are committed, while the other chunks
     # are still scoring: the final leaderboard rebuild then finds them settled instead
     # of paying for a million first reads while the switch waits.
-    scores.scores_settle(
-        version_id=done.version_id,
-        first_id=chunk.first_attempt_id,
-        last_id=chunk.last_attempt_id,
-    )
+    sql.scores_settle(done.version_id, chunk.first_attempt_id, chunk.last_attempt_id)
     logger.info(
         "rescore chunk done",
         extra={**_job_fields(done), "chunk_id": chunk_id, "duration_ms": _ms_since(started)},
