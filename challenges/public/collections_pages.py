@@ -16,6 +16,7 @@ from challenges.collections import selectors
 from challenges.collections.standings import Standing
 from challenges.leaderboards.selectors import PAGE, page_numbers
 from challenges.models import Challenge
+from challenges.public.views import not_found
 from challenges.text import page_number
 
 
@@ -42,12 +43,12 @@ def _cells(row: Standing, challenges: list[Challenge]) -> list[dict[str, Any]]:
 def collection_detail(request: HttpRequest, slug: str) -> HttpResponse:
     collection = selectors.collection_by_slug(slug)
     if collection is None:
-        return render(request, "404.html", {"missing": "collection", "slug": slug}, status=404)
+        return not_found(request, "collection", slug=slug)
     board = selectors.collection_board(collection=collection)
     pages = max(1, -(-len(board.standings) // PAGE))
     page = page_number(request.GET.get("page"))
     if page > pages:
-        return render(request, "404.html", {"missing": "page", "pages": pages}, status=404)
+        return not_found(request, "page", pages=pages)
     n = len(board.challenges)
     rows = [
         {

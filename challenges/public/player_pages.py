@@ -16,6 +16,7 @@ from challenges.leaderboards import selectors
 from challenges.leaderboards.player import player_page
 from challenges.leaderboards.tie_rule import TIE_RULE
 from challenges.public import evaluation_pages as public_evaluation
+from challenges.public.views import not_found
 from challenges.text import page_number
 
 
@@ -23,23 +24,13 @@ from challenges.text import page_number
 def player_detail(request: HttpRequest, slug: str, external_id: str) -> HttpResponse:
     challenge = selectors.challenge_public(slug=slug)
     if challenge is None:
-        return render(request, "404.html", {"missing": "challenge", "slug": slug}, status=404)
+        return not_found(request, slug=slug)
     asked = page_number(request.GET.get("page"))
     found = player_page(challenge=challenge, external_id=external_id, page=asked, user=request.user)
     if found is not None and asked > found.pages:  # past the last page: 404 (docs/pages.md)
-        return render(
-            request,
-            "404.html",
-            {"missing": "page", "slug": slug, "pages": found.pages},
-            status=404,
-        )
+        return not_found(request, "page", slug=slug, pages=found.pages)
     if found is None:
-        return render(
-            request,
-            "404.html",
-            {"missing": "player", "slug": slug, "challenge": challenge, "external_id": external_id},
-            status=404,
-        )
+        return not_found(request, "player", slug=slug, challenge=challenge, external_id=external_id)
     setup = challenge.active_version or challenge
     strategy = setup.scoring_strategy
     now = timezone.now()

@@ -4,7 +4,6 @@ words, and the permalinked board of each version that was once the active one.""
 from __future__ import annotations
 
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
 from django.template.loader import render_to_string
 from django.utils import timezone
 from django.views.decorators.http import require_safe
@@ -14,18 +13,15 @@ from challenges.boards.shapes import board_rows
 from challenges.leaderboards import history, selectors
 from challenges.leaderboards.kept import kept
 from challenges.leaderboards.tie_rule import TIE_RULE
+from challenges.public.views import not_found
 from challenges.text import page_number
-
-
-def _missing(request: HttpRequest, slug: str) -> HttpResponse:
-    return render(request, "404.html", {"missing": "challenge", "slug": slug}, status=404)
 
 
 @require_safe
 def history_page(request: HttpRequest, slug: str) -> HttpResponse:
     challenge = selectors.challenge_public(slug=slug)
     if challenge is None:
-        return _missing(request, slug)
+        return not_found(request, slug=slug)
 
     def build() -> str:
         records = history.history_public(challenge=challenge, user=request.user)
@@ -53,15 +49,10 @@ def history_page(request: HttpRequest, slug: str) -> HttpResponse:
 def version_page(request: HttpRequest, slug: str, number: int) -> HttpResponse:
     challenge = selectors.challenge_public(slug=slug)
     if challenge is None:
-        return _missing(request, slug)
+        return not_found(request, slug=slug)
     found = history.version_board(challenge=challenge, number=number, user=request.user)
     if found is None:
-        return render(
-            request,
-            "404.html",
-            {"missing": "version", "slug": slug, "challenge": challenge},
-            status=404,
-        )
+        return not_found(request, "version", slug=slug, challenge=challenge)
     page = page_number(request.GET.get("page"))
 
     def build() -> str:

@@ -32,20 +32,10 @@ from challenges.public import evaluation_pages as public_evaluation
 from challenges.public.redblue_pages import card_red_blue, red_blue_page
 
 
-def _page_not_found(request: HttpRequest, slug: str, pages: int) -> HttpResponse:
-    return render(
-        request, "404.html", {"missing": "page", "slug": slug, "pages": pages}, status=404
-    )
-
-
-def _not_found(request: HttpRequest, slug: str) -> HttpResponse:
-    """The friendly 404 for an unknown or inactive challenge (also under DEBUG)."""
-    return render(
-        request,
-        "404.html",
-        {"missing": "challenge", "slug": slug},
-        status=404,
-    )
+def not_found(request: HttpRequest, missing: str = "challenge", **context: Any) -> HttpResponse:
+    """The friendly 404 (also under DEBUG) for what is ``missing``: by default an unknown
+    or inactive challenge."""
+    return render(request, "404.html", {"missing": missing, **context}, status=404)
 
 
 @require_safe
@@ -82,7 +72,7 @@ def _asked(request: HttpRequest, challenge: Challenge, shape: str) -> BoardQuery
 def challenge_detail(request: HttpRequest, slug: str) -> HttpResponse:
     challenge = selectors.challenge_public(slug=slug)
     if challenge is None:
-        return _not_found(request, slug)
+        return not_found(request, slug=slug)
     if challenge.format == ChallengeFormat.RED_BLUE:
         return red_blue_page(request, challenge)
     if is_aggregate(challenge):
@@ -90,7 +80,7 @@ def challenge_detail(request: HttpRequest, slug: str) -> HttpResponse:
     try:
         html = read.board_read(_asked(request, challenge, "page"))
     except read.PageOutOfRange as past:
-        return _page_not_found(request, slug, past.args[0])
+        return not_found(request, "page", slug=slug, pages=past.args[0])
     return HttpResponse(html)
 
 
@@ -165,15 +155,14 @@ def challenge_board(request: HttpRequest, slug: str) -> HttpResponse:
     """The leaderboard fragment alone: what the live refresh swaps in."""
     challenge = selectors.challenge_public(slug=slug)
     if challenge is None:
-        return _not_found(request, slug)
+        return not_found(request, slug=slug)
     if is_aggregate(challenge):
-        response = HttpResponse(_evaluation_fragment(request, challenge))
-        response["Cache-Control"] = "no-cache"
-        return response
-    try:
-        html = read.board_read(_asked(request, challenge, "board"))
-    except read.PageOutOfRange as past:
-        return _page_not_found(request, slug, past.args[0])
+        html = _evaluation_fragment(request, challenge)
+    else:
+        try:
+            html = read.board_read(_asked(request, challenge, "board"))
+        except read.PageOutOfRange as past:
+            return not_found(request, "page", slug=slug, pages=past.args[0])
     response = HttpResponse(html)
     response["Cache-Control"] = "no-cache"
     return response
@@ -208,7 +197,7 @@ def _attachment(response: HttpResponse, challenge: Challenge, extension: str) ->
 def export_csv(request: HttpRequest, slug: str) -> HttpResponse:
     challenge = selectors.challenge_public(slug=slug)
     if challenge is None:
-        return _not_found(request, slug)
+        return not_found(request, slug=slug)
     if is_aggregate(challenge):
         writer = csv.writer(Echo())
         rows = public_evaluation.export_rows(request, challenge)
@@ -228,7 +217,7 @@ def export_csv(request: HttpRequest, slug: str) -> HttpResponse:
 def export_json(request: HttpRequest, slug: str) -> HttpResponse:
     challenge = selectors.challenge_public(slug=slug)
     if challenge is None:
-        return _not_found(request, slug)
+        return not_found(request, slug=slug)
     if is_aggregate(challenge):
         response = HttpResponse(
             json.dumps(public_evaluation.export_body(request, challenge)),
