@@ -251,12 +251,10 @@ def attempts_record(
     # not hold database locks, nor the request for 1,000 × its timeout. Attempts the
     # budget did not reach are stored without a score (pending) and scored by a task.
     budget = ScoringBudget.from_settings()
-    computed: dict[int, list[Outcome | None]] = {}
     scored_active_id, scored = _versions_to_score(challenge.pk)
-    for version in scored:
-        computed[version.pk] = budget.compute(
-            version=version, challenge=challenge, attempts=attempts
-        )
+    computed: dict[int, list[Outcome | None]] = {
+        v.pk: budget.compute(version=v, challenge=challenge, attempts=attempts) for v in scored
+    }
     with transaction.atomic():
         _lock_challenge_shared(challenge.pk)
         players = _players_upsert(inputs, renames_within=renames_within)
@@ -298,13 +296,12 @@ def attempts_record(
             transaction.on_commit(
                 lambda: pending_enqueue(challenge_id=challenge.pk, attempt_ids=pending)
             )
+        recorded = [
+            RecordedAttempt(a, r, active_number, score_status(r))
+            for a, r in zip(attempts, active_rows, strict=True)
+        ]
         if within is not None:
-            within(
-                [
-                    RecordedAttempt(a, r, active_number, score_status(r))
-                    for a, r in zip(attempts, active_rows, strict=True)
-                ]
-            )
+            within(recorded)
     if any(batch_scoring.has_batch(v) for v in versions):
         batch_scoring.batch_request(challenge_id=challenge.pk)  # pending until the next run
     logger.info(
@@ -318,7 +315,4 @@ def attempts_record(
             "duration_ms": round((time.perf_counter() - started) * 1000, 1),
         },
     )
-    return [
-        RecordedAttempt(a, s, active_number, score_status(s))
-        for a, s in zip(attempts, active_rows, strict=True)
-    ]
+    return recorded
