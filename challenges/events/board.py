@@ -119,6 +119,10 @@ def board_check(*, challenge_id: int) -> list[Event]:
         )
         if challenge is None or not challenge.is_active:
             return written  # not public: nothing to say (nor to forget, for a comeback)
+
+        def say(kind: str, data: dict[str, Any]) -> None:
+            written.append(log.event_write(challenge=challenge, type=kind, data=data))
+
         live = log.live_locked(challenge=challenge)
         top = board_top(challenge=challenge)
         before = live.top
@@ -129,29 +133,16 @@ def board_check(*, challenge_id: int) -> list[Event]:
             return written
         if top and not live.first_blood:
             live.first_blood = True
-            written.append(
-                log.event_write(
-                    challenge=challenge,
-                    type=Event.Type.FIRST_BLOOD,
-                    data={"rank": 1, **_holder(top[0])},
-                )
-            )
+            say(Event.Type.FIRST_BLOOD, {"rank": 1, **_holder(top[0])})
         if top and before and top[0]["player"] != before[0]["player"]:
             previous = before[0]
             if _shown(challenge, previous["player"]):
-                written.append(
-                    log.event_write(
-                        challenge=challenge,
-                        type=Event.Type.RECORD_BEATEN,
-                        data={"previous": _holder(previous), "new": _holder(top[0])},
-                    )
+                say(
+                    Event.Type.RECORD_BEATEN,
+                    {"previous": _holder(previous), "new": _holder(top[0])},
                 )
         if top != before:
-            written.append(
-                log.event_write(
-                    challenge=challenge, type=Event.Type.BOARD_CHANGED, data={"top": top}
-                )
-            )
+            say(Event.Type.BOARD_CHANGED, {"top": top})
         live.top = top
         live.save(update_fields=["top", "first_blood", "checked_at"])
     return written

@@ -42,28 +42,22 @@ def _moments(*, challenge_id: int, now: datetime) -> list[Event]:
         return []
     live = log.live_locked(challenge=challenge)
     written = []
+
+    def say(kind: str, data: dict[str, Any]) -> None:
+        written.append(log.event_write(challenge=challenge, type=kind, data=data))
+
     window = {"opens_at": _at(challenge.opens_at), "closes_at": _at(challenge.closes_at)}
     opens, closes = challenge.opens_at, challenge.closes_at
     if opens is not None and opens <= now and live.opened_for != opens:
         live.opened_for = opens
         if closes is None or now < closes:  # it is open now (not past its close too)
-            written.append(
-                log.event_write(challenge=challenge, type=Event.Type.CHALLENGE_OPENED, data=window)
-            )
+            say(Event.Type.CHALLENGE_OPENED, window)
     if closes is not None and closes <= now and live.closed_for != closes:
         live.closed_for = closes
-        written.append(
-            log.event_write(challenge=challenge, type=Event.Type.CHALLENGE_CLOSED, data=window)
-        )
+        say(Event.Type.CHALLENGE_CLOSED, window)
     if freeze.is_frozen(challenge, now) and live.frozen_for != challenge.freeze_at:
         live.frozen_for = challenge.freeze_at
-        written.append(
-            log.event_write(
-                challenge=challenge,
-                type=Event.Type.CHALLENGE_FROZEN,
-                data={"freeze_at": _at(challenge.freeze_at)},
-            )
-        )
+        say(Event.Type.CHALLENGE_FROZEN, {"freeze_at": _at(challenge.freeze_at)})
     live.save(update_fields=["opened_for", "closed_for", "frozen_for"])
     return written
 
