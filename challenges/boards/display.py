@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from challenges.leaderboards import precision
-from challenges.text import exact_time  # noqa: F401 - the pages' formatter, written once
+from challenges.text import exact_time  # the pages' formatter, written once
 from scoring.engine.registry import RegistryError
 from scoring.engine.strategies import get_strategy
 from scoring.project_registry import registry
@@ -35,7 +35,7 @@ def format_value(score: float, strategy: str, setup: Any = None) -> str:
         return f"{score:,.4f}".rstrip("0").rstrip(".") if score != int(score) else f"{score:,.0f}"
     unit = get_strategy(strategy).unit
     if unit == "epoch_ms":
-        return datetime.fromtimestamp(score / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+        return exact_time(datetime.fromtimestamp(score / 1000, tz=UTC))
     if unit == "ms":
         return f"{score / 1000:,.3f} s"
     if unit == "tokens":

@@ -25,7 +25,7 @@ import math
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 from django.db.models import Count, Q
 
@@ -36,6 +36,7 @@ from challenges.fieldsets import (  # noqa: F401 - the rules name their fields
     SCHEDULE_FIELDS,
 )
 from challenges.models import Attempt, Challenge, ChallengeFormat, LateAttempts, Player
+from challenges.text import exact_time
 
 DAY = timedelta(hours=24)
 
@@ -90,17 +91,13 @@ class ScheduleClosed(Exception):
         self.closes_at = closes_at
 
 
-def _when(moment: datetime) -> str:
-    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
-
-
 def window_text(challenge: Challenge) -> str:
     """The window in words: "from 2026-01-01 00:00:00 UTC until 2026-02-01 00:00:00 UTC"."""
     parts = []
     if challenge.opens_at:
-        parts.append(f"from {_when(challenge.opens_at)}")
+        parts.append(f"from {exact_time(challenge.opens_at)}")
     if challenge.closes_at:
-        parts.append(f"until {_when(challenge.closes_at)}")
+        parts.append(f"until {exact_time(challenge.closes_at)}")
     return " ".join(parts) or "at any time"
 
 
