@@ -49,31 +49,8 @@ class Kind:
     PAIRING_JUDGEMENT = "pairing_judgement"  # red/blue: the judge's verdict and the points
     PAIRING_REJUDGE = "pairing_rejudge"  # an admin's new verdict on a judged pairing
 
-    ALL = (
-        CHALLENGE_CREATE,
-        CHALLENGE_EDIT,
-        CHALLENGE_DELETE,
-        SCORING_CHANGE,
-        RESCORE_START,
-        RESCORE_CANCEL,
-        VERSION_ACTIVATE,
-        SCHEDULE,
-        FREEZE,
-        REVEAL,
-        LIMITS,
-        PLAYER_HIDE,
-        PLAYER_UNHIDE,
-        ATTEMPT_HIDE,
-        ATTEMPT_UNHIDE,
-        ATTEMPT_DELETE,
-        PLAYER_RENAME,
-        IMPORT,
-        COLLECTION_CREATE,
-        COLLECTION_EDIT,
-        COLLECTION_DELETE,
-        PAIRING_JUDGEMENT,
-        PAIRING_REJUDGE,
-    )
+    # Every kind above, in order: a new kind is listed by being written.
+    ALL = tuple(value for name, value in list(locals().items()) if name.isupper())
 
 
 # Which challenge fields each kind of edit covers (the scoring setup is a version).
