@@ -32,6 +32,7 @@ from challenges.api.fields import (
     epoch_ms_datetime,
 )
 from challenges.boards import display
+from challenges.fieldsets import BOARD_FIELDS
 from challenges.ingestion.admission import schedule_phase
 from challenges.ingestion.budget import SCORE_STATUSES
 from challenges.ingestion.services import AttemptInput
@@ -325,13 +326,7 @@ STAFF_ONLY_FIELDS = (
     "app_id",
     "workflow_id",
     "timeout_ms",
-    "board",
-    "aggregate",
-    "min_attempts",
-    "ci_level",
-    "bootstrap_samples",
-    "sample_key",
-    "slice_by",
+    *BOARD_FIELDS,
     "red_blue_plugin_id",
     "red_blue_entrypoint",
     "red_blue_config",
