@@ -67,9 +67,10 @@ def setup_validate(*, setup: dict[str, Any]) -> dict[str, Any]:
     ):
         errors["timeout_ms"] = f"Must be an integer from 1 to {MAX_TIMEOUT_MS}."
 
-    def unused(field: str, empty: Any) -> None:
-        if setup.get(field, empty) not in (empty, None):
-            errors[field] = f"Not used by the {strategy!r} strategy; leave it empty."
+    def unused(empty: Any, *fields: str) -> None:
+        for field in fields:
+            if setup.get(field, empty) not in (empty, None):
+                errors[field] = f"Not used by the {strategy!r} strategy; leave it empty."
 
     for flag in ("lower_is_better", "sample_with_metrics"):
         value = setup.get(flag, False)
@@ -80,8 +81,7 @@ def setup_validate(*, setup: dict[str, Any]) -> dict[str, Any]:
             errors[flag] = f"Only for the 'python' strategy; not used by {strategy!r}."
 
     if strategy == strategies.PYTHON:
-        for name in ("scoring_plugin_id", "scoring_entrypoint"):
-            unused(name, "")
+        unused("", "scoring_plugin_id", "scoring_entrypoint")
         folded = _fold_single(setup)
         if folded is not None:
             setup = folded
@@ -89,26 +89,19 @@ def setup_validate(*, setup: dict[str, Any]) -> dict[str, Any]:
         if setup.get("scorers"):
             _validate_scorers(setup, out, errors)
         else:
-            unused("rank_by", "")
+            unused("", "rank_by")
             _validate_snippet(setup, out, errors)
     elif strategy == strategies.CUSTOM:
-        for name in ("scoring_code", "score_key", "rank_by"):
-            unused(name, "")
-        unused("metrics", [])
-        unused("scorers", [])
+        unused("", "scoring_code", "score_key", "rank_by")
+        unused([], "metrics", "scorers")
         _validate_plugin(setup, out, errors)
     else:
-        for name in (
-            "scoring_plugin_id",
-            "scoring_entrypoint",
-            "scoring_code",
-            "score_key",
-            "rank_by",
-        ):
-            unused(name, "")
-        unused("scorers", [])
-        unused("scoring_config", {})
-        unused("metrics", [])
+        unused(
+            "", "scoring_plugin_id", "scoring_entrypoint", "scoring_code", "score_key", "rank_by"
+        )
+        unused([], "scorers")
+        unused({}, "scoring_config")
+        unused([], "metrics")
     if errors:
         raise SetupInvalid(errors)
     return out
@@ -456,9 +449,7 @@ def scores_compute(*, version: Any, items: Sequence[Item]) -> list[Outcome]:
         return [Outcome.failed(f"this scoring setup cannot run: {exc}")] * len(items)
     arity = payload_arity(scorer)
     if arity:
-        payloads = None
-        if isinstance(items, Items):
-            payloads = items.payloads(arity=arity)
+        payloads = items.payloads(arity=arity) if isinstance(items, Items) else None
         return ranked(scorer.score_many(items, payloads), _sort_key(version))
     return ranked(scorer.score_many(items), _sort_key(version))
 

@@ -69,10 +69,6 @@ class ScorersInvalid(ValueError):
         super().__init__("; ".join(f"{k}: {v}" for k, v in errors.items()))
 
 
-def _batch_prepare(code: Any, config: dict[str, Any]) -> None:
-    batch_check(code, config)
-
-
 def validate_scorers(scorers: Any, rank_by: Any) -> tuple[list[dict[str, Any]], str]:
     """The list normalised (every field present) and ``rank_by`` filled in when only
     one score is possible. Raises ScorersInvalid naming each bad field."""
@@ -118,7 +114,7 @@ def validate_scorers(scorers: Any, rank_by: Any) -> tuple[list[dict[str, Any]], 
         code = raw.get("compute_scores_snippet")
         try:
             if kind == BATCH_TYPE:
-                _batch_prepare(code, config)
+                batch_check(code, config)
             else:
                 prepare(code, config)
         except SnippetInvalid as exc:
