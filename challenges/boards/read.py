@@ -19,7 +19,8 @@ from django.utils import timezone
 from rest_framework.renderers import JSONRenderer
 
 from challenges import enqueue
-from challenges.boards import schedule, shapes
+from challenges.boards import shapes
+from challenges.ingestion.admission import schedule_phase
 from challenges.leaderboards import freeze, selectors
 from challenges.leaderboards.kept import kept, kept_board
 from challenges.models import Challenge
@@ -150,7 +151,7 @@ def board_read(query: BoardQuery, *, ahead: bool = False) -> Any:
         return None if ahead else _html(query, board_id)  # kept by its rows
     now = timezone.now()
     minute = now.replace(second=0, microsecond=0)  # relative times are worded for it
-    phase = schedule.phase(challenge=challenge, now=now)  # a window opening: a new key at once
+    phase = schedule_phase(challenge=challenge, now=now)  # a window opening: a new key at once
     key = _digest(query, board_id, freeze.is_frozen(challenge, now), phase)
     return kept_board(
         f"{query.shape}-settled",

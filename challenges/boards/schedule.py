@@ -41,11 +41,6 @@ def _until(moment: datetime, now: datetime) -> str:
     return duration_words(math.ceil((moment - now).total_seconds() / 60) * 60)
 
 
-def phase(*, challenge: Challenge, now: datetime) -> str:
-    """Upcoming, open or ended (``rules.schedule_phase``): what the banner says first."""
-    return admission.schedule_phase(challenge=challenge, now=now)
-
-
 def banner(*, challenge: Challenge, now: datetime) -> Banner | None:
     """None when the challenge has no schedule (always open: nothing to say)."""
     if challenge.opens_at is None and challenge.closes_at is None:

@@ -23,6 +23,7 @@ from challenges.boards.markdown import summary
 from challenges.boards.read import BoardQuery, board_query, viewer_of
 from challenges.boards.shapes import Echo, csv_cell, page_context
 from challenges.collections.selectors import collection_list
+from challenges.ingestion.admission import schedule_phase
 from challenges.leaderboards import charts, freeze, ranking, selectors
 from challenges.leaderboards import evaluation as evaluation_rules
 from challenges.leaderboards.evaluation import is_aggregate
@@ -104,7 +105,7 @@ def _evaluation_page(request: HttpRequest, challenge: Challenge, *, ahead: bool 
     """An aggregate board's page: the stored intervals (public/evaluation_pages.py), kept by
     what it shows (the schedule's phase and the minute its banner is worded for too)."""
     view, now = public_evaluation.board_view(request, challenge), timezone.now()
-    phase = schedule.phase(challenge=challenge, now=now)
+    phase = schedule_phase(challenge=challenge, now=now)
     parts = (challenge.rescoring, public_evaluation.metric_asked(request), phase)
     build = lambda: _evaluation_page_build(request, challenge, view)  # noqa: E731
     minute = now.replace(second=0, microsecond=0)
