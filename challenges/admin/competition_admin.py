@@ -102,14 +102,18 @@ class AttemptModerationMixin:
         )
 
 
-class AppendOnly:
-    """An admin of append-only rows: read, never added, changed or deleted here."""
+class ReadOnly:
+    """An admin of rows written elsewhere: read (or deleted), never added or changed here."""
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
+
+
+class AppendOnly(ReadOnly):
+    """An admin of append-only rows: read, never added, changed or deleted here."""
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False

@@ -37,7 +37,7 @@ from django.utils.text import Truncator
 from challenges import audit
 from challenges.admin import qa
 from challenges.admin import views as admin_views
-from challenges.admin.competition_admin import AppendOnly, AttemptModerationMixin
+from challenges.admin.competition_admin import AppendOnly, AttemptModerationMixin, ReadOnly
 from challenges.admin.dashboard import failures_count
 from challenges.admin.forms import ChallengeAdminForm
 from challenges.ingestion import moderation, services
@@ -626,7 +626,7 @@ class VersionFilter(admin.SimpleListFilter):
 
 
 @admin.register(AttemptScore)
-class AttemptScoreAdmin(admin.ModelAdmin):
+class AttemptScoreAdmin(ReadOnly, admin.ModelAdmin):  # scores are written by scoring only
     list_display = [
         "id",
         "attempt_link",
@@ -669,12 +669,6 @@ class AttemptScoreAdmin(admin.ModelAdmin):
             obj.error,
             Truncator(obj.error).chars(160),
         )
-
-    def has_add_permission(self, request: Any) -> bool:
-        return False  # scores are written by scoring only
-
-    def has_change_permission(self, request: Any, obj: Any = None) -> bool:
-        return False
 
 
 @admin.register(RescoreJob)

@@ -14,20 +14,13 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
 
+from challenges.admin.competition_admin import ReadOnly
 from challenges.models import Challenge, ChallengeFormat, Pairing, Submission, TeamMember
 from challenges.redblue import selectors
 
 
-class ReadOnlyAdmin(admin.ModelAdmin):
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-
 @admin.register(TeamMember)
-class TeamMemberAdmin(ReadOnlyAdmin):
+class TeamMemberAdmin(ReadOnly, admin.ModelAdmin):
     list_display = ("player", "team", "challenge", "joined_at")
     list_filter = ("team",)
     search_fields = ("player__external_id", "player__display_name", "challenge__slug")
@@ -35,7 +28,7 @@ class TeamMemberAdmin(ReadOnlyAdmin):
 
 
 @admin.register(Submission)
-class SubmissionAdmin(ReadOnlyAdmin):
+class SubmissionAdmin(ReadOnly, admin.ModelAdmin):
     list_display = ("pk", "player", "team", "active", "challenge", "created_at")
     list_filter = ("team", "active")
     search_fields = ("player__external_id", "challenge__slug")
@@ -43,7 +36,7 @@ class SubmissionAdmin(ReadOnlyAdmin):
 
 
 @admin.register(Pairing)
-class PairingAdmin(ReadOnlyAdmin):
+class PairingAdmin(ReadOnly, admin.ModelAdmin):
     list_display = (
         "pk",
         "challenge",
