@@ -72,6 +72,7 @@ from scoring.services import SetupInvalid
 # Ids are ASCII digits: "１" (full-width) is not an alias of 1, and anything else is a 404
 # from the router. Numbers too large for the column are unknown ids (404) too.
 ID_PATTERN = "[0-9]+"
+_SLUG_TAKEN = {"slug": ["A challenge with this slug already exists."]}
 
 
 class Conflict(APIException):
@@ -154,9 +155,7 @@ class ChallengeViewSet(BodyCheckedMixin, viewsets.ModelViewSet):
         except SetupInvalid as exc:
             raise _setup_errors(exc) from exc
         except IntegrityError as exc:  # a concurrent create took the slug
-            raise serializers.ValidationError(
-                {"slug": ["A challenge with this slug already exists."]}
-            ) from exc
+            raise serializers.ValidationError(_SLUG_TAKEN) from exc
 
     def perform_update(self, serializer: ChallengeSerializer) -> None:
         try:
@@ -174,10 +173,8 @@ class ChallengeViewSet(BodyCheckedMixin, viewsets.ModelViewSet):
             )
         except SetupInvalid as exc:
             raise _setup_errors(exc) from exc
-        except IntegrityError as exc:
-            raise serializers.ValidationError(
-                {"slug": ["A challenge with this slug already exists."]}
-            ) from exc
+        except IntegrityError as exc:  # a concurrent save took the slug
+            raise serializers.ValidationError(_SLUG_TAKEN) from exc
         except red_blue_points.RuleChanged as exc:
             raise Conflict(str(exc)) from exc
         serializer.instance = result.challenge

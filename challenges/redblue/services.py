@@ -191,8 +191,8 @@ def submission_record(
     _red_blue(challenge)
     challenge = Challenge.objects.select_for_update().get(pk=challenge.pk)
     now = timezone.now()
-    if admission.schedule_phase(challenge=challenge, now=now) != admission.Phase.OPEN:
-        phase = admission.schedule_phase(challenge=challenge, now=now)
+    phase = admission.schedule_phase(challenge=challenge, now=now)
+    if phase != admission.Phase.OPEN:
         state = "has not opened yet" if phase == admission.Phase.UPCOMING else "is closed"
         raise admission.ScheduleClosed(
             f"This challenge {state}: it accepts submissions {admission.window_text(challenge)}.",
