@@ -33,7 +33,6 @@ from challenges.events import log as event_log
 from challenges.events import moments, webhook_delivery
 from challenges.ingestion import budget, idempotency
 from challenges.leaderboards import changes, evaluation, partitions, ranking
-from challenges.public import views as public_views
 from challenges.rescoring import batch, switch
 from challenges.rescoring import jobs as rescoring
 from config.transient import forget_connection, is_transient
@@ -170,7 +169,7 @@ def evaluation_refresh(challenge_id: int) -> None:
     reader, at most once per PODIUM_RANKING_MAX_AGE_MS), so that no reader waits; then
     build its public page and fragment ahead, so that no reader waits for those either."""
     if evaluation.evaluation_compute(challenge_id=challenge_id):
-        public_views.evaluation_build_ahead(challenge_id=challenge_id)
+        boards.evaluation_build_ahead(challenge_id=challenge_id)
 
 
 @task("board_rebuild", retried=False)

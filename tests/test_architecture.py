@@ -41,7 +41,6 @@ LAYERS = {
 SIDEWAYS = {
     ("transfer", "api"): "an imported file is validated by the API's own serializers",
     ("templatetags", "admin"): "the admin templates' tags render the admin's progress box",
-    ("tasks", "public"): "the ranking refresh builds the public's page of the new ranking ahead",
 }
 WIRING = {"apps", "__init__"}  # AppConfig.ready connects receivers: it may import anything
 

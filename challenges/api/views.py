@@ -43,7 +43,7 @@ from challenges.api.serializers import (
 )
 from challenges.api.throttles import AttemptsThrottle
 from challenges.boards import read
-from challenges.boards.read import BoardQuery, viewer_of
+from challenges.boards.query import BoardQuery, viewer_of
 from challenges.boards.shapes import leaderboard_body
 from challenges.ingestion import admission, idempotency, moderation, services
 from challenges.leaderboards import evaluation, exclusions, freeze, history, precision, selectors
@@ -488,7 +488,8 @@ def _evaluation_read(
         part = evaluation.slice_check(challenge, params.get("slice"))
     except evaluation.SliceUnknown as exc:
         raise serializers.ValidationError({"slice": [str(exc)]}) from None
-    view = evaluation.evaluation_board(challenge=challenge, user=user, slice=part, rows=False)
+    frozen = freeze.frozen_for(challenge, user)
+    view = evaluation.evaluation_board(challenge=challenge, frozen=frozen, slice=part, rows=False)
 
     def build() -> Any:
         body = _evaluation_body(challenge, params, evaluation.evaluation_rows(view, challenge))

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from dataclasses import dataclass, fields, is_dataclass, replace
+from dataclasses import fields, is_dataclass, replace
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, urlencode
+from urllib.parse import parse_qsl
 
 from django.conf import settings
 from django.core.cache import cache
@@ -20,59 +20,14 @@ from rest_framework.renderers import JSONRenderer
 
 from challenges import enqueue
 from challenges.boards import shapes
+from challenges.boards.aggregate import aggregate_read
+from challenges.boards.query import PUBLIC, STAFF, BoardQuery, board_query, query_string
 from challenges.ingestion.admission import schedule_phase
 from challenges.leaderboards import freeze, selectors
+from challenges.leaderboards.evaluation import is_aggregate
 from challenges.leaderboards.kept import kept, kept_board
-from challenges.models import Challenge
-from challenges.permissions import is_staff_member
-from challenges.text import page_number
 
 logger = logging.getLogger(__name__)
-
-SEARCH_MAX = 100  # characters of a name search: display names are at most 200
-PUBLIC, MEMBER, STAFF = "public", "member", "staff"
-
-
-@dataclass(frozen=True)
-class BoardQuery:
-    """What a reader asks of a board. The minute, the phase and the freeze follow from the
-    clock and the challenge: ``board_read`` derives them (and keys by them). The viewer
-    decides the board read (staff: the live one in a freeze) and who may ask a worker."""
-
-    challenge: Challenge
-    shape: str  # "page", "board" (its live fragment), "json" (the API), "csv", "export"
-    page: int = 1  # the page's and fragment's page, name search and player
-    search: str = ""
-    player: str = ""  # the page holding this player; the API: this player's row alone
-    offset: int = 0  # the API's window of rows
-    limit: int = 50
-    viewer: str = PUBLIC  # PUBLIC, MEMBER (signed in) or STAFF
-
-
-def viewer_of(user: Any) -> str:
-    if is_staff_member(user):
-        return STAFF
-    return MEMBER if user is not None and user.is_authenticated else PUBLIC
-
-
-def board_query(challenge: Challenge, shape: str, params: Any, viewer: str) -> BoardQuery:
-    """The query of a page or fragment from its query string's ``page``, ``q``, ``player``."""
-    return BoardQuery(
-        challenge,
-        shape,
-        page=page_number(params.get("page")),
-        search=(params.get("q") or "").strip()[:SEARCH_MAX],
-        player=(params.get("player") or "").strip()[:255],
-        viewer=viewer,
-    )
-
-
-def query_string(query: BoardQuery) -> str:
-    """The query string as the board reads it, defaults left out: what its refresh link
-    repeats and a worker is asked to build (``?utm_source=…`` makes no cache entry)."""
-    pairs = [("page", query.page if query.page > 1 else ""), ("q", query.search)]
-    pairs.append(("player", query.player))
-    return urlencode([(name, value) for name, value in pairs if value])
 
 
 class PageOutOfRange(Exception):
@@ -125,12 +80,15 @@ def _board_id(query: BoardQuery) -> int | None:
 
 def board_read(query: BoardQuery, *, ahead: bool = False) -> Any:
     """What ``query`` is served: the HTML of a page or fragment (str), the API's JSON
-    (bytes), or an export's chunks (an iterator of str, streamed and never kept).
+    (bytes), or an export's chunks (an iterator of str, streamed and never kept; an
+    aggregate board's JSON export: its whole body, a str).
     ``ahead``: built by a worker (a new ranking, a new minute) unless what is kept is
     current; None when the board is not a settled one (nothing to build ahead).
     Raises PageOutOfRange for a page past the last."""
-    board_id = _board_id(query)
     challenge = query.challenge
+    if query.shape != "json" and is_aggregate(challenge):
+        return aggregate_read(query, ahead=ahead)
+    board_id = _board_id(query)
     if query.shape == "csv":
         return shapes.export_csv(challenge, board_id)
     if query.shape == "export":
@@ -236,4 +194,16 @@ def boards_build_ahead(*, version_id: int) -> None:
         challenge = selectors.challenge_public(slug=slug)  # read as a request reads it
         if challenge is None or challenge.active_version_id != version_id:
             return
+        board_read(BoardQuery(challenge, shape), ahead=True)
+
+
+def evaluation_build_ahead(*, challenge_id: int) -> None:
+    """Build the public's page and live fragment of an aggregate board whose intervals a
+    worker has just stored (the ``evaluation_refresh`` task), so that no reader builds
+    them: until they are kept, readers serve the previous intervals' (``kept_recomputed``)."""
+    slug = selectors.challenge_slug_of(challenge_id=challenge_id)
+    challenge = selectors.challenge_public(slug=slug) if slug else None
+    if challenge is None or not is_aggregate(challenge):
+        return
+    for shape in ("page", "board"):
         board_read(BoardQuery(challenge, shape), ahead=True)

@@ -386,16 +386,15 @@ def is_aggregate(challenge: Challenge) -> bool:
 
 
 def evaluation_board(
-    *, challenge: Challenge, user: Any = None, slice: str = "", rows: bool = True
+    *, challenge: Challenge, frozen: bool, slice: str = "", rows: bool = True
 ) -> EvaluationView:
-    """The stored intervals of the board ``user`` reads (the frozen one during a freeze,
-    for the public), for the whole board or one slice. ``rows=False``: everything but
-    the rows (``evaluation_rows`` adds them), for a reader that may serve a kept build
-    named by the view's ``key``."""
+    """The stored intervals of the board, ``frozen`` or live (during a freeze the public
+    reads the frozen one: ``freeze.frozen_for``), for the whole board or one slice.
+    ``rows=False``: everything but the rows (``evaluation_rows`` adds them), for a reader
+    that may serve a kept build named by the view's ``key``."""
     version_id = challenge.active_version_id
     if version_id is None:
         return EvaluationView(pending=False, ci_level=challenge.ci_level)
-    frozen = freeze.frozen_for(challenge, user)
     # One round trip: the stored boards, with their ranking's lineage and the newest
     # attempt (what a check of the stored intervals against the data compares).
     stored = sql.evaluation_boards(challenge.pk, version_id, frozen, slice)
@@ -577,7 +576,7 @@ def _refresh_request(challenge_id: int) -> None:
         cache.delete(f"podium:evaluation-refresh:{challenge_id}")  # the next reader asks
 
 
-def evaluation_player(*, challenge: Challenge, user: Any, player_id: int) -> IntervalRow | None:
+def evaluation_player(*, challenge: Challenge, frozen: bool, player_id: int) -> IntervalRow | None:
     """One player's row of the whole board (the player page)."""
-    view = evaluation_board(challenge=challenge, user=user)
+    view = evaluation_board(challenge=challenge, frozen=frozen)
     return next((row for row in view.rows if row.player_id == player_id), None)

@@ -10,12 +10,11 @@ from django.shortcuts import render
 from django.utils import timezone
 from django.views.decorators.http import require_safe
 
-from challenges.boards import display
+from challenges.boards import aggregate, display
 from challenges.leaderboards import history as switch_history
 from challenges.leaderboards import selectors
 from challenges.leaderboards.player import player_page
 from challenges.leaderboards.tie_rule import TIE_RULE
-from challenges.public import evaluation_pages as public_evaluation
 from challenges.public.views import not_found
 from challenges.text import page_number
 
@@ -79,7 +78,7 @@ def player_detail(request: HttpRequest, slug: str, external_id: str) -> HttpResp
             "numbers": selectors.page_numbers(found.page, found.pages),
             "strategy_words": display.strategy_words(setup),
             "tie_rule": TIE_RULE,
-            "interval": public_evaluation.player_context(challenge, request.user, found.player.pk),
+            "interval": aggregate.player_context(challenge, request.user, found.player.pk),
             "version_ranks": switch_history.player_version_ranks(
                 challenge=challenge, external_id=found.player.external_id, user=request.user
             ),

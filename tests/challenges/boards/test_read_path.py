@@ -13,7 +13,7 @@ from django.conf import settings as django_settings
 
 from challenges import tasks
 from challenges.boards import read
-from challenges.boards.read import BoardQuery
+from challenges.boards.query import BoardQuery
 from challenges.leaderboards import kept, selectors
 from challenges.models import Challenge
 from tests.challenges.leaderboards.conftest import two_player_board
@@ -89,3 +89,33 @@ def test_the_in_process_layer_has_one_switch(client, settings):
     settle(client, board)
     assert page(client, board) == page(client, board)
     assert not kept._local.builds and not kept._plain.builds
+
+
+def test_an_aggregate_boards_readers_reach_the_same_builder(client, asked):
+    """An aggregate board (intervals, tiers) is read the same way: its page, fragment and
+    exports, and the worker's build after new intervals, each hand ``board_read`` a
+    ``BoardQuery`` (its slice and metric included); no HttpRequest reaches a worker."""
+    from tests.factories import attempt_input, make_challenge, record
+
+    board = make_challenge(
+        name="Evals", scoring_strategy="highest_rating", board="aggregate", slice_by="topic"
+    )
+    record(
+        board,
+        *[
+            attempt_input(p, rating=r, sample={"id": f"q{i}", "topic": "math"})
+            for i in range(3)
+            for p, r in (("ann", 9), ("bob", 4))
+        ],
+    )
+    tasks.evaluation_refresh(board.pk)  # the worker: intervals, then the page and fragment
+    assert client.get(page_url(board.slug), {"slice": "math", "metric": "x"}).status_code == 200
+    assert client.get(page_url(board.slug, "board")).status_code == 200
+    assert b"ann" in b"".join(client.get(page_url(board.slug, "export-csv")).streaming_content)
+    assert client.get(page_url(board.slug, "export-json")).json()["board"] == "aggregate"
+    worker_page, worker_board, page_read, fragment, csv_export, json_export = asked
+    assert [q.shape for q in asked] == ["page", "board", "page", "board", "csv", "export"]
+    assert page_read == BoardQuery(page_read.challenge, "page", slice="math", metric="x")
+    assert worker_page == BoardQuery(worker_page.challenge, "page")
+    assert replace(fragment, shape="page") == replace(worker_board, shape="page") == worker_page
+    assert replace(csv_export, shape="page") == replace(json_export, shape="page") == worker_page

@@ -15,7 +15,7 @@ from django.db import connection, connections
 from django.utils import timezone
 
 from challenges.ingestion import moderation
-from challenges.leaderboards import evaluation
+from challenges.leaderboards import evaluation, freeze
 from challenges.models import Attempt, Challenge, EvaluationBoard, HistoryRecord, Player
 from challenges.rescoring import jobs as rescoring
 from challenges.setup import services as setup_services
@@ -52,7 +52,8 @@ def _attempts(challenge, players, items=12, seed=1):
 
 def _view(challenge, user=None, slice=""):
     challenge.refresh_from_db()
-    return evaluation.evaluation_board(challenge=challenge, user=user, slice=slice)
+    frozen = freeze.frozen_for(challenge, user)
+    return evaluation.evaluation_board(challenge=challenge, frozen=frozen, slice=slice)
 
 
 def _brute(challenge, *, slice="", exclude=()):

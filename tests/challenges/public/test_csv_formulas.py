@@ -8,7 +8,7 @@ import io
 
 import pytest
 
-from challenges.public.views import csv_cell
+from challenges.boards.shapes import csv_cell
 from tests.factories import attempt_input, make_challenge, record
 from tests.urls import page_url
 

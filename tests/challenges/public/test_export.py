@@ -9,8 +9,8 @@ import json
 import pytest
 from django.http import StreamingHttpResponse
 
+from challenges.boards.shapes import csv_cell
 from challenges.leaderboards import selectors
-from challenges.public.views import csv_cell
 from tests.factories import attempt_input, make_challenge, record
 from tests.urls import page_url
 

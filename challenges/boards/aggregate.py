@@ -1,5 +1,7 @@
-"""The public face of an aggregate board (``board = "aggregate"``): the page's table with
-intervals, rank ranges, tiers and slice tabs, and the CSV/JSON exports' rows.
+"""What a reader of an aggregate board (``board = "aggregate"``) is served: the page and
+its live fragment (a table with intervals, rank ranges, tiers and slice tabs), the
+CSV/JSON exports' rows and the player page's interval. ``boards.read.board_read`` calls
+``aggregate_read`` with the reader's ``BoardQuery`` (its ``slice`` and ``metric``).
 
 The numbers are the stored ones (``leaderboards/evaluation.py``): a read renders them and
 never computes a bootstrap. Formatted here once; the template only places them.
@@ -7,23 +9,25 @@ never computes a bootstrap. Formatted here once; the template only places them.
 
 from __future__ import annotations
 
+import csv
+import json
+from collections.abc import Callable, Iterator
 from typing import Any
 from urllib.parse import quote, urlencode
 
-from django.http import HttpRequest
 from django.template.loader import render_to_string
+from django.utils import timezone
 
 from challenges.boards import display
-from challenges.leaderboards import evaluation, freeze, precision
+from challenges.boards.query import STAFF, BoardQuery
+from challenges.boards.shapes import Echo, csv_cell, page_context
+from challenges.ingestion.admission import schedule_phase
+from challenges.leaderboards import evaluation, freeze, precision, ranking
+from challenges.leaderboards.kept import kept_recomputed
 from challenges.models import Challenge
 from challenges.text import iso_z
 
 ROWS_SHOWN = 500  # an evaluation board lists models or agents: a page holds them all
-
-
-def slice_asked(request: HttpRequest, challenge: Challenge) -> str:
-    """``?slice=`` as the board reads it: ignored on a board without slices."""
-    return (request.GET.get("slice") or "")[:200] if challenge.slice_by else ""
 
 
 def statistic_text(value: float | None, strategy: str, *, unit: bool = True) -> str:
@@ -37,31 +41,28 @@ def statistic_text(value: float | None, strategy: str, *, unit: bool = True) -> 
     return display.format_value(value, strategy)
 
 
-def metric_asked(request: HttpRequest) -> str:
-    """``?metric=``: one of the challenge's metrics shown as a column (each player's own)."""
-    return (request.GET.get("metric") or "")[:200]
-
-
 def _query(part: str, metric: str) -> str:
     pairs = [(name, value) for name, value in (("slice", part), ("metric", metric)) if value]
     return "?" + urlencode(pairs) if pairs else ""
 
 
-def board_view(request: HttpRequest, challenge: Challenge) -> evaluation.EvaluationView:
-    """The board this request reads, without its rows: its ``key`` names a kept build."""
-    part = slice_asked(request, challenge)
+def _frozen(query: BoardQuery) -> bool:
+    """Whether the viewer reads the frozen board (staff read the live one)."""
+    return query.viewer != STAFF and freeze.is_frozen(query.challenge)
+
+
+def board_view(query: BoardQuery) -> evaluation.EvaluationView:
+    """The board ``query`` reads, without its rows: its ``key`` names a kept build."""
     return evaluation.evaluation_board(
-        challenge=challenge, user=request.user, slice=part, rows=False
+        challenge=query.challenge, frozen=_frozen(query), slice=query.slice, rows=False
     )
 
 
-def board_context(
-    request: HttpRequest, challenge: Challenge, view: evaluation.EvaluationView
-) -> dict[str, Any]:
+def board_context(query: BoardQuery, view: evaluation.EvaluationView) -> dict[str, Any]:
+    challenge = query.challenge
     view = evaluation.evaluation_rows(view, challenge)
     part = view.slice
-    metric = metric_asked(request)
-    metric = metric if metric in view.metrics else ""
+    metric = query.metric if query.metric in view.metrics else ""
     values = view.metrics.get(metric, {})
     strategy = (challenge.active_version or challenge).scoring_strategy
     ranked = [r for r in view.rows if r.ranked]
@@ -114,7 +115,7 @@ def board_context(
         }
         for value, count in view.slices.items()
     ]
-    frozen = freeze.frozen_for(challenge, request.user)
+    frozen = _frozen(query)
     unit = " / 10" if strategy == "highest_rating" else ""  # said once, in the header
     query = _query(part, metric)
     metric_links = [
@@ -154,18 +155,17 @@ def _metric_text(value: float | None) -> str:
     return f"{precision.served(value):,.4f}".rstrip("0").rstrip(".")
 
 
-def board_html(
-    request: HttpRequest, challenge: Challenge, view: evaluation.EvaluationView
-) -> tuple[str, dict[str, Any]]:
-    context = board_context(request, challenge, view)
-    return render_to_string("challenges/_evaluation.html", context, request=request), context
+def board_html(query: BoardQuery, view: evaluation.EvaluationView) -> tuple[str, dict[str, Any]]:
+    context = board_context(query, view)
+    return render_to_string("challenges/_evaluation.html", context), context
 
 
 def player_context(challenge: Challenge, user: Any, player_id: int) -> dict[str, Any] | None:
     """The player page's interval and tier, or None (not an aggregate board)."""
     if not evaluation.is_aggregate(challenge):
         return None
-    row = evaluation.evaluation_player(challenge=challenge, user=user, player_id=player_id)
+    frozen = freeze.frozen_for(challenge, user)
+    row = evaluation.evaluation_player(challenge=challenge, frozen=frozen, player_id=player_id)
     strategy = (challenge.active_version or challenge).scoring_strategy
     if row is None:
         return {"found": False}
@@ -188,27 +188,92 @@ def player_context(challenge: Challenge, user: Any, player_id: int) -> dict[str,
 EXPORT_COLUMNS = (*evaluation.COLUMNS, "score_unit")
 
 
-def export_rows(request: HttpRequest, challenge: Challenge) -> list[dict[str, Any]]:
+def _rows(query: BoardQuery) -> list[dict[str, Any]]:
     """Every row of the board (or of ``?slice=``), as the API serves them, with the unit."""
-    part = slice_asked(request, challenge)
-    view = evaluation.evaluation_board(challenge=challenge, user=request.user, slice=part)
+    challenge = query.challenge
+    view = evaluation.evaluation_board(
+        challenge=challenge, frozen=_frozen(query), slice=query.slice
+    )
     unit = display.score_unit((challenge.active_version or challenge).scoring_strategy)
     return [{**evaluation.row_fields(row), "score_unit": unit} for row in view.rows]
 
 
-def export_body(request: HttpRequest, challenge: Challenge) -> dict[str, Any]:
-    part = slice_asked(request, challenge)
-    view = evaluation.evaluation_board(challenge=challenge, user=request.user, slice=part)
+def _export_csv(query: BoardQuery) -> Iterator[str]:
+    writer = csv.writer(Echo())
+    yield writer.writerow(EXPORT_COLUMNS)
+    for row in _rows(query):
+        yield writer.writerow([csv_cell(row[c]) for c in EXPORT_COLUMNS])
+
+
+def _export_json(query: BoardQuery) -> str:
+    """The whole body at once (an aggregate board is small: a row a model or agent)."""
+    challenge = query.challenge
+    view = evaluation.evaluation_board(
+        challenge=challenge, frozen=_frozen(query), slice=query.slice
+    )
     version = challenge.active_version
-    return {
-        "challenge": challenge.slug,
-        "version": version.number if version else None,
-        "board": "aggregate",
-        "score_unit": display.score_unit((version or challenge).scoring_strategy),
-        "ci_level": challenge.ci_level,
-        "computed_at": iso_z(view.computed_at) if view.computed_at else None,
-        "attempts": view.attempts,
-        "slice": part or None,
-        "slices": view.slices,
-        "results": [evaluation.row_fields(row) for row in view.rows],
-    }
+    return json.dumps(
+        {
+            "challenge": challenge.slug,
+            "version": version.number if version else None,
+            "board": "aggregate",
+            "score_unit": display.score_unit((version or challenge).scoring_strategy),
+            "ci_level": challenge.ci_level,
+            "computed_at": iso_z(view.computed_at) if view.computed_at else None,
+            "attempts": view.attempts,
+            "slice": query.slice or None,
+            "slices": view.slices,
+            "results": [evaluation.row_fields(row) for row in view.rows],
+        }
+    )
+
+
+# --- the page and its fragment, kept -------------------------------------------------------
+def aggregate_read(query: BoardQuery, *, ahead: bool = False) -> Any:
+    """What ``query`` of an aggregate board is served (``board_read``'s shapes but the
+    API's): HTML for a page or fragment, an iterator of str for the CSV export, the
+    JSON export's whole body (str)."""
+    if query.shape == "csv":
+        return _export_csv(query)
+    if query.shape == "export":
+        return _export_json(query)
+    view, challenge = board_view(query), query.challenge
+    if query.shape == "board":
+        build = lambda: board_html(query, view)[0]  # noqa: E731
+        return _kept("board-eval", view, (challenge.rescoring, query.metric), build, ahead=ahead)
+    now = timezone.now()
+    phase = schedule_phase(challenge=challenge, now=now)
+    minute = now.replace(second=0, microsecond=0)
+    parts = (challenge.rescoring, query.metric, phase, minute)
+    return _kept("page-eval", view, parts, lambda: _page(query, view), ahead=ahead)
+
+
+def _kept(
+    kind: str, view: Any, parts: tuple[Any, ...], build: Callable[[], str], *, ahead: bool
+) -> str:
+    """An aggregate board's build, kept under the view's key (the stored board, names,
+    hides, the challenge as saved) and ``parts``; built afresh while nothing is stored.
+    Just after a worker stored new intervals the previous ones' build may be served
+    (``kept_recomputed``): the worker builds the page and fragment ahead."""
+    if not view.key:
+        return build()
+    fresh = view.computed_at is not None and (
+        timezone.now() - view.computed_at < ranking.reuse_bound()
+    )
+    named, family = (view.key, view.slice, *parts), (view.family, view.slice, *parts)
+    return kept_recomputed(kind, named, family, build, fresh=fresh, ahead=ahead)
+
+
+def _page(query: BoardQuery, view: evaluation.EvaluationView) -> str:
+    """The page: the challenge's detail page around the board's table."""
+    html, context = board_html(query, view)
+    challenge = query.challenge
+    setup = challenge.active_version or challenge
+    context.update(
+        page_context(challenge, setup, frozen=_frozen(query)),
+        board_html=html,
+        board=None,
+        aggregate=True,  # every player on one page: no search; no best-value charts
+        aggregate_rule=evaluation.AGGREGATE_RULE.format(statistic=challenge.aggregate),
+    )
+    return render_to_string("challenges/detail.html", context)
