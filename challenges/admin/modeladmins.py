@@ -75,6 +75,15 @@ def _bind_to_request(model_admin: admin.ModelAdmin, names: Any, request: HttpReq
     return bound
 
 
+def _refused_post(request: HttpRequest, allowed: bool) -> HttpResponse | None:
+    """A 405 for anything but a POST; PermissionDenied unless ``allowed``."""
+    if request.method != "POST":
+        return HttpResponseNotAllowed(["POST"])
+    if not allowed:
+        raise PermissionDenied
+    return None
+
+
 def _saved_scoring_message(result: setup_services.ChallengeUpdate) -> str:
     version = result.new_version
     if result.job is None:
@@ -289,20 +298,13 @@ class ChallengeAdmin(admin.ModelAdmin):
             raise Http404(f"No challenge with the id {object_id!r}.")
         return challenge
 
-    def _scoring_admin_post(self, request: HttpRequest) -> HttpResponse | None:
-        if request.method != "POST":
-            return HttpResponseNotAllowed(["POST"])
-        if not is_scoring_admin(request.user):
-            raise PermissionDenied
-        return None
-
     def try_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
-        refused = self._scoring_admin_post(request)
+        refused = _refused_post(request, is_scoring_admin(request.user))
         challenge = self._challenge_or_404(request, object_id)
         return refused or admin_views.setup_try(self, request, challenge)
 
     def preview_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
-        refused = self._scoring_admin_post(request)
+        refused = _refused_post(request, is_scoring_admin(request.user))
         challenge = self._challenge_or_404(request, object_id)
         return refused or admin_views.setup_preview(self, request, challenge)
 
@@ -316,8 +318,7 @@ class ChallengeAdmin(admin.ModelAdmin):
 
     def activate_view(self, request: HttpRequest, object_id: str, version_id: int) -> HttpResponse:
         """POST: make an earlier scoring version active again, back to the versions page."""
-        refused = self._scoring_admin_post(request)
-        if refused:
+        if refused := _refused_post(request, is_scoring_admin(request.user)):
             return refused
         challenge = self._challenge_or_404(request, object_id)
         version = ScoringVersion.objects.filter(challenge=challenge, pk=version_id).first()
@@ -402,10 +403,8 @@ class ChallengeAdmin(admin.ModelAdmin):
 
     def rescore_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
         """POST: queue a rescore of the challenge's current setup, back to its page."""
-        if request.method != "POST":
-            return HttpResponseNotAllowed(["POST"])
-        if not self.has_rescore_permission(request):
-            raise PermissionDenied
+        if refused := _refused_post(request, self.has_rescore_permission(request)):
+            return refused
         challenge = self.get_object(request, unquote(object_id))
         if challenge is None:
             return self._get_obj_does_not_exist_redirect(request, self.opts, object_id)
@@ -807,10 +806,8 @@ class RescoreJobAdmin(AppendOnly, admin.ModelAdmin):
 
     def cancel_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
         """POST: stop the job (the active version does not change), back to its page."""
-        if request.method != "POST":
-            return HttpResponseNotAllowed(["POST"])
-        if not self.has_cancel_permission(request):
-            raise PermissionDenied
+        if refused := _refused_post(request, self.has_cancel_permission(request)):
+            return refused
         job = self.get_object(request, unquote(object_id))
         if job is None:
             return self._get_obj_does_not_exist_redirect(request, self.opts, object_id)
