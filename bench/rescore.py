@@ -22,6 +22,8 @@ Needs PostgreSQL (BENCH_DATABASE_URL, default
 postgres://postgres@127.0.0.1:5432/podium_bench — the database is dropped and recreated).
 
     .venv/bin/python bench/rescore.py [--attempts 1000000] [--players 100000] [--repeats 3]
+    .venv/bin/python bench/rescore.py --scaling 1,2,4   # the weighted rescore alone, by
+                                        # worker processes, beside the same statement
 """
 
 from __future__ import annotations
@@ -250,12 +252,42 @@ def naive(challenge, count: int) -> float:
     return elapsed
 
 
+def scaling(challenge, setup: dict, counts: list[int], args: argparse.Namespace) -> None:
+    """The weighted rescore with each number of worker processes in ``counts``, beside the
+    plain SQL statement, in the same repeats: how far more workers take it on this
+    machine, and what bounds it (printed beside: the machine's CPUs)."""
+    sql_s: list[float] = []
+    by: dict[int, dict[str, list[float]]] = {n: {} for n in counts}
+    for repeat in range(args.repeats):
+        sql_s.append(sql_reference(challenge, _WEIGHTED_SQL, setup))
+        for n in counts:
+            for name, value in ours(challenge, setup, processes=n).items():
+                by[n].setdefault(name, []).append(value)
+        print(f"repeat {repeat + 1}/{args.repeats} done", flush=True)
+    attempts, sql_med = args.attempts, statistics.median(sql_s)
+    print(f"\n{attempts:,} attempts, {args.players:,} players, {os.cpu_count()} CPUs, "
+          f"median of {args.repeats} repeats (weighted plugin)")  # fmt: skip
+    print(f"  plain SQL statement: {sql_med:6.2f} s {attempts / sql_med:10,.0f} attempts/s")
+    one = statistics.median(by[counts[0]]["scoring"])
+    for n in counts:
+        scoring, total = (statistics.median(by[n][k]) for k in ("scoring", "total"))
+        print(
+            f"  {n} process{'es' if n > 1 else '  '}: scoring {scoring:6.2f} s "
+            f"{attempts / scoring:10,.0f} attempts/s ({sql_med / scoring:.2f}x the statement, "
+            f"{one / scoring:.2f}x {counts[0]} process); whole {total:6.2f} s "
+            f"({sql_med / total:.2f}x)"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--attempts", type=int, default=1_000_000)
     parser.add_argument("--players", type=int, default=100_000)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--naive", type=int, default=20_000)
+    parser.add_argument(
+        "--scaling", default="", help="e.g. 1,2,4: only the weighted rescore by processes"
+    )
     args = parser.parse_args()
     _pg.setup_django(os.environ.get("BENCH_DATABASE_URL", _pg.DEFAULT_URL))
     weighted = {
@@ -278,6 +310,9 @@ def main() -> None:
         runs.setdefault(name, []).append(seconds)
 
     sql_w, sql_f = "sql: weighted, one INSERT ... SELECT", "sql: fastest, one INSERT ... SELECT"
+    if args.scaling:
+        scaling(challenge, weighted_full, [int(n) for n in args.scaling.split(",")], args)
+        return
     for repeat in range(args.repeats):
         add(sql_w, sql_reference(challenge, _WEIGHTED_SQL, weighted_full))
         for name, value in ours(challenge, weighted_full, processes=1).items():
