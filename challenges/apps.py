@@ -1,4 +1,5 @@
 from django.apps import AppConfig
+from django.db.models.signals import post_migrate
 
 
 class ChallengesConfig(AppConfig):
@@ -20,5 +21,16 @@ class ChallengesConfig(AppConfig):
             ranking,  # noqa: F401
         )
 
+        # After every migrate: the statements whose plans the database keeps (sql.py).
+        post_migrate.connect(_plans_install, sender=self, dispatch_uid="podium-kept-plans")
+
         # Red/blue: hides and deleted pairings change the kept standings' generation.
         from challenges.redblue import standings_cache  # noqa: F401
+
+
+def _plans_install(sender: object, *, using: str, **kwargs: object) -> None:
+    from django.db import connections
+
+    from challenges.leaderboards import sql
+
+    sql.plans_install(connections[using])

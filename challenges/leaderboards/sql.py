@@ -17,6 +17,7 @@ ON CONFLICT), built-in strategies computed by the database, COPY, and the locks.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Sequence
 from datetime import datetime
@@ -657,7 +658,7 @@ def challenge_probe(slug: str) -> tuple[Any, ...] | None:
     changed) of an active challenge by slug; ``last_activity`` is when the newest
     attempt the public may see was recorded (no practice, hidden attempt or hidden
     player's: they change nothing the public sees)."""
-    return fetch_one(_PROBE, [slug], datetimes=(1, 4), booleans=(3, 6, 7))
+    return fetch_one(*_kept_plan(_PROBE_PLAN, [slug]), datetimes=(1, 4), booleans=(3, 6, 7))
 
 
 # The API's leaderboard: the challenge by id (inactive ones only for staff) and its
@@ -673,7 +674,72 @@ WHERE c.id = %s AND (c.is_active OR %s)
 
 def board_probe(pk: int, include_inactive: bool) -> tuple[Any, ...] | None:
     """(id, updated_at, active_version_id, token, stale, changed) of a challenge by id."""
-    return fetch_one(_BOARD_PROBE, [pk, include_inactive], datetimes=(1,), booleans=(4, 5))
+    params = [pk, include_inactive]
+    return fetch_one(*_kept_plan(_BOARD_PROBE_PLAN, params), datetimes=(1,), booleans=(4, 5))
+
+
+class KeptPlan(NamedTuple):
+    """A statement every request runs, also as a PL/pgSQL function (PostgreSQL): the
+    database then keeps its plan for the session (``plans_install``)."""
+
+    statement: str  # with %s parameters: SQLite, and PostgreSQL until the function exists
+    arguments: str  # the function's parameter types, in order
+    returns: str  # its result columns' types, in order (the statement's, exactly)
+
+    @property
+    def function(self) -> str:
+        """Named by a digest of what it runs: code reading another statement never calls
+        a function made for an older one."""
+        digest = hashlib.sha256(repr(tuple(self)).encode()).hexdigest()[:12]
+        return f"podium_plan_{digest}"
+
+
+# The probes run on every page and API read and cost more to plan than to run (the page
+# probe: about 0.5 of 0.85 ms here; prepared, 0.37 ms).
+_PROBE_PLAN = KeptPlan(
+    _PROBE, "text", "bigint, timestamptz, bigint, boolean, timestamptz, varchar, boolean, boolean"
+)
+_BOARD_PROBE_PLAN = KeptPlan(
+    _BOARD_PROBE, "bigint, boolean", "bigint, timestamptz, bigint, varchar, boolean, boolean"
+)
+KEPT_PLANS = (_PROBE_PLAN, _BOARD_PROBE_PLAN)
+_plans_found: dict[str, bool] = {}  # function name -> whether this database has it
+
+
+def _kept_plan(plan: KeptPlan, params: list[Any]) -> tuple[str, list[Any]]:
+    """The statement to run for ``plan``: a call of its function where the database has
+    it (looked up once per process), else the statement itself."""
+    if not postgres():
+        return plan.statement, params
+    name = plan.function
+    if name not in _plans_found:
+        found = fetch_one("SELECT to_regproc(%s) IS NOT NULL", [name])
+        _plans_found[name] = bool(found and found[0])
+    if not _plans_found[name]:
+        return plan.statement, params
+    marks = ", ".join(["%s"] * len(params))
+    return f"SELECT * FROM {name}({marks})", params  # noqa: S608 - our function
+
+
+def plans_install(using: Any) -> None:
+    """Make every kept plan's function (PostgreSQL; after each migrate: apps.py). A
+    PL/pgSQL function's statements are planned once per session and the plan kept,
+    which PgBouncer's transaction pooling keeps too: it lives in the server, not the
+    client (unlike a prepared statement)."""
+    if using.vendor != "postgresql":
+        return
+    with using.cursor() as cursor:
+        for plan in KEPT_PLANS:
+            body = plan.statement.replace("%%", "%")
+            for n in range(1, plan.arguments.count(",") + 2):
+                body = body.replace("%s", f"${n}", 1)
+            columns = ", ".join(f"c{i} {t}" for i, t in enumerate(plan.returns.split(", ")))
+            cursor.execute(
+                f"CREATE OR REPLACE FUNCTION {plan.function}({plan.arguments}) "
+                f"RETURNS TABLE ({columns}) LANGUAGE plpgsql STABLE AS "
+                f"$podium$ BEGIN RETURN QUERY {body}; END $podium$"
+            )
+    _plans_found.clear()
 
 
 # --- display names as of a moment (challenges/leaderboards/names.py) ------------------------
