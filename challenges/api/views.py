@@ -65,7 +65,6 @@ from challenges.redblue import points as red_blue_points
 from challenges.rescoring import jobs as rescoring
 from challenges.setup import services as setup_services
 from challenges.setup.probe import setup_probe
-from challenges.text import iso_z
 from scoring.engine import metrics as engine_metrics
 from scoring.services import SetupInvalid
 
@@ -303,13 +302,6 @@ class ChallengeViewSet(BodyCheckedMixin, viewsets.ModelViewSet):
         params = query_validated(_LEADERBOARD_QUERY, request.query_params)
         if "version" in params:
             return Response(_version_read(challenge, params, user))
-        if evaluation.is_aggregate(challenge):
-            if request.accepted_media_type == "application/json":  # the bytes, kept
-                content = _evaluation_read(challenge, params, user, rendered=True)
-                response = HttpResponse(content, content_type="application/json")
-            else:
-                response = Response(_evaluation_read(challenge, params, user))
-            return _private_when_needed(challenge, response, user=user)
         query = BoardQuery(
             challenge,
             "json",
@@ -317,6 +309,7 @@ class ChallengeViewSet(BodyCheckedMixin, viewsets.ModelViewSet):
             offset=params["offset"],
             limit=params["limit"],
             viewer=viewer_of(user),
+            slice=_slice_checked(challenge, params),
         )
         content = read.board_read(query)  # the bytes DRF's Response would send, kept
         if request.accepted_media_type == "application/json":
@@ -479,47 +472,14 @@ def _private_when_needed(challenge: Any, response: HttpResponse, *, user: Any) -
     return response
 
 
-def _evaluation_read(
-    challenge: Any, params: dict[str, Any], user: Any, *, rendered: bool = False
-) -> Any:
-    """An aggregate board's body: its stored intervals, a page of rows or one player's
-    (``rendered``: as the JSON bytes DRF would send, kept as such)."""
+def _slice_checked(challenge: Any, params: dict[str, Any]) -> str:
+    """An aggregate board's ``?slice=``, checked (a 400 naming it); other boards have none."""
+    if not evaluation.is_aggregate(challenge):
+        return ""
     try:
-        part = evaluation.slice_check(challenge, params.get("slice"))
+        return evaluation.slice_check(challenge, params.get("slice"))
     except evaluation.SliceUnknown as exc:
         raise serializers.ValidationError({"slice": [str(exc)]}) from None
-    frozen = freeze.frozen_for(challenge, user)
-    view = evaluation.evaluation_board(challenge=challenge, frozen=frozen, slice=part, rows=False)
-
-    def build() -> Any:
-        body = _evaluation_body(challenge, params, evaluation.evaluation_rows(view, challenge))
-        return JSONRenderer().render(body) if rendered else body
-
-    if not view.key:
-        return build()
-    kind = "api-eval-json" if rendered else "api-eval"
-    return kept(kind, (view.key, part, sorted(params.items())), build)
-
-
-def _evaluation_body(challenge: Any, params: dict[str, Any], view: Any) -> dict[str, Any]:
-    part = view.slice
-    rows = view.rows
-    if "player" in params:
-        rows = [row for row in rows if row.external_id == params["player"]]
-    else:
-        rows = rows[params["offset"] : params["offset"] + params["limit"]]
-    return {
-        "version": challenge.active_version.number if challenge.active_version_id else None,
-        "board": "aggregate",
-        "count": len(view.rows),
-        "computed_at": iso_z(view.computed_at) if view.computed_at else None,
-        "attempts": view.attempts,
-        "ci_level": view.ci_level,
-        "slice": part or None,
-        "slices": view.slices,
-        "pending": view.pending,
-        "results": [evaluation.row_fields(row) for row in rows],
-    }
 
 
 def _version_read(challenge: Any, params: dict[str, Any], user: Any) -> dict[str, Any]:

@@ -17,13 +17,14 @@ from urllib.parse import quote, urlencode
 
 from django.template.loader import render_to_string
 from django.utils import timezone
+from rest_framework.renderers import JSONRenderer
 
 from challenges.boards import display
 from challenges.boards.query import STAFF, BoardQuery
 from challenges.boards.shapes import Echo, csv_cell, page_context
 from challenges.ingestion.admission import schedule_phase
 from challenges.leaderboards import evaluation, freeze, precision, ranking
-from challenges.leaderboards.kept import kept_recomputed
+from challenges.leaderboards.kept import kept, kept_recomputed
 from challenges.models import Challenge
 from challenges.text import iso_z
 
@@ -188,14 +189,18 @@ def player_context(challenge: Challenge, user: Any, player_id: int) -> dict[str,
 EXPORT_COLUMNS = (*evaluation.COLUMNS, "score_unit")
 
 
-def _rows(query: BoardQuery) -> list[dict[str, Any]]:
-    """Every row of the board (or of ``?slice=``), as the API serves them, with the unit."""
-    challenge = query.challenge
-    view = evaluation.evaluation_board(
-        challenge=challenge, frozen=_frozen(query), slice=query.slice
+def _whole(query: BoardQuery) -> evaluation.EvaluationView:
+    """The board ``query`` reads (or its ``?slice=``), every row: what the exports write."""
+    return evaluation.evaluation_board(
+        challenge=query.challenge, frozen=_frozen(query), slice=query.slice
     )
+
+
+def _rows(query: BoardQuery) -> list[dict[str, Any]]:
+    """Every row, as the API serves them, with the unit."""
+    challenge = query.challenge
     unit = display.score_unit((challenge.active_version or challenge).scoring_strategy)
-    return [{**evaluation.row_fields(row), "score_unit": unit} for row in view.rows]
+    return [{**evaluation.row_fields(row), "score_unit": unit} for row in _whole(query).rows]
 
 
 def _export_csv(query: BoardQuery) -> Iterator[str]:
@@ -207,10 +212,7 @@ def _export_csv(query: BoardQuery) -> Iterator[str]:
 
 def _export_json(query: BoardQuery) -> str:
     """The whole body at once (an aggregate board is small: a row a model or agent)."""
-    challenge = query.challenge
-    view = evaluation.evaluation_board(
-        challenge=challenge, frozen=_frozen(query), slice=query.slice
-    )
+    challenge, view = query.challenge, _whole(query)
     version = challenge.active_version
     return json.dumps(
         {
@@ -230,14 +232,18 @@ def _export_json(query: BoardQuery) -> str:
 
 # --- the page and its fragment, kept -------------------------------------------------------
 def aggregate_read(query: BoardQuery, *, ahead: bool = False) -> Any:
-    """What ``query`` of an aggregate board is served (``board_read``'s shapes but the
-    API's): HTML for a page or fragment, an iterator of str for the CSV export, the
+    """What ``query`` of an aggregate board is served (``board_read``'s shapes): HTML for a
+    page or fragment, the API's JSON (bytes), an iterator of str for the CSV export, the
     JSON export's whole body (str)."""
     if query.shape == "csv":
         return _export_csv(query)
     if query.shape == "export":
         return _export_json(query)
     view, challenge = board_view(query), query.challenge
+    if query.shape == "json":  # the API's body: the bytes DRF would send, kept
+        build_json = lambda: JSONRenderer().render(_api_body(query, view))  # noqa: E731
+        asked = (query.offset, query.limit, query.player)
+        return _kept_plain("api-eval-json", view, asked, build_json)
     if query.shape == "board":
         build = lambda: board_html(query, view)[0]  # noqa: E731
         return _kept("board-eval", view, (challenge.rescoring, query.metric), build, ahead=ahead)
@@ -262,6 +268,37 @@ def _kept(
     )
     named, family = (view.key, view.slice, *parts), (view.family, view.slice, *parts)
     return kept_recomputed(kind, named, family, build, fresh=fresh, ahead=ahead)
+
+
+def _kept_plain(
+    kind: str, view: evaluation.EvaluationView, asked: tuple[Any, ...], build: Callable[[], Any]
+) -> Any:
+    """Kept under the stored board's key and what was asked; built afresh while nothing is
+    stored (no key yet)."""
+    return kept(kind, (view.key, view.slice, *asked), build) if view.key else build()
+
+
+def _api_body(query: BoardQuery, view: evaluation.EvaluationView) -> dict[str, Any]:
+    """The API's leaderboard of an aggregate board: a window of rows, or one player's."""
+    challenge = query.challenge
+    view = evaluation.evaluation_rows(view, challenge)
+    rows = view.rows
+    if query.player:
+        rows = [row for row in rows if row.external_id == query.player]
+    else:
+        rows = rows[query.offset : query.offset + query.limit]
+    return {
+        "version": challenge.active_version.number if challenge.active_version_id else None,
+        "board": "aggregate",
+        "count": len(view.rows),
+        "computed_at": iso_z(view.computed_at) if view.computed_at else None,
+        "attempts": view.attempts,
+        "ci_level": view.ci_level,
+        "slice": view.slice or None,
+        "slices": view.slices,
+        "pending": view.pending,
+        "results": [evaluation.row_fields(row) for row in rows],
+    }
 
 
 def _page(query: BoardQuery, view: evaluation.EvaluationView) -> str:

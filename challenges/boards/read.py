@@ -86,7 +86,7 @@ def board_read(query: BoardQuery, *, ahead: bool = False) -> Any:
     current; None when the board is not a settled one (nothing to build ahead).
     Raises PageOutOfRange for a page past the last."""
     challenge = query.challenge
-    if query.shape != "json" and is_aggregate(challenge):
+    if is_aggregate(challenge):
         return aggregate_read(query, ahead=ahead)
     board_id = _board_id(query)
     if query.shape == "csv":

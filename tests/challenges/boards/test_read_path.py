@@ -115,6 +115,9 @@ def test_an_aggregate_boards_readers_reach_the_same_builder(client, asked):
     assert client.get(page_url(board.slug, "export-json")).json()["board"] == "aggregate"
     worker_page, worker_board, page_read, fragment, csv_export, json_export = asked
     assert [q.shape for q in asked] == ["page", "board", "page", "board", "csv", "export"]
+    api = client.get(leaderboard_url(board.pk), {"slice": "math", "limit": 5}).json()
+    assert api["board"] == "aggregate" and api["slice"] == "math"
+    assert asked[-1] == BoardQuery(asked[-1].challenge, "json", limit=5, slice="math")
     assert page_read == BoardQuery(page_read.challenge, "page", slice="math", metric="x")
     assert worker_page == BoardQuery(worker_page.challenge, "page")
     assert replace(fragment, shape="page") == replace(worker_board, shape="page") == worker_page
