@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, NamedTuple
@@ -721,6 +722,16 @@ def _kept_plan(plan: KeptPlan, params: list[Any]) -> tuple[str, list[Any]]:
     return f"SELECT * FROM {name}({marks})", params  # noqa: S608 - our function
 
 
+def _numbered(statement: str, arguments: int) -> str:
+    """``statement`` with its ``%s`` as $1, $2, … and ``%%`` as ``%`` (one pass, so a
+    ``%%s`` stays the text ``%s``); refused unless it has one ``%s`` per argument."""
+    found = [m for m in re.findall(r"%%|%s", statement) if m == "%s"]
+    if len(found) != arguments:
+        raise ValueError(f"{len(found)} parameter(s) in the statement, {arguments} declared")
+    marks = iter(range(1, arguments + 1))
+    return re.sub(r"%%|%s", lambda m: "%" if m[0] == "%%" else f"${next(marks)}", statement)
+
+
 def plans_install(using: Any) -> None:
     """Make every kept plan's function (PostgreSQL; after each migrate: apps.py). A
     PL/pgSQL function's statements are planned once per session and the plan kept,
@@ -730,9 +741,7 @@ def plans_install(using: Any) -> None:
         return
     with using.cursor() as cursor:
         for plan in KEPT_PLANS:
-            body = plan.statement.replace("%%", "%")
-            for n in range(1, plan.arguments.count(",") + 2):
-                body = body.replace("%s", f"${n}", 1)
+            body = _numbered(plan.statement, plan.arguments.count(",") + 1)
             columns = ", ".join(f"c{i} {t}" for i, t in enumerate(plan.returns.split(", ")))
             cursor.execute(
                 f"CREATE OR REPLACE FUNCTION {plan.function}({plan.arguments}) "

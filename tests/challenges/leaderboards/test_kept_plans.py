@@ -82,3 +82,13 @@ def test_sqlite_runs_the_statement_itself():
     board = two_player_board()
     assert sql._kept_plan(sql._PROBE_PLAN, [board.slug]) == (sql._PROBE, [board.slug])
     assert sql.challenge_probe(board.slug) == _plain_probe(board.slug)
+
+
+def test_a_statement_becomes_a_function_body_with_numbered_parameters():
+    body = sql._numbered("a = %s AND b LIKE 'x%%s' AND c = %s", 2)
+    assert body == "a = $1 AND b LIKE 'x%s' AND c = $2"  # a literal %%s stays text
+    for declared in (1, 3):  # a plan whose types do not match its statement is refused
+        with pytest.raises(ValueError, match="parameter"):
+            sql._numbered("a = %s AND c = %s", declared)
+    for plan in sql.KEPT_PLANS:
+        sql._numbered(plan.statement, plan.arguments.count(",") + 1)
