@@ -305,19 +305,14 @@ class _Contexts:
     """One ScoringContext per player of a challenge (they differ only by end user)."""
 
     def __init__(self, challenge: Any, timeout_ms: int):
-        self._base = ScoringContext(
-            challenge_id=None if challenge.pk is None else str(challenge.pk),
-            tenant_id=challenge.tenant_id,
-            app_id=challenge.app_id,
-            workflow_id=challenge.workflow_id,
-            timeout_ms=timeout_ms,
-        )
+        self._id = None if challenge.pk is None else str(challenge.pk)
+        self._rest = (challenge.tenant_id, challenge.app_id, challenge.workflow_id, timeout_ms)
         self.cache: dict[str | None, ScoringContext] = {}
 
     def __call__(self, end_user_id: str | None) -> ScoringContext:
         ctx = self.cache.get(end_user_id)
-        if ctx is None:
-            ctx = self.cache[end_user_id] = self._base._replace(end_user_id=end_user_id)
+        if ctx is None:  # built positionally: one per player of a rescore's chunk
+            ctx = self.cache[end_user_id] = ScoringContext(self._id, end_user_id, *self._rest)
         return ctx
 
 

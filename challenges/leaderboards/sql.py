@@ -155,14 +155,11 @@ def challenge_lock_shared(challenge_id: int) -> None:
         execute(f"SELECT 1 FROM {CHALLENGE} WHERE id = %s FOR SHARE", [challenge_id])  # noqa: S608
 
 
-def copy_in(table: str, columns: str, text: str, *, immediate: bool = True) -> None:
-    """COPY rows in PostgreSQL's text format into ``table``; ``immediate``: deferred
-    constraints checked during the COPY, not at commit (a rescore's batch fails where it
-    is written). The raw psycopg cursor's errors are made Django's: a lost connection is
-    then an OperationalError like any other, and the connection is marked unusable."""
+def copy_in(table: str, columns: str, text: str) -> None:
+    """COPY rows in PostgreSQL's text format into ``table``. The raw psycopg cursor's
+    errors are made Django's: a lost connection is then an OperationalError like any
+    other, and the connection is marked unusable."""
     with connection.cursor() as cursor, connection.wrap_database_errors:
-        if immediate:
-            cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
         with cursor.cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
             copy.write(text)
 
@@ -186,7 +183,7 @@ def attempts_copy(text: str) -> None:
     """Attempt rows (``ATTEMPT_COLUMNS``, COPY text format, ids from ``ids_next``). Their
     foreign keys are checked at commit, as for the ORM's INSERT: the request's
     transaction then rolls back whole."""
-    copy_in(ATTEMPT, ATTEMPT_COLUMNS, text, immediate=False)
+    copy_in(ATTEMPT, ATTEMPT_COLUMNS, text)
 
 
 # --- attempts and scores (challenges/leaderboards/scores.py) --------------------------------
@@ -221,9 +218,10 @@ SCORE_COLUMNS = (
 )
 
 
-def scores_copy(text: str, *, immediate: bool = True) -> None:
-    """Score rows (``SCORE_COLUMNS``, COPY text format) into the scores table."""
-    copy_in(SCORE, SCORE_COLUMNS, text, immediate=immediate)
+def scores_copy(text: str) -> None:
+    """Score rows (``SCORE_COLUMNS``, COPY text format) into the scores table (a partition
+    per version: no foreign key, so nothing deferred to check)."""
+    copy_in(SCORE, SCORE_COLUMNS, text)
 
 
 # Built-in strategies as SQL (PostgreSQL): the value the engine's strategy computes, so a

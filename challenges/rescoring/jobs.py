@@ -369,7 +369,9 @@ class _Batches:
     def took_since_last(self) -> None:
         took = max(time.perf_counter() - self.started, 1e-6)
         wanted = int(self.size * BATCH_TARGET_S / took)
-        self.size = max(1, min(STREAM_BATCH, wanted, self.size * 4))
+        if took > BATCH_TARGET_S / 100:  # a slow scorer grows its batches step by step;
+            wanted = min(wanted, self.size * 4)  # a fast one goes to full batches at once
+        self.size = max(1, min(STREAM_BATCH, wanted))
 
 
 FIRST_BATCH = 10

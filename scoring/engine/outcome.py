@@ -34,7 +34,10 @@ class Outcome(NamedTuple):
 def ranked(outcomes: Sequence[Outcome], key: Callable[[float], float]) -> list[Outcome]:
     """The outcomes with their ``sort_key``: ``key`` of each score (``strategies.
     sort_key_for`` of the setup that scored them), None where the score is None."""
-    return [o if o.score is None else o._replace(sort_key=key(o.score)) for o in outcomes]
+    new = tuple.__new__  # a million _replace calls add up: the same tuple, built directly
+    return [
+        o if (s := o[0]) is None else new(Outcome, (s, o[1], o[2], o[3], key(s))) for o in outcomes
+    ]
 
 
 def _type_name(value: Any) -> str:

@@ -63,3 +63,26 @@ def test_the_api_gives_a_rate_and_the_time_left(challenge, staff_api, monkeypatc
     rescoring.chunk_run(chunk_id=job.chunks.get().pk, finalize=False)
     body = staff_api.get(reverse("rescore-job-detail", args=[job.pk])).json()
     assert body["processed"] == 60 and body["rate"] > 0 and body["eta_seconds"] == 0
+
+
+@pytest.mark.parametrize(
+    ("per_row_s", "sizes"),
+    [
+        (1e-6, [10, rescoring.STREAM_BATCH, rescoring.STREAM_BATCH]),  # a built-in plugin
+        (0.05, [10, 20, 20]),  # a slow snippet: about BATCH_TARGET_S per batch
+        (1 / 512, [10, 40, 160, 512, 512]),  # 20 ms for the first 10: step by step
+    ],
+)
+def test_batches_grow_to_the_scorers_pace(per_row_s, sizes, monkeypatch):
+    """A fast scorer's second batch is a full one (no ramp of small transactions each
+    chunk); a slow one grows at most four times a batch, towards BATCH_TARGET_S."""
+    clock = [0.0]
+    monkeypatch.setattr(rescoring.time, "perf_counter", lambda: clock[0])
+    batches = rescoring._Batches(100_000)
+    seen = []
+    for _ in sizes:
+        batch = batches.next(list(range(100_000)))
+        seen.append(len(batch))
+        clock[0] += len(batch) * per_row_s
+        batches.took_since_last()
+    assert seen == sizes
