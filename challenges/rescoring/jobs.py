@@ -364,12 +364,13 @@ class _Batches:
         self, challenge_id: int, *, first_id: int, last_id: int, every: list | None = None
     ):
         self.challenge_id, self.first_id, self.last_id = challenge_id, first_id, last_id
-        self.every, self.size = every, FIRST_BATCH
+        self.every, self.taken, self.size = every, 0, FIRST_BATCH
         self.started = time.perf_counter()
 
     def next(self) -> list[bulk.AttemptRow] | None:
         if self.every is not None:
-            batch, self.every = self.every[: self.size], self.every[self.size :]
+            batch = self.every[self.taken : self.taken + self.size]
+            self.taken += len(batch)
         elif self.first_id <= self.last_id:
             batch = bulk.attempt_rows(
                 challenge_id=self.challenge_id,
