@@ -269,10 +269,6 @@ class LeaderboardPage:
     rows: list[LeaderboardRow]
 
 
-def _entries(version_id: int) -> QuerySet[LeaderboardEntry]:
-    return LeaderboardEntry.objects.filter(version_id=version_id)
-
-
 @dataclass(frozen=True)
 class Breakdown:
     """Why a row's score is what it is: the scorer's details and the attempt's metrics."""
