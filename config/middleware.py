@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
-from config.transient import forget_connection, is_transient
+from config.transient import forget_connection, is_database_error, is_transient
 
 logger = logging.getLogger(__name__)
 
@@ -46,6 +47,10 @@ class BodySizeLimitMiddleware:
 
 
 RETRY_AFTER_S = 1
+# A read that could not reach the database is tried again after these waits (about a
+# second in all) before its 503: a pooler or database restarting (a PgBouncer restart
+# refuses connections for a moment) is then invisible to readers.
+READ_RETRY_WAITS_S = (0.1, 0.3, 0.6)
 
 
 class TransientErrorMiddleware:
@@ -58,7 +63,14 @@ class TransientErrorMiddleware:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        return self.get_response(request)
+        response = self.get_response(request)
+        if request.method in ("GET", "HEAD"):  # safe to run again
+            for wait in READ_RETRY_WAITS_S:
+                if not getattr(response, "database_away", False):
+                    break
+                time.sleep(wait)
+                response = self.get_response(request)
+        return response
 
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
         if not is_transient(exception):
@@ -74,4 +86,5 @@ class TransientErrorMiddleware:
         else:
             response = HttpResponse(message, status=503, content_type="text/plain; charset=utf-8")
         response["Retry-After"] = str(RETRY_AFTER_S)
+        response.database_away = is_database_error(exception)  # type: ignore[attr-defined]
         return response

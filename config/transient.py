@@ -19,41 +19,43 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
-def _driver_errors() -> tuple[type[BaseException], ...]:
-    found: list[type[BaseException]] = []
+def _importable(module: str, *names: str) -> tuple[type[BaseException], ...]:
     try:
-        import psycopg
-
-        found += [psycopg.OperationalError, psycopg.InterfaceError]
-    except ImportError:  # SQLite-only installs
-        pass
-    try:
-        from kombu.exceptions import OperationalError as BrokerError
-
-        found.append(BrokerError)
-    except ImportError:
-        pass
-    return tuple(found)
+        found = __import__(module, fromlist=list(names))
+    except ImportError:  # psycopg on SQLite-only installs
+        return ()
+    return tuple(getattr(found, name) for name in names)
 
 
-TRANSIENT: tuple[type[BaseException], ...] = (
+# A raw psycopg cursor's errors (COPY) are not wrapped by Django: both spellings count.
+DATABASE: tuple[type[BaseException], ...] = (
     OperationalError,
     InterfaceError,
+    *_importable("psycopg", "OperationalError", "InterfaceError"),
+)
+TRANSIENT: tuple[type[BaseException], ...] = (
+    *DATABASE,
     ConnectionError,
     TimeoutError,
-    *_driver_errors(),
+    *_importable("kombu.exceptions", "OperationalError"),
 )
 
 
-def is_transient(exc: BaseException | None) -> bool:
-    """Whether ``exc`` (or an error that caused it) is worth trying again."""
+def is_transient(exc: BaseException | None, kinds: tuple[type[BaseException], ...] = ()) -> bool:
+    """Whether ``exc`` (or an error that caused it) is worth trying again (is one of
+    ``kinds``, when given)."""
     seen = 0
     while exc is not None and seen < 10:
-        if isinstance(exc, TRANSIENT):
+        if isinstance(exc, kinds or TRANSIENT):
             return True
         exc = exc.__cause__ or exc.__context__
         seen += 1
     return False
+
+
+def is_database_error(exc: BaseException | None) -> bool:
+    """Whether ``exc`` is a transient error of the database (not of the broker)."""
+    return is_transient(exc, DATABASE)
 
 
 def forget_connection() -> None:

@@ -12,11 +12,11 @@ import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from django.db import connection
+from django.db import DatabaseError, connection
 from django.db.models import Model
 from django.utils import timezone
 
@@ -67,7 +67,13 @@ def writer_thread(work: Callable[[], None]) -> Iterator[None]:
     moment has a thread waiting on a socket to feed."""
     was = sys.getswitchinterval()
     sys.setswitchinterval(min(was, WRITER_SWITCH_INTERVAL_S))
-    thread = threading.Thread(target=_on_own_connection, args=(work,), daemon=True)
+
+    def connected_work() -> None:
+        with suppress(DatabaseError):  # else the first write connects (and retries)
+            connection.ensure_connection()  # while the caller reads its first rows
+        work()
+
+    thread = threading.Thread(target=_on_own_connection, args=(connected_work,), daemon=True)
     thread.start()
     try:
         yield
@@ -208,9 +214,12 @@ def attempts_insert(attempts: Sequence[Attempt]) -> None:
 AttemptRow = tuple[int, int, str, bool, int | None, int | None, int | None, int, object]
 
 
-def attempt_rows(*, challenge_id: int, first_id: int, last_id: int) -> list[AttemptRow]:
-    """The challenge's attempts with ids in [first_id, last_id], in id order."""
-    rows = sql.attempt_rows(challenge_id, first_id, last_id)
+def attempt_rows(
+    *, challenge_id: int, first_id: int, last_id: int, limit: int | None = None
+) -> list[AttemptRow]:
+    """The challenge's attempts with ids in [first_id, last_id], in id order (the first
+    ``limit`` of them)."""
+    rows = sql.attempt_rows(challenge_id, first_id, last_id, limit or last_id - first_id + 1)
     if sql.postgres():  # the database computed the epoch milliseconds
         return rows  # type: ignore[return-value]
     return [(*r[:7], scoring.epoch_ms(r[8]), r[8]) for r in rows]  # type: ignore[misc]

@@ -155,20 +155,36 @@ def ranking_reusable(*, version_id: int, token: str) -> Ranking | None:
         if row is None:  # replaced or marked stale meanwhile
             return None
         cached = _remember(row)
-    age = timezone.now() - cached.computed_at
+    now = timezone.now()
+    age = now - cached.computed_at
     if age >= max_age:
-        if _after_quiet(version_id, max_age):
-            return None  # an idle board's new attempt: shown on this read
-        _refresh_request(version_id, token, max_age)
+        seen_token, until = _steady.get(version_id, ("", now))
+        if seen_token != token or now >= until:
+            steady_until = _steady_until(version_id, max_age)
+            if steady_until is None:
+                return None  # an idle board's new attempt: shown on this read
+            _refresh_request(version_id, token, max_age)
+            _steady[version_id] = (token, steady_until)
     return cached if age < reuse_bound() else None
 
 
-def _after_quiet(version_id: int, max_age: timedelta) -> bool:
-    """Whether the board's newest attempt came with no other write in the
+# version id -> (the ranking token, until when): this process saw the board's newest two
+# attempts recorded less than PODIUM_RANKING_MAX_AGE_MS apart, and asked for a refresh.
+# Until the newest + that age no attempt can come after a quiet (it would be within the
+# age of the newest): under steady ingestion a reader asks again about once per age,
+# not on every read.
+_steady: dict[int, tuple[str, datetime]] = {}
+
+
+def _steady_until(version_id: int, max_age: timedelta) -> datetime | None:
+    """None when the board's newest attempt came with no other write in the
     PODIUM_RANKING_MAX_AGE_MS before it: an idle board shows it on the next read (the
-    lag is for steady ingestion, where recomputing on every read is what it spares)."""
+    lag is for steady ingestion, where recomputing on every read is what it spares).
+    Else when a new attempt could first be one that came after a quiet."""
     newest = sql.last_two_recorded(version_id)
-    return len(newest) < 2 or newest[0] - newest[1] >= max_age
+    if len(newest) < 2 or newest[0] - newest[1] >= max_age:
+        return None
+    return newest[0] + max_age
 
 
 # Past PODIUM_RANKING_MAX_AGE_MS a changed ranking is recomputed by a worker: readers

@@ -196,21 +196,24 @@ SELECT a.id, a.player_id, p.external_id, a.succeeded, a.tokens_total, a.elapsed_
        a.rating, (EXTRACT(EPOCH FROM a.created_at) * 1000)::bigint, a.created_at::text
 FROM {ATTEMPT} a JOIN {PLAYER} p ON p.id = a.player_id
 WHERE a.challenge_id = %s AND a.id BETWEEN %s AND %s
-ORDER BY a.id
+ORDER BY a.id LIMIT %s
 """,  # noqa: S608 - our tables
     "default": f"""
 SELECT a.id, a.player_id, p.external_id, a.succeeded, a.tokens_total, a.elapsed_ms,
        a.rating, 0, a.created_at
 FROM {ATTEMPT} a JOIN {PLAYER} p ON p.id = a.player_id
 WHERE a.challenge_id = %s AND a.id BETWEEN %s AND %s
-ORDER BY a.id
+ORDER BY a.id LIMIT %s
 """,  # noqa: S608 - our tables
 }
 
 
-def attempt_rows(challenge_id: int, first_id: int, last_id: int) -> list[tuple[Any, ...]]:
-    """The attempts of a challenge with ids in [first_id, last_id], in id order."""
-    return fetch(_pick(ATTEMPT_ROWS), [challenge_id, first_id, last_id], datetimes=(8,))
+def attempt_rows(
+    challenge_id: int, first_id: int, last_id: int, limit: int
+) -> list[tuple[Any, ...]]:
+    """The first ``limit`` attempts of a challenge with ids in [first_id, last_id], in id
+    order."""
+    return fetch(_pick(ATTEMPT_ROWS), [challenge_id, first_id, last_id, limit], datetimes=(8,))
 
 
 SCORE_COLUMNS = (

@@ -57,6 +57,7 @@ from challenges.rescoring import batch as batch_scoring
 from challenges.rescoring.switch import history_after_switch, version_switch
 from config.transient import retry_transient
 from scoring import services as scoring
+from scoring.engine import strategies
 
 logger = logging.getLogger(__name__)
 Status = RescoreJob.Status
@@ -267,11 +268,15 @@ def _chunk_score(chunk_id: int) -> tuple[RescoreJob, RescoreChunk] | None:
     if scores.scored_in_sql(version):
         return _chunk_score_in_sql(chunk_id, version, **span)
 
-    attempts = bulk.attempt_rows(challenge_id=job.challenge_id, **span)
-    scorer = scoring.rows_scorer(version=version, challenge=version.challenge, attempts=attempts)
-    batches = _Batches(len(attempts))
+    # A snippet's chunk is read at once (its payloads, and a list's one turn per scorer,
+    # want every row); any other is read a batch at a time, while the last one is written.
+    every = None
+    if version.scoring_strategy == strategies.PYTHON:
+        every = bulk.attempt_rows(challenge_id=job.challenge_id, **span)
+    scorer = scoring.rows_scorer(version=version, challenge=version.challenge, attempts=every)
+    batches = _Batches(job.challenge_id, **span, every=every)
     with _BatchWriter(chunk_id, version) as writer:
-        while (batch := batches.next(attempts)) is not None:
+        while (batch := batches.next()) is not None:
             outcomes = scorer(batch)
             if not writer.put(batch, outcomes):
                 return None  # the job was cancelled or superseded, or a twin finished first
@@ -350,19 +355,33 @@ class _BatchWriter:
 
 
 class _Batches:
-    """Consecutive slices of a chunk's attempts, sized so that a batch takes about
+    """Consecutive slices of a chunk's attempts (read from the database as they are
+    needed, unless ``every`` row was read already), sized so that a batch takes about
     BATCH_TARGET_S to score (a slow snippet: a few attempts; a built-in plugin: up to
     STREAM_BATCH): the job's progress and its cancel are seen that often."""
 
-    def __init__(self, total: int):
-        self.total, self.start, self.size = total, 0, FIRST_BATCH
+    def __init__(
+        self, challenge_id: int, *, first_id: int, last_id: int, every: list | None = None
+    ):
+        self.challenge_id, self.first_id, self.last_id = challenge_id, first_id, last_id
+        self.every, self.size = every, FIRST_BATCH
         self.started = time.perf_counter()
 
-    def next(self, attempts: list[bulk.AttemptRow]) -> list[bulk.AttemptRow] | None:
-        if self.start >= self.total:
+    def next(self) -> list[bulk.AttemptRow] | None:
+        if self.every is not None:
+            batch, self.every = self.every[: self.size], self.every[self.size :]
+        elif self.first_id <= self.last_id:
+            batch = bulk.attempt_rows(
+                challenge_id=self.challenge_id,
+                first_id=self.first_id,
+                last_id=self.last_id,
+                limit=self.size,
+            )
+        else:
+            batch = []
+        if not batch:
             return None
-        batch = attempts[self.start : self.start + self.size]
-        self.start += len(batch)
+        self.first_id = batch[-1][0] + 1
         self.started = time.perf_counter()
         return batch
 
@@ -417,9 +436,10 @@ def _batch_write(chunk_id: int, batches: list[bulk.ScoreBatch]) -> bool:
 
 
 def _commit_without_waiting_for_disk() -> None:
-    """A batch's commit need not wait for its WAL flush (PostgreSQL): a crash can lose
-    only the last commits, in order, so a batch is lost only with the chunk's done mark
-    (committed after it, durably), and the chunk is then scored again."""
+    """A batch's or a chunk's commit need not wait for its WAL flush (PostgreSQL): a
+    crash can lose only the last commits, in order, never one before a durable commit
+    (the job's switch is one). A batch is lost only with the chunk's done mark, a chunk
+    scored in SQL with its own: the chunk is then scored again."""
     sql.set_local("synchronous_commit", "off")
 
 
@@ -460,6 +480,7 @@ def _chunk_score_in_sql(
             chunk = _lock_chunk_of_active_job(chunk_id)
             if chunk is None:
                 return None
+            _commit_without_waiting_for_disk()
             scored = scores.scores_replace_in_sql(
                 version=version,
                 challenge_id=chunk.job.challenge_id,

@@ -14,7 +14,7 @@ from challenges.models import Attempt, Challenge, RescoreJob
 from challenges.rescoring import jobs as rescoring
 from challenges.setup import services as setup_services
 from challenges.tasks import rescore_chunk
-from config.transient import is_transient, retry_transient
+from config.transient import is_database_error, is_transient, retry_transient
 from tests.factories import attempt_input, make_challenge, record
 from tests.urls import attempts_url, page_url
 
@@ -132,3 +132,44 @@ def test_a_chunk_meeting_lost_connections_is_retried_not_failed(monkeypatch, set
     job.refresh_from_db()
     assert job.status == RescoreJob.Status.SUCCEEDED, job.error
     assert job.processed == 5
+
+
+@pytest.mark.django_db
+def test_a_read_that_cannot_reach_the_database_is_tried_again_before_a_503(
+    client, integration_api, monkeypatch
+):
+    """A pooler restarting refuses connections for a moment (bench/cluster.py restarts
+    PgBouncer): a page or API read is run again after short waits and answered, not
+    given a 503; a write is not run again; a database away for longer is still a 503."""
+    from challenges.leaderboards import selectors
+    from config import middleware
+
+    monkeypatch.setattr(middleware, "READ_RETRY_WAITS_S", (0, 0, 0))
+    challenge = make_challenge(is_active=True)
+    real, calls = selectors.board_page, []
+
+    def refused_twice(**kwargs):
+        calls.append(1)
+        if len(calls) <= 2:
+            raise psycopg.OperationalError("connection failed: Connection refused")
+        return real(**kwargs)
+
+    monkeypatch.setattr(selectors, "board_page", refused_twice)
+    assert client.get(page_url(challenge.slug)).status_code == 200
+    assert len(calls) == 3
+
+    def refused(**kwargs):
+        calls.append(1)
+        raise psycopg.OperationalError("connection failed: Connection refused")
+
+    calls.clear()
+    monkeypatch.setattr(selectors, "board_page", refused)
+    response = client.get(page_url(challenge.slug) + "?page=1")
+    assert (response.status_code, response["Retry-After"], len(calls)) == (503, "1", 4)
+
+    calls.clear()
+    monkeypatch.setattr(services, "attempts_record", refused)
+    body = {"player": "a", "succeeded": True}
+    response = integration_api.post(attempts_url(challenge.pk), body, format="json")
+    assert (response.status_code, len(calls)) == (503, 1)  # a write: not run again here
+    assert not is_database_error(ConnectionError("the broker"))  # nor a read the broker failed

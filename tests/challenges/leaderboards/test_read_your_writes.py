@@ -66,3 +66,31 @@ def test_under_steady_ingestion_the_ranks_may_lag(lagging, anon_api):
     # worker's refresh, not on this read — recomputing here on every write is what the
     # lag exists to avoid.
     assert anon_api.get(leaderboard_url(challenge.pk)).json()["count"] == 2
+
+
+def test_a_lagging_board_asks_for_the_newest_attempts_once_per_age(lagging, anon_api, monkeypatch):
+    """Under steady ingestion a reader of a lagging board asks for the newest two attempts
+    once, not on every read: until the newest + the age no attempt can have come after a
+    quiet. Past that moment it asks again, and an attempt after a quiet shows at once."""
+    challenge = make_challenge(**WEIGHTED_SEED)
+    record(challenge, attempt_input("ada"))
+    assert anon_api.get(leaderboard_url(challenge.pk)).json()["count"] == 1
+    LeaderboardRanking.objects.filter(version_id=challenge.active_version_id).update(
+        computed_at=timezone.now() - timedelta(milliseconds=1500)
+    )
+    ranking._loaded.clear()
+    record(challenge, attempt_input("bob"))
+    record(challenge, attempt_input("cy"))  # close together: steady ingestion
+    asked = []
+    real = ranking.sql.last_two_recorded
+    monkeypatch.setattr(ranking.sql, "last_two_recorded", lambda v: asked.append(v) or real(v))
+    counts = {anon_api.get(leaderboard_url(challenge.pk)).json()["count"] for _ in range(10)}
+    assert counts == {1} and len(asked) == 1  # the lag, and one question for ten reads
+
+    later = timezone.now() + timedelta(milliseconds=1500)  # past cy + the age
+    Attempt.objects.filter(challenge=challenge).update(recorded_at=timezone.now())
+    record(challenge, attempt_input("dee"))
+    Attempt.objects.filter(challenge=challenge, player__external_id="dee").update(recorded_at=later)
+    monkeypatch.setattr(ranking.timezone, "now", lambda: later)
+    board = anon_api.get(leaderboard_url(challenge.pk)).json()
+    assert board["count"] == 4 and len(asked) > 1  # asked again: shown on this read

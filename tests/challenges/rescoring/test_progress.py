@@ -78,11 +78,42 @@ def test_batches_grow_to_the_scorers_pace(per_row_s, sizes, monkeypatch):
     chunk); a slow one grows at most four times a batch, towards BATCH_TARGET_S."""
     clock = [0.0]
     monkeypatch.setattr(rescoring.time, "perf_counter", lambda: clock[0])
-    batches = rescoring._Batches(100_000)
+    batches = rescoring._Batches(0, first_id=0, last_id=0, every=[(i,) for i in range(10**5)])
     seen = []
     for _ in sizes:
-        batch = batches.next(list(range(100_000)))
+        batch = batches.next()
         seen.append(len(batch))
         clock[0] += len(batch) * per_row_s
         batches.took_since_last()
     assert seen == sizes
+
+
+def test_a_chunk_read_batch_by_batch_scores_its_own_attempts_once(monkeypatch):
+    """A plugin's chunk is read a batch at a time (keyset on the id), with another
+    challenge's attempts between its own: each of its attempts is scored once, and none
+    of the other's."""
+    from challenges.leaderboards import bulk
+    from challenges.models import AttemptScore
+
+    ours, theirs = make_challenge(**WEIGHTED_SEED), make_challenge(**WEIGHTED_SEED)
+    for i in range(30):
+        record(ours, attempt_input(f"p{i}", rating=i % 10))
+        record(theirs, attempt_input(f"q{i}", rating=i % 10))
+    monkeypatch.setattr(rescoring, "_send", lambda job: None)
+    monkeypatch.setattr(rescoring, "STREAM_BATCH", 7)
+    reads = []
+    real = bulk.attempt_rows
+
+    def spy(**kwargs):
+        reads.append(kwargs)
+        return real(**kwargs)
+
+    monkeypatch.setattr(bulk, "attempt_rows", spy)
+    job = setup_services.challenge_rescore(challenge=ours)
+    for chunk in job.chunks.all():
+        rescoring.chunk_run(chunk_id=chunk.pk, finalize=False)
+    assert [r["limit"] for r in reads] == [10, 7, 7, 7]  # 10 + 7 + 7 + the last 6
+    assert {r["challenge_id"] for r in reads} == {ours.pk}
+    scored = AttemptScore.objects.filter(version=job.version)
+    assert scored.count() == 30
+    assert set(scored.values_list("attempt__challenge_id", flat=True)) == {ours.pk}
