@@ -514,9 +514,8 @@ class ChallengeAdminForm(forms.ModelForm):
                 self.add_error(field, message)
 
         for name in RED_BLUE_FIELDS:
-            if name in self.fields and cleaned.get(name) in (None, ""):
-                if name != "instructions":
-                    cleaned[name] = getattr(self.instance, name)
+            if name in self.fields and name != "instructions" and cleaned.get(name) in (None, ""):
+                cleaned[name] = getattr(self.instance, name)
         if "format" in self.fields:  # the red/blue settings, when the form shows them
             values = {n: cleaned.get(n, getattr(self.instance, n)) for n in RED_BLUE_FIELDS}
             plugin = plugin_touched(values, self.instance if self.instance.pk else None)

@@ -228,7 +228,6 @@ class Preview:
     current_top: list[PreviewRow]
     new_top: list[PreviewRow]
     player: PreviewRow | None
-    player_query: str
     players_current: int  # ranked players now (in the sample, if sampled)
     players_new: int  # ranked players under the new setup
     players_compared: int  # ranked now or under the new setup (or both)
@@ -403,7 +402,6 @@ def leaderboard_preview(
         current_top=[row(p) for p in current_ids],
         new_top=[row(p) for p in new_ids],
         player=row(also) if also else None,
-        player_query=player,
         players_current=len(current),
         players_new=len(new),
         players_compared=len(everyone),

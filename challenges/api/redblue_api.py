@@ -383,10 +383,6 @@ class StandingsOut(serializers.Serializer):
     blue_players = PlayerPointsOut(many=True)
 
 
-def _points(value: float) -> float:
-    return precision.served(value)
-
-
 def standings_out(found: selectors.Standings, *, limit: int, offset: int) -> dict[str, Any]:
     def board(rows: list[selectors.PlayerPoints]) -> list[dict[str, Any]]:
         return [
@@ -394,15 +390,15 @@ def standings_out(found: selectors.Standings, *, limit: int, offset: int) -> dic
                 "rank": r.rank,
                 "player": r.player,
                 "display_name": r.display_name,
-                "points": _points(r.points),
+                "points": precision.served(r.points),
             }
             for r in rows[offset : offset + limit]
         ]
 
     ratio = {t: found.ratio(t) for t in TEAMS}
     return {
-        "red": {"points": _points(found.red), "ratio": ratio["red"]},
-        "blue": {"points": _points(found.blue), "ratio": ratio["blue"]},
+        "red": {"points": precision.served(found.red), "ratio": ratio["red"]},
+        "blue": {"points": precision.served(found.blue), "ratio": ratio["blue"]},
         "red_count": len(found.red_players),
         "blue_count": len(found.blue_players),
         "red_players": board(found.red_players),

@@ -316,9 +316,6 @@ class ChallengeViewSet(BodyCheckedMixin, viewsets.ModelViewSet):
             response = HttpResponse(content, content_type="application/json")
         else:  # the browsable API, an indented rendering
             response = Response(json.loads(content))
-        # The answer depends on who asks (staff read the live board during a freeze, and
-        # inactive challenges): a shared cache must key it by the credentials, and never
-        # keep a view the public may not see.
         return _private_when_needed(challenge, response, user=user)
 
     @extend_schema(
@@ -452,10 +449,9 @@ _LEADERBOARD_QUERY = LeaderboardQuerySerializer()
 def _metrics_player(challenge: Any, external_id: str, user: Any) -> int:
     """The player whose metrics are asked for: 404 when unknown, or hidden from the public."""
     player_id = Player.objects.filter(external_id=external_id).values_list("pk", flat=True).first()
-    if player_id is None:
-        raise NotFound("No player with this external id.")
-    if not is_staff_member(user) and exclusions.player_is_hidden(
-        challenge_id=challenge.pk, player_id=player_id
+    if player_id is None or (
+        not is_staff_member(user)
+        and exclusions.player_is_hidden(challenge_id=challenge.pk, player_id=player_id)
     ):
         raise NotFound("No player with this external id.")
     return player_id

@@ -39,7 +39,6 @@ DISABLE_AFTER = 100  # failed deliveries in a row
 CLAIM_S = 30  # a try's claim: longer than its timeout, short enough to resume soon
 EXCERPT = 1000
 LOG_KEPT = 50
-MAX_EVENT_TYPES = len(Event.Type.values)
 
 
 class WebhookInvalid(ValueError):

@@ -34,10 +34,6 @@ MAX_NUMBER = 2**31 - 1  # a version number the database can hold
 Board = list[tuple[Any, ...]]  # (player_id, sort_key, created_at) in rank order
 
 
-def board_rows(*, board: int) -> Board:
-    return sql.board_order(board)
-
-
 def competition_ranks(rows: Board) -> dict[int, int]:
     """player_id → competition rank; rows equal on (sort_key, created_at) share one, as
     on the public board (``ranking``)."""
@@ -194,7 +190,7 @@ def history_record(
     if before is None:  # both boards kept: ranked and joined in SQL
         diff = pairs_diff(sql.board_pairs(previous_version_id or 0, version.pk))
     else:  # the board before is gone (a batch run rewrote it): its snapshot
-        diff = board_diff(before, board_rows(board=version.pk))
+        diff = board_diff(before, sql.board_order(version.pk))
     return _record_create(
         diff,
         challenge_id=challenge.pk,

@@ -16,7 +16,6 @@ from typing import Any, NamedTuple
 
 from django.db.models import (
     Exists,
-    F,
     OuterRef,
     Q,
     QuerySet,
@@ -37,7 +36,6 @@ from challenges.models import (
 )
 from challenges.text import row_id
 
-RANK_ORDER = (F("sort_key").asc(), F("created_at").asc())
 PAGE = board_ranking.PAGE  # the checkpoint spacing is the ranking module's: one name, one value
 ROW_FIELDS = (
     "sort_key",
@@ -269,10 +267,6 @@ class LeaderboardPage:
     rows: list[LeaderboardRow]
 
 
-def _entries(version_id: int) -> QuerySet[LeaderboardEntry]:
-    return LeaderboardEntry.objects.filter(version_id=version_id)
-
-
 @dataclass(frozen=True)
 class Breakdown:
     """Why a row's score is what it is: the scorer's details and the attempt's metrics."""
@@ -332,12 +326,6 @@ def _key_params(key: board_ranking.Key) -> list[Any]:
     return [key[0], sql.timestamp(board_ranking.from_us(key[1])), key[2]]
 
 
-def _rows_from_key(
-    version_id: int, key: board_ranking.Key, limit: int, names_at: datetime | None = None
-) -> list[dict[str, Any]]:
-    return _rows_where(version_id, "from_key", _key_params(key), limit, names_at)
-
-
 def _rows_named(
     version_id: int, text: str, limit: int, names_at: datetime | None = None
 ) -> list[dict[str, Any]]:
@@ -354,7 +342,8 @@ def _slice(
         return []
     j = min(offset // PAGE, len(ranking.keys) - 1)
     start = j * PAGE
-    values = _rows_from_key(ranking.version_id, ranking.keys[j], offset - start + limit, names_at)
+    params = _key_params(ranking.keys[j])
+    values = _rows_where(ranking.version_id, "from_key", params, offset - start + limit, names_at)
     ranks = board_ranking.assign_ranks(_ties(values), place=start, rank=ranking.ranks[j])
     skip = offset - start
     return _rows(values[skip:], ranks[skip:])

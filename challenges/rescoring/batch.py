@@ -36,7 +36,7 @@ from django.utils import timezone
 
 from challenges import enqueue
 from challenges.events import moments
-from challenges.leaderboards import exclusions, freeze, history, scores
+from challenges.leaderboards import exclusions, freeze, history, scores, sql
 from challenges.models import (
     Attempt,
     AttemptScore,
@@ -269,7 +269,7 @@ def batch_run(*, challenge_id: int) -> BatchRun | None:
         if locked.active_version_id != version.pk:  # a rescore switched meanwhile
             transaction.on_commit(lambda: batch_request(challenge_id=challenge_id))
             return None
-        before = history.board_rows(board=version.pk)
+        before = sql.board_order(version.pk)
         covered, public = _write(version, ids, results)
         now = timezone.now()
         if public:  # same version, new scores: cached pages are keyed by updated_at

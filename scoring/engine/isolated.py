@@ -46,7 +46,6 @@ class IsolatedScorer:
         self._reader: FrameReader | None = None
         self._pid_owner = 0
         self._lock = threading.Lock()
-        self.restarts = 0
 
     # -- process management --------------------------------------------------------
     def _start(self) -> None:
@@ -161,7 +160,7 @@ class IsolatedScorer:
             try:
                 kind, *rest = json.loads(self._reader.read(deadline))
             except FrameTimeout:
-                self._restart()
+                self.stop()
                 outcomes.append(failed(f"timed out after {timeout_ms} ms"))
                 return index + 1
             except (FrameEOF, ValueError):
@@ -171,7 +170,7 @@ class IsolatedScorer:
                         code = self._proc.wait(timeout=1)
                     except subprocess.TimeoutExpired:
                         pass  # alive but talking nonsense: killed below
-                self._restart()
+                self.stop()
                 outcomes.append(failed(f"the scorer process died (exit code {code})"))
                 return index + 1
             if kind == "ok":
@@ -179,10 +178,6 @@ class IsolatedScorer:
             else:
                 outcomes.append(failed(str(rest[0])))
         return count
-
-    def _restart(self) -> None:
-        self.restarts += 1
-        self.stop()
 
 
 _POOL: dict[str, IsolatedScorer] = {}

@@ -32,7 +32,6 @@ import threading
 from types import ModuleType
 from typing import Any
 
-PACKAGE = "services"
 # legacy name → the Podium module it re-exports ("" for a namespace-like package)
 SERVED: dict[str, str] = {
     "services": "",

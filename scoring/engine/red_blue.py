@@ -29,9 +29,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
-RED_BLUE_RATIO = "red_blue_ratio"
 MAX_SUITE = 20
-MAX_RATING = 10
 
 
 @dataclass(frozen=True)

@@ -190,8 +190,6 @@ class ScorerList:
     """Scores attempts with every per-attempt scorer of a list; never raises for what a
     snippet does. ``score_many`` takes the attempts' payloads, as SnippetScorer's does."""
 
-    needs_payloads = True
-
     def __init__(
         self,
         scorers: Sequence[Mapping[str, Any]],

@@ -478,8 +478,6 @@ class SnippetScorer:
     """Scores attempts by running the snippet in the sandbox; never raises for what the
     snippet does. ``score_many`` takes the attempts' payloads beside the usual items."""
 
-    needs_payloads = True
-
     def __init__(self, setup: SnippetSetup, sandbox: Sandbox):
         self.strategy = get_strategy(PYTHON)
         prepared = prepare(setup.code, setup.config)

@@ -47,7 +47,6 @@ class SandboxPool:
         self.size = max(1, size)
         self.cap = max(1, self.size - 1)  # one program never holds every worker
         self.popen = popen
-        self.restarts = 0  # workers killed for a timeout or found dead (for tests, stats)
         self.spawned = 0
         self._idle: dict[tuple[Any, ...], list[Worker]] = {}
         self._held: dict[tuple[Any, ...], int] = {}  # busy workers per program

@@ -46,7 +46,6 @@ class Workers(Protocol):
     """Where a run takes its workers from and gives them back (``pool.SandboxPool``):
     this module needs only that, not the pool."""
 
-    restarts: int
     cap: int  # the most workers one program may hold at once
 
     def checkout(self, program: Program, wait: bool) -> Worker | None: ...
@@ -345,7 +344,6 @@ class _Run:
 
     def _on_timeout(self, worker: Worker, flight: _Flight, now: float) -> None:
         self.busy.pop(worker, None)
-        self.pool.restarts += 1
         self.pool.discard(worker)
         if flight.phase == "spawned":
             self._fail_pending(f"the sandbox worker did not start within {START_TIMEOUT_S:g} s")
@@ -360,7 +358,6 @@ class _Run:
 
     def _on_death(self, worker: Worker, flight: _Flight) -> None:
         self.busy.pop(worker, None)
-        self.pool.restarts += 1
         # Wait for its exit status (for the reason) no longer than the next deadline of
         # this run's other workers: a worker that closes its pipe and lives on delays no kill.
         now = time.monotonic()
@@ -374,7 +371,6 @@ class _Run:
 
     def _on_invalid(self, worker: Worker, flight: _Flight, what: str) -> None:
         self.busy.pop(worker, None)
-        self.pool.restarts += 1
         self.pool.discard(worker)
         error = f"the sandbox worker sent {what}"
         if flight.phase != "batch":

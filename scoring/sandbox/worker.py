@@ -74,8 +74,7 @@ def _encoder():
             None, None, json.encoder.encode_basestring_ascii, None, ":", ",", False, False, False
         )
         return lambda obj: "".join(enc(obj, 0))
-    dumps = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
-    return dumps
+    return json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
 
 
 _encode = _encoder()
