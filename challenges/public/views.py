@@ -58,33 +58,31 @@ def _asked(request: HttpRequest, challenge: Challenge, shape: str) -> BoardQuery
     return board_query(challenge, shape, request.GET, viewer_of(request.user))
 
 
-@require_safe
-def challenge_detail(request: HttpRequest, slug: str) -> HttpResponse:
+def _board_response(
+    request: HttpRequest, slug: str, shape: str, headers: dict[str, str] | None = None
+) -> HttpResponse:
+    """The board page or fragment: the friendly 404 for an unknown challenge or page."""
     challenge = selectors.challenge_public(slug=slug)
     if challenge is None:
         return not_found(request, slug=slug)
-    if challenge.format == ChallengeFormat.RED_BLUE:
+    if shape == "page" and challenge.format == ChallengeFormat.RED_BLUE:
         return red_blue_page(request, challenge)
     try:
-        html = read.board_read(_asked(request, challenge, "page"))
+        html = read.board_read(_asked(request, challenge, shape))
     except read.PageOutOfRange as past:
         return not_found(request, "page", slug=slug, pages=past.args[0])
-    return HttpResponse(html)
+    return HttpResponse(html, headers=headers)
+
+
+@require_safe
+def challenge_detail(request: HttpRequest, slug: str) -> HttpResponse:
+    return _board_response(request, slug, "page")
 
 
 @require_safe
 def challenge_board(request: HttpRequest, slug: str) -> HttpResponse:
     """The leaderboard fragment alone: what the live refresh swaps in."""
-    challenge = selectors.challenge_public(slug=slug)
-    if challenge is None:
-        return not_found(request, slug=slug)
-    try:
-        html = read.board_read(_asked(request, challenge, "board"))
-    except read.PageOutOfRange as past:
-        return not_found(request, "page", slug=slug, pages=past.args[0])
-    response = HttpResponse(html)
-    response["Cache-Control"] = "no-cache"
-    return response
+    return _board_response(request, slug, "board", {"Cache-Control": "no-cache"})
 
 
 @require_safe
