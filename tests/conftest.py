@@ -78,16 +78,12 @@ def _fresh_cache():
     # Throttle counters and cached fragments live in the cache: no test sees another's.
     from django.core.cache import cache
 
-    from challenges.collections import selectors as collections
     from challenges.leaderboards import evaluation, kept
-    from challenges.redblue import standings_cache as red_blue
 
     def forget() -> None:
         cache.clear()
         kept.local_clear()  # the process's copies of kept builds
         evaluation.checks_clear()
-        red_blue.local_clear()
-        collections.kept_clear()
 
     forget()
     yield

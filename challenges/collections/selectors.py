@@ -20,7 +20,7 @@ from challenges.collections.standings import BoardRow, Cell, Standing, standings
 from challenges.leaderboards import freeze
 from challenges.leaderboards import ranking as board_ranking
 from challenges.leaderboards import selectors as boards
-from challenges.leaderboards.kept import kept, local_clear
+from challenges.leaderboards.kept import kept
 from challenges.models import Attempt, Challenge, Collection, CollectionMember
 from challenges.text import row_id
 
@@ -99,19 +99,16 @@ class CollectionBoard:
         return next((s for s in self.standings if s.player == external_id), None)
 
 
+def _rows(boards_read: list[int | None]) -> list[list[BoardRow]]:
+    return [list(_cells(board)) if board is not None else [] for board in boards_read]
+
+
 # Standings by what they are computed from: the collection as saved, and per member the
 # challenge as saved, the board the public reads and that board's ranking token (every
 # change of a board's rows gives its ranking a new token once re-ranked: entries written,
 # hides, renames, deletions; so the standings lag new attempts exactly as long as the
 # member boards' ranks may, PODIUM_RANKING_MAX_AGE_MS). Kept in the cache and in this
 # process (``leaderboards.kept``).
-kept_clear = local_clear  # for tests: forget this process's copies
-
-
-def _rows(boards_read: list[int | None]) -> list[list[BoardRow]]:
-    return [list(_cells(board)) if board is not None else [] for board in boards_read]
-
-
 def collection_board(*, collection: Collection) -> CollectionBoard:
     """The collection's standings over its members' public boards, kept until a member
     board's ranking changes."""

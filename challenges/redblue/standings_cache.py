@@ -26,7 +26,6 @@ from django.db.models.signals import post_delete, post_save
 from django.dispatch import receiver
 
 from challenges.leaderboards.kept import kept as kept_build
-from challenges.leaderboards.kept import local_clear as kept_local_clear
 from challenges.models import (
     Challenge,
     ChallengeFormat,
@@ -70,9 +69,6 @@ def kept(key: tuple[Any, ...], build: Callable[[], Any]) -> Any:
     """What ``build`` makes, kept under ``key`` (which must name the generation), in this
     process too (``leaderboards.kept``)."""
     return kept_build("redblue", key, build, ttl=3600, local=True)
-
-
-local_clear = kept_local_clear  # for tests: forget this process's copies
 
 
 @receiver(post_save, sender=PlayerHide, dispatch_uid="podium-redblue-hide-saved")
