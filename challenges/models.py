@@ -732,7 +732,20 @@ class PlayerHide(models.Model):
         return f"{self.player} hidden from {where}"
 
 
-class AuditEvent(models.Model):
+class AppendOnly:
+    """A model's rows are never updated or deleted once saved: ``save`` and ``delete``
+    refuse, naming the model."""
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        if self.pk is not None and not self._state.adding:
+            raise ValueError(f"{self._meta.verbose_name_plural.capitalize()} are append-only.")
+        super().save(*args, **kwargs)
+
+    def delete(self, *args: Any, **kwargs: Any) -> Any:
+        raise ValueError(f"{self._meta.verbose_name_plural.capitalize()} are append-only.")
+
+
+class AuditEvent(AppendOnly, models.Model):
     """One change of what players see: who, when, from where, what (before/after), why.
 
     Append-only: the admin and the API offer no change or delete, ``save`` refuses to
@@ -782,14 +795,6 @@ class AuditEvent(models.Model):
     def __str__(self) -> str:
         return f"{self.kind} by {self.actor_name or 'system'} via {self.via}"
 
-    def save(self, *args: Any, **kwargs: Any) -> None:
-        if self.pk is not None and not self._state.adding:
-            raise ValueError("Audit events are append-only.")
-        super().save(*args, **kwargs)
-
-    def delete(self, *args: Any, **kwargs: Any) -> Any:
-        raise ValueError("Audit events are append-only.")
-
 
 class IdempotencyRecord(models.Model):
     """The first response to an attempts POST that carried an ``Idempotency-Key``: a
@@ -816,7 +821,7 @@ class IdempotencyRecord(models.Model):
         return f"Idempotency key {self.key!r} of user {self.user_id}"
 
 
-class HistoryRecord(models.Model):
+class HistoryRecord(AppendOnly, models.Model):
     """What one switch of a challenge's active version did to its board, for the public
     (challenges/leaderboards/history.py computes it from the two boards' entries, which
     already leave out practice, hidden attempts and hidden players).
@@ -859,14 +864,6 @@ class HistoryRecord(models.Model):
 
     def __str__(self) -> str:
         return f"{self.challenge_id}: version {self.version_id} ({self.reason})"
-
-    def save(self, *args: Any, **kwargs: Any) -> None:
-        if self.pk is not None and not self._state.adding:
-            raise ValueError("History records are append-only.")
-        super().save(*args, **kwargs)
-
-    def delete(self, *args: Any, **kwargs: Any) -> Any:
-        raise ValueError("History records are append-only.")
 
 
 class HistoryDue(models.Model):
