@@ -183,16 +183,21 @@ class _Local:
         self.builds: OrderedDict[str, tuple[Any, float | None]] = OrderedDict()
         self.lock = threading.Lock()  # threaded web processes share it
 
-    def get(
-        self, key: str, settled: Settled, activity: Any, minute: datetime | None
-    ) -> _Built | None:
-        """The build kept under ``key`` if it is what this read would serve."""
+    def _found(self, key: str) -> tuple[Any, float | None] | None:
+        """The entry under ``key``, now the most recently used (None: none, or not kept)."""
         if not local_on():
             return None
         with self.lock:
             found = self.builds.get(key)
             if found is not None:
                 self.builds.move_to_end(key)
+        return found
+
+    def get(
+        self, key: str, settled: Settled, activity: Any, minute: datetime | None
+    ) -> _Built | None:
+        """The build kept under ``key`` if it is what this read would serve."""
+        found = self._found(key)
         if found is None:
             return None
         built, recheck_at = found
@@ -208,12 +213,7 @@ class _Local:
 
     def recall(self, key: str) -> Any:
         """What ``put`` kept under ``key`` as it is (a plain ``kept(local=True)`` value)."""
-        if not local_on():
-            return None
-        with self.lock:
-            found = self.builds.get(key)
-            if found is not None:
-                self.builds.move_to_end(key)
+        found = self._found(key)
         return None if found is None else found[0]
 
     def put(self, key: str, built: Any, *, recheck: bool = False) -> None:
