@@ -81,14 +81,14 @@ class WeightedScorer:
     def score_many(
         self, items: Sequence[tuple[AttemptMetrics, ScoringContext]], config: dict[str, Any]
     ) -> list[ScoringResult]:
-        """The same formula over a batch (a rescore scores a million attempts)."""
+        """The formula over a batch (a rescore scores a million attempts)."""
         bonus_w, rating_w, time_w, token_w = self._weights(config)
         results: list[ScoringResult] = []
         append = results.append
         for metrics, _ in items:
             bonus = bonus_w if metrics.succeeded else 0.0
             rating_part = (metrics.rating or 0) * rating_w
-            time_part = (metrics.elapsed_ms or 0) / 1000.0 * time_w  # same rounding as score()
+            time_part = (metrics.elapsed_ms or 0) / 1000.0 * time_w
             token_part = (metrics.tokens_total or 0) * token_w
             total = bonus + rating_part - time_part - token_part
             details = _details(bonus, rating_part, time_part, token_part)
@@ -101,16 +101,7 @@ class WeightedScorer:
     def score(
         self, metrics: AttemptMetrics, config: dict[str, Any], ctx: ScoringContext
     ) -> ScoringResult:
-        bonus_w, rating_w, time_w, token_w = self._weights(config)
-        bonus = bonus_w if metrics.succeeded else 0.0
-        rating_part = (metrics.rating or 0) * rating_w
-        time_part = (metrics.elapsed_ms or 0) / 1000.0 * time_w
-        token_part = (metrics.tokens_total or 0) * token_w
-        total = bonus + rating_part - time_part - token_part
-        details = _details(bonus, rating_part, time_part, token_part)
-        if total < 0:
-            details["clamped_from"] = total
-        return {"score": max(total, 0.0), "details": details}
+        return self.score_many([(metrics, ctx)], config)[0]
 
 
 DEFAULTS: dict[str, float] = schema_defaults(WeightedScorer.config_schema)
