@@ -15,6 +15,7 @@ from challenges.boards.markdown import render_markdown
 from challenges.leaderboards.selectors import PAGE
 from challenges.models import Challenge, RedBlueScoring
 from challenges.redblue import selectors, standings_cache
+from challenges.text import page_number
 
 POLICY_WORDS = {
     "latest_best": "the newest",
@@ -22,13 +23,6 @@ POLICY_WORDS = {
     "round_robin": "the one met least often so far",
     "request_new_if_none": "the newest not met yet (or it waits for a new one)",
 }
-
-
-def _page(raw: str | None) -> int:
-    try:
-        return max(1, int(raw or "1"))
-    except ValueError:
-        return 1
 
 
 def _board(rows: list[selectors.PlayerPoints], page: int) -> dict[str, Any]:
@@ -85,7 +79,8 @@ def red_blue_page(request: HttpRequest, challenge: Challenge) -> HttpResponse:
         and challenge.closes_at is not None
         and now >= challenge.closes_at
     )
-    red_page, blue_page = _page(request.GET.get("red_page")), _page(request.GET.get("blue_page"))
+    red_page = page_number(request.GET.get("red_page"))
+    blue_page = page_number(request.GET.get("blue_page"))
     key = (
         "page",
         challenge.pk,
