@@ -3,8 +3,6 @@ history (paginated) with the same breakdowns as the leaderboard."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
@@ -33,24 +31,21 @@ def player_detail(request: HttpRequest, slug: str, external_id: str) -> HttpResp
     setup = challenge.active_version or challenge
     strategy = setup.scoring_strategy
     now = timezone.now()
-    history: list[dict[str, Any]] = []
-    for item in found.items:
-        history.append(
-            {
-                "id": item.attempt_id,
-                "when": display.relative_time(item.created_at, now),
-                "when_exact": display.exact_time(item.created_at),
-                "when_iso": item.created_at.isoformat(),
-                "metrics": display.metric_cells(item.metrics),
-                "value": (
-                    display.format_value(item.score, strategy, setup)
-                    if item.score is not None
-                    else ""
-                ),
-                "terms": display.breakdown(item.details, {}),  # metrics have a column
-                "counts": item.counts,
-            }
-        )
+    history = [
+        {
+            "id": item.attempt_id,
+            "when": display.relative_time(item.created_at, now),
+            "when_exact": display.exact_time(item.created_at),
+            "when_iso": item.created_at.isoformat(),
+            "metrics": display.metric_cells(item.metrics),
+            "value": (
+                display.format_value(item.score, strategy, setup) if item.score is not None else ""
+            ),
+            "terms": display.breakdown(item.details, {}),  # metrics have a column
+            "counts": item.counts,
+        }
+        for item in found.items
+    ]
     row = found.row
     best = None
     if row is not None:
