@@ -103,29 +103,24 @@ def challenge_charts(request: HttpRequest, slug: str) -> HttpResponse:
 
 
 # --- export ------------------------------------------------------------------------------
-def _attachment(response: HttpResponse, challenge: Challenge, extension: str) -> HttpResponse:
-    response["Content-Disposition"] = (
-        f'attachment; filename="{challenge.slug}-leaderboard.{extension}"'
-    )
-    return response
+def _export(request: HttpRequest, slug: str, shape: str, content_type: str) -> HttpResponse:
+    """The board as a file: streamed, or whole when it is one str (an aggregate board's
+    JSON); the friendly 404 for an unknown challenge."""
+    challenge = selectors.challenge_public(slug=slug)
+    if challenge is None:
+        return not_found(request, slug=slug)
+    body = read.board_read(_asked(request, challenge, shape))
+    kind = HttpResponse if isinstance(body, str) else StreamingHttpResponse
+    extension = "csv" if shape == "csv" else "json"
+    disposition = f'attachment; filename="{challenge.slug}-leaderboard.{extension}"'
+    return kind(body, content_type=content_type, headers={"Content-Disposition": disposition})
 
 
 @require_safe
 def export_csv(request: HttpRequest, slug: str) -> HttpResponse:
-    challenge = selectors.challenge_public(slug=slug)
-    if challenge is None:
-        return not_found(request, slug=slug)
-    chunks = read.board_read(_asked(request, challenge, "csv"))
-    response = StreamingHttpResponse(chunks, content_type="text/csv; charset=utf-8")
-    return _attachment(response, challenge, "csv")
+    return _export(request, slug, "csv", "text/csv; charset=utf-8")
 
 
 @require_safe
 def export_json(request: HttpRequest, slug: str) -> HttpResponse:
-    challenge = selectors.challenge_public(slug=slug)
-    if challenge is None:
-        return not_found(request, slug=slug)
-    body = read.board_read(_asked(request, challenge, "export"))  # whole, or chunks
-    kind = HttpResponse if isinstance(body, str) else StreamingHttpResponse
-    response = kind(body, content_type="application/json")
-    return _attachment(response, challenge, "json")
+    return _export(request, slug, "export", "application/json")
