@@ -254,6 +254,10 @@ except ValueError as exc:  # unknown scheme and the like
 # A connection kept between requests (CONN_MAX_AGE) is checked before its first use in a
 # request: after a database restart, the first request reconnects instead of failing.
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    # The same backend, with a health check that polls the socket instead of a round
+    # trip per request (config/postgresql/base.py).
+    DATABASES["default"]["ENGINE"] = "config.postgresql"
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"]["CONN_MAX_AGE"] = 0
     DATABASES["default"]["OPTIONS"] = {
@@ -270,7 +274,7 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 # Podium's locks and settings are transaction-level already (leaderboards/sql.py).
 PODIUM_DATABASE_POOLER = env_choice("PODIUM_DATABASE_POOLER", "none", ("none", "pgbouncer"))
 if PODIUM_DATABASE_POOLER == "pgbouncer":
-    if DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql":
+    if DATABASES["default"]["ENGINE"] != "config.postgresql":
         raise ImproperlyConfigured(
             "PODIUM_DATABASE_POOLER=pgbouncer needs a postgres:// DATABASE_URL"
         )

@@ -173,3 +173,31 @@ def test_a_read_that_cannot_reach_the_database_is_tried_again_before_a_503(
     response = integration_api.post(attempts_url(challenge.pk), body, format="json")
     assert (response.status_code, len(calls)) == (503, 1)  # a write: not run again here
     assert not is_database_error(ConnectionError("the broker"))  # nor a read the broker failed
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_health_check_asks_the_server_nothing_and_sees_a_terminated_session():
+    """CONN_HEALTH_CHECKS' check (config/postgresql/base.py) polls the socket: a live
+    idle connection passes without a query sent, one the server terminated fails."""
+    if connection.vendor != "postgresql":
+        pytest.skip("PostgreSQL: a server-side terminated session")
+    import time
+
+    assert settings.DATABASES["default"]["ENGINE"] == "config.postgresql"
+    connection.ensure_connection()
+    raw = connection.connection
+    sent = []
+    raw.add_notice_handler(lambda notice: sent.append(notice))
+    real_cursor = raw.cursor
+    raw.cursor = lambda *a, **k: sent.append("cursor") or real_cursor(*a, **k)
+    try:
+        assert connection.is_usable() and sent == []
+    finally:
+        raw.cursor = real_cursor
+    with psycopg.connect(_dsn(), autocommit=True) as other:
+        other.execute("SELECT pg_terminate_backend(%s)", [raw.info.backend_pid])
+    deadline = time.monotonic() + 5
+    while connection.is_usable() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not connection.is_usable()
+    connection.close()
