@@ -395,10 +395,10 @@ PODIUM_SCORING_CHUNK = env_int("PODIUM_SCORING_CHUNK", 20_000, minimum=1)
 # needs one, so a burst of attempts costs one run; and the most attempts one run takes.
 PODIUM_BATCH_DEBOUNCE_MS = env_int("PODIUM_BATCH_DEBOUNCE_MS", 2000)
 PODIUM_BATCH_MAX_ATTEMPTS = env_int("PODIUM_BATCH_MAX_ATTEMPTS", 50_000, minimum=1)
-# Rescore watchdog: a queued or running job with no progress for this many seconds is
-# resumed (its unfinished chunks sent again); it looks every PODIUM_WATCHDOG_EVERY_S.
 # Idempotency-Key of attempt POSTs: how long a key's first response is kept (>= 24 h).
 PODIUM_IDEMPOTENCY_KEEP_H = env_int("PODIUM_IDEMPOTENCY_KEEP_H", 48, minimum=24)
+# Rescore watchdog: a queued or running job with no progress for this many seconds is
+# resumed (its unfinished chunks sent again); it looks every PODIUM_WATCHDOG_EVERY_S.
 PODIUM_RESCORE_STALL_S = env_int("PODIUM_RESCORE_STALL_S", 60, minimum=1)
 PODIUM_WATCHDOG_EVERY_S = env_int("PODIUM_WATCHDOG_EVERY_S", 15, minimum=1)
 # Scores of a version neither active nor kept (challenges/leaderboards/partitions.py)

@@ -1,5 +1,5 @@
 """Reads under steady ingestion build nothing (issue 16): the worker that computes a new
-ranking builds the public page and fragment ahead (``public.views.boards_build_ahead``),
+ranking builds the public page and fragment ahead (``boards.read.boards_build_ahead``),
 and until it has, readers of a lagging board serve what was built from the previous
 ranking of the same lineage (``kept.kept_board``) — never past the ranks' lag, never
 across a deletion, a hide or a rename. A current board whose new attempts changed no
