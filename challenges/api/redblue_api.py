@@ -20,7 +20,7 @@ from rest_framework.views import APIView
 
 from challenges.api.competition_api import conflict, refusal_response
 from challenges.api.fields import StrictCharField, StrictIntegerField
-from challenges.api.serializers import StrictSerializer, query_validated, validated
+from challenges.api.serializers import QuerySerializer, StrictSerializer, query_validated, validated
 from challenges.api.views import BodyCheckedMixin
 from challenges.ingestion import admission, idempotency
 from challenges.leaderboards import precision
@@ -198,18 +198,10 @@ class SubmissionCreate(_RedBlueView):
 
 
 # --- the judge ----------------------------------------------------------------------------
-class PairingsQuery(serializers.Serializer):
+class PairingsQuery(QuerySerializer):
+    integers = ("limit",)
     status = serializers.ChoiceField(choices=["pending", "judged"], required=False)
     limit = StrictIntegerField(min_value=1, max_value=500, required=False, default=100)
-
-    def to_internal_value(self, data: Any) -> Any:
-        converted = {k: v for k, v in data.items() if k in self.fields}
-        if "limit" in converted:
-            try:
-                converted["limit"] = int(converted["limit"])
-            except ValueError:
-                raise serializers.ValidationError({"limit": ["Must be an integer."]}) from None
-        return super().to_internal_value(converted)
 
 
 class PairingSide(serializers.Serializer):
@@ -343,20 +335,12 @@ class JudgementCreate(BodyCheckedMixin, APIView):
 
 
 # --- the public standings -------------------------------------------------------------------
-class StandingsQuery(serializers.Serializer):
+class StandingsQuery(QuerySerializer):
     """``?limit=&offset=`` of the standings' player boards, as a leaderboard's."""
 
+    integers = ("limit", "offset")
     limit = StrictIntegerField(min_value=1, max_value=500, required=False, default=50)
     offset = StrictIntegerField(min_value=0, max_value=10**9, required=False, default=0)
-
-    def to_internal_value(self, data: Any) -> Any:
-        converted = {k: v for k, v in data.items() if k in self.fields}
-        for key in converted:  # query strings are text: digits become ints first
-            try:
-                converted[key] = int(converted[key])
-            except ValueError:
-                raise serializers.ValidationError({key: ["Must be an integer."]}) from None
-        return super().to_internal_value(converted)
 
 
 _STANDINGS_QUERY = StandingsQuery()
