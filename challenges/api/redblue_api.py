@@ -246,8 +246,8 @@ def _pairing_out(p: Pairing, suite: list[str]) -> dict[str, Any]:
         "created_at": iso_z(p.created_at),
         "categories": p.categories,
         "rating": p.rating,
-        "red_points": precision.served(p.red_points) if p.red_points is not None else None,
-        "blue_points": precision.served(p.blue_points) if p.blue_points is not None else None,
+        "red_points": precision.served(p.red_points),
+        "blue_points": precision.served(p.blue_points),
         "points_error": p.points_error,
     }
 

@@ -26,7 +26,7 @@ WEIGHTED_LABELS = {"base": "Success bonus", "rating_contribution": "Rating bonus
 SUBTRACTED = ("time_penalty", "token_penalty")
 
 
-def format_value(score: float, strategy: str, setup: Any = None) -> str:
+def format_value(score: float, strategy: str) -> str:
     """The leaderboard value in the unit the strategy or scorer defines: a time, tokens,
     a rating out of 10, a weighted scorer's points; a snippet's score is a plain number
     (a 0/1 score reads 1, never "1.00 pts")."""
