@@ -153,9 +153,7 @@ def _validate_plugin(setup: dict[str, Any], out: dict[str, Any], errors: dict[st
     except RegistryError as exc:
         errors["scoring_plugin_id"] = f"The plugin cannot be loaded: {exc}"
     except ConfigError as exc:
-        errors["scoring_config"] = "; ".join(
-            f"{key}: {msg}" if key else msg for key, msg in exc.errors.items()
-        )
+        errors["scoring_config"] = exc.field_message
 
 
 def _validate_snippet(setup: dict[str, Any], out: dict[str, Any], errors: dict[str, str]) -> None:
@@ -169,9 +167,7 @@ def _validate_snippet(setup: dict[str, Any], out: dict[str, Any], errors: dict[s
     try:
         out["scoring_config"] = config = validate_config(None, config)
     except ConfigError as exc:
-        errors["scoring_config"] = "; ".join(
-            f"{key}: {msg}" if key else msg for key, msg in exc.errors.items()
-        )
+        errors["scoring_config"] = exc.field_message
         config = {}
     out["scoring_code"] = code = code_normalise(setup.get("scoring_code"))
     prepared = None

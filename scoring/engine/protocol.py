@@ -204,3 +204,8 @@ class ConfigError(ValueError):
     def __init__(self, errors: dict[str, str]):
         self.errors = errors
         super().__init__("; ".join(f"{k or '(config)'}: {v}" for k, v in errors.items()))
+
+    @property
+    def field_message(self) -> str:
+        """The errors as one field error: each after its path, the whole object's alone."""
+        return "; ".join(f"{k}: {v}" if k else v for k, v in self.errors.items())

@@ -107,9 +107,7 @@ def validate_scorers(scorers: Any, rank_by: Any) -> tuple[list[dict[str, Any]], 
         try:
             config = validate_config(None, {} if config is None else config)
         except ConfigError as exc:
-            errors[f"{where}.config"] = "; ".join(
-                f"{k}: {m}" if k else m for k, m in exc.errors.items()
-            )
+            errors[f"{where}.config"] = exc.field_message
             config = {}
         code = raw.get("compute_scores_snippet")
         try:
