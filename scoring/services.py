@@ -27,6 +27,7 @@ from scoring.engine.protocol import (
     ScoringContext,
 )
 from scoring.engine.runner import Scorer, ScoringSetup, build_scorer
+from scoring.engine.scorers_list import FIELDS as SCORER_FIELDS
 from scoring.engine.scorers_list import ScorerList, ScorersInvalid, validate_scorers
 from scoring.engine.snippet import (
     AttemptPayload,
@@ -200,14 +201,7 @@ def _fold_single(setup: dict[str, Any]) -> dict[str, Any] | None:
     only = scorers[0]
     if only.get("key") or only.get("purpose", "score") != "score":
         return None
-    if only.get("type", "python") != "python" or set(only) - {
-        "type",
-        "purpose",
-        "display_name",
-        "compute_scores_snippet",
-        "config",
-        "metrics",
-    }:
+    if only.get("type", "python") != "python" or not set(only) <= set(SCORER_FIELDS) - {"key"}:
         return None
     if any(setup.get(name) for name in ("scoring_code", "score_key", "scoring_config", "metrics")):
         return None  # both forms at once: the list's validation names the clash
