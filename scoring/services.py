@@ -23,6 +23,7 @@ from scoring.engine.protocol import (
     MAX_TIMEOUT_MS,
     AttemptMetrics,
     ConfigError,
+    FieldErrors,
     RegistryError,
     ScoringContext,
 )
@@ -38,12 +39,8 @@ from scoring.engine.snippet import (
 from scoring.project_registry import registry
 
 
-class SetupInvalid(ValueError):
+class SetupInvalid(FieldErrors):
     """A scoring setup that cannot be saved; ``errors`` maps a field name to a message."""
-
-    def __init__(self, errors: dict[str, str]):
-        self.errors = errors
-        super().__init__("; ".join(f"{k}: {v}" for k, v in errors.items()))
 
 
 def setup_validate(*, setup: dict[str, Any]) -> dict[str, Any]:

@@ -17,14 +17,11 @@ from challenges.models import (
     CollectionMember,
     CollectionStrategy,
 )
+from scoring.engine.protocol import FieldErrors
 
 
-class CollectionInvalid(ValueError):
+class CollectionInvalid(FieldErrors):
     """A collection the service refuses: ``errors`` maps each field to its message."""
-
-    def __init__(self, errors: dict[str, str]):
-        super().__init__("; ".join(f"{k}: {v}" for k, v in errors.items()))
-        self.errors = errors
 
 
 def _unique_slug(name: str) -> str:

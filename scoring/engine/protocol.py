@@ -194,6 +194,15 @@ class RegistryError(ValueError):
     """A plugin id or entrypoint that the registry refuses."""
 
 
+class FieldErrors(ValueError):
+    """Input refused field by field: ``errors`` maps each field (or a path in it) to a
+    message, and the exception's text lists them all."""
+
+    def __init__(self, errors: dict[str, str]):
+        self.errors = errors
+        super().__init__("; ".join(f"{k}: {v}" for k, v in errors.items()))
+
+
 class ConfigError(ValueError):
     """A config that does not fit a plugin's ``config_schema``.
 

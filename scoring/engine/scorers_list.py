@@ -35,7 +35,7 @@ from typing import Any
 from .config import validate_config
 from .metrics import MetricsInvalid, validate_metrics
 from .outcome import Outcome
-from .protocol import AttemptMetrics, ConfigError, ScoringContext
+from .protocol import AttemptMetrics, ConfigError, FieldErrors, ScoringContext
 from .shims import batch_check
 from .snippet import (
     AttemptPayload,
@@ -60,13 +60,9 @@ FIELDS = ("key", "type", "display_name", "purpose", "compute_scores_snippet", "c
 PENDING = "pending: waiting for the next batch run"
 
 
-class ScorersInvalid(ValueError):
+class ScorersInvalid(FieldErrors):
     """A scorers list that cannot be saved; ``errors`` maps a field path
     (``scorers[2].config``, ``rank_by``) to a message."""
-
-    def __init__(self, errors: dict[str, str]):
-        self.errors = errors
-        super().__init__("; ".join(f"{k}: {v}" for k, v in errors.items()))
 
 
 def validate_scorers(scorers: Any, rank_by: Any) -> tuple[list[dict[str, Any]], str]:
