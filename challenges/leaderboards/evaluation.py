@@ -58,13 +58,14 @@ from scoring.engine.uncertainty import (
     SAMPLES_MAX,
     SAMPLES_MIN,
     IntervalSetup,
-    PlayerInterval,
     board_intervals,
 )
 
 KEY_MAX = 64  # sample_key and slice_by: a field name of ``sample``
 SLICES_MAX = 200  # slices computed per board (the most attempts first)
 SLICE_MAX = 200  # characters of a slice's value (EvaluationBoard.slice); longer: no slice
+# A stored row (EvaluationBoard.rows): an IntervalRow's fields, but the names, in order.
+STORED_ROW = ("player", "score", "n", "ci_low", "ci_high", "rank", "rank_low", "rank_high", "tier")
 AGGREGATE_RULE = (
     "This board ranks each player by the {statistic} of their scores over all their "
     "counted attempts, not by their best attempt. Equal values: the player whose latest "
@@ -317,25 +318,11 @@ def _boards(
                 attempts=result.attempts,
                 items=result.items,
                 paired=result.paired,
-                rows=[_stored(row) for row in result.rows],
+                rows=[[getattr(row, name) for name in STORED_ROW] for row in result.rows],
                 slices=slices if value == "" else {},
             )
         )
     return out
-
-
-def _stored(row: PlayerInterval) -> list[Any]:
-    return [
-        row.player,
-        row.score,
-        row.n,
-        row.ci_low,
-        row.ci_high,
-        row.rank,
-        row.rank_low,
-        row.rank_high,
-        row.tier,
-    ]
 
 
 # --- reading ----------------------------------------------------------------------------
