@@ -45,11 +45,10 @@ def collection_by_slug(slug: str) -> Collection | None:
     return collection_list().filter(slug=slug).first()
 
 
-def collection_challenges(collection: Collection, *, public: bool = True) -> list[Challenge]:
-    """The member challenges in order; for the public, only the active ones (an inactive
+def collection_challenges(collection: Collection) -> list[Challenge]:
+    """The member challenges the public sees, in order: the active ones (an inactive
     challenge's board is not public, so it is no column and counts for no one)."""
-    found = [m.challenge for m in collection.members.all()]
-    return [c for c in found if c.is_active] if public else found
+    return [m.challenge for m in collection.members.all() if m.challenge.is_active]
 
 
 def _cells(board_id: int) -> Iterator[BoardRow]:

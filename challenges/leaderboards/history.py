@@ -182,7 +182,6 @@ def history_record(
     reason: str,
     before: Board | None = None,
     switched_at: datetime | None = None,
-    backfilled: bool = False,
 ) -> HistoryRecord:
     """Write the record of a switch to ``version`` from ``previous_version_id`` (call
     after the new board is complete). ``before``: a snapshot of the board before, when
@@ -198,11 +197,10 @@ def history_record(
         previous_version_id=previous_version_id,
         reason=reason,
         switched_at=switched_at or timezone.now(),
-        backfilled=backfilled,
     )
 
 
-def _record_create(diff: Diff, *, backfilled: bool = False, **fields: Any) -> HistoryRecord:
+def _record_create(diff: Diff, **fields: Any) -> HistoryRecord:
     return HistoryRecord.objects.create(
         **fields,
         players_before=diff.players_before,
@@ -212,7 +210,6 @@ def _record_create(diff: Diff, *, backfilled: bool = False, **fields: Any) -> Hi
         left_top=_named(diff.left_top),
         largest_moves=_named(diff.largest_moves),
         kendall_tau=diff.kendall_tau,
-        backfilled=backfilled,
     )
 
 

@@ -354,14 +354,12 @@ def combine(
     rank_key: str,
     results: Mapping[str, Sequence[Any]],
     count: int,
-    batch: Mapping[str, Sequence[Any]] | None = None,
 ) -> list[Outcome]:
-    """One Outcome per attempt from each scorer's Results (``batch``: the batch
-    scorers' Results, when a batch run has them)."""
-    every = {**results, **(batch or {})}
+    """One Outcome per attempt from each scorer's Results (a batch scorer has none here:
+    ``merge_batch`` adds a batch run's)."""
     outcomes = []
     for i in range(count):
-        ranking = every.get(rank_key)
+        ranking = results.get(rank_key)
         if ranking is None:
             details: dict[str, Any] = {"scores": {}, "metadata": {}, "pending": True}
             score, error = None, ""
@@ -373,12 +371,12 @@ def combine(
         qa: dict[str, Any] = {}
         for spec in specs:
             key = spec["key"]
-            if key == rank_key or key not in every:
+            if key == rank_key or key not in results:
                 continue
             if spec.get("purpose", SCORE) == QA:
-                qa[key] = _entry(every[key][i], qa=True)
+                qa[key] = _entry(results[key][i], qa=True)
             else:
-                others[key] = _entry(every[key][i], qa=False)
+                others[key] = _entry(results[key][i], qa=False)
         if others:
             details["scorers"] = others
         if qa:
