@@ -111,10 +111,6 @@ def relative_time(value: datetime, now: datetime) -> str:
     return value.astimezone(UTC).strftime("%Y-%m-%d")  # as the exact times and the admin
 
 
-def _term_label(key: str) -> str:
-    return TERM_LABELS.get(key) or key.replace("_", " ").strip().capitalize()
-
-
 def _term_value(value: Any) -> str | None:
     if isinstance(value, bool):
         return "yes" if value else "no"
@@ -135,7 +131,7 @@ def breakdown(details: Any, metrics: dict[str, Any]) -> list[tuple[str, str]]:
         for key, value in flat.items():
             if key in ("error", "metadata", "scores") or not isinstance(key, str):
                 continue
-            label = _term_label(key)
+            label = TERM_LABELS.get(key) or key.replace("_", " ").strip().capitalize()
             if weighted:
                 label = WEIGHTED_LABELS.get(key, label)
                 if key in SUBTRACTED and isinstance(value, int | float):
