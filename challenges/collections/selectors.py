@@ -77,11 +77,6 @@ def _cells(board_id: int) -> Iterator[BoardRow]:
             yield BoardRow(r.player_external_id, r.display_name, cell)
 
 
-def public_board_id(challenge: Challenge) -> int | None:
-    """The board the public reads of ``challenge`` (its frozen board during a freeze)."""
-    return freeze.board_id(challenge=challenge, user=AnonymousUser())
-
-
 @dataclass(frozen=True)
 class CollectionBoard:
     """A collection's standings: its public member challenges (the columns, in order)
@@ -112,7 +107,8 @@ def collection_board(*, collection: Collection) -> CollectionBoard:
     """The collection's standings over its members' public boards, kept until a member
     board's ranking changes."""
     challenges = collection_challenges(collection)
-    read = [public_board_id(c) for c in challenges]
+    # The board the public reads of each (its frozen board during a freeze).
+    read = [freeze.board_id(challenge=c, user=AnonymousUser()) for c in challenges]
     key = (
         collection.pk,
         collection.updated_at.isoformat(),
