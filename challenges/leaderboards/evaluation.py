@@ -41,7 +41,7 @@ from challenges.fieldsets import BOARD_FIELDS
 from challenges.leaderboards import exclusions, freeze, precision, sql
 from challenges.leaderboards import ranking as board_ranking
 from challenges.leaderboards.metric_counts import challenge_metrics, public_metrics
-from challenges.leaderboards.names import names_as_of
+from challenges.leaderboards.names import names_as_of, names_now
 from challenges.models import (
     Aggregate,
     Attempt,
@@ -50,7 +50,6 @@ from challenges.models import (
     Challenge,
     EvaluationBoard,
     LeaderboardRanking,
-    Player,
     ScoringVersion,
 )
 from scoring.engine import strategies
@@ -516,12 +515,7 @@ def _rows(
     board's), hidden players left out."""
     ids = [row[0] for row in stored]
     hidden = exclusions.hidden_player_ids(challenge_id=challenge.pk, player_ids=ids)
-    names = dict(
-        (pk, (external, name))
-        for pk, external, name in Player.objects.filter(pk__in=ids).values_list(
-            "pk", "external_id", "display_name"
-        )
-    )
+    names = names_now(player_ids=ids)
     if names_at is not None and names:
         past = names_as_of(player_ids=names, at=names_at)
         names = {pk: (external, past.get(pk, name)) for pk, (external, name) in names.items()}

@@ -25,7 +25,8 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from challenges.leaderboards import exclusions, freeze, ranking, selectors, sql
-from challenges.models import Challenge, HistoryDue, HistoryRecord, Player, ScoringVersion
+from challenges.leaderboards.names import names_now
+from challenges.models import Challenge, HistoryDue, HistoryRecord, ScoringVersion
 
 TOP = 10  # k of "entered / left the top k"
 LARGEST = 10  # players listed under largest_moves
@@ -154,13 +155,7 @@ def board_diff(before: Board, after: Board) -> Diff:
 
 
 def _named(items: list[tuple[int, Any, Any]]) -> list[dict[str, Any]]:
-    ids = {item[0] for item in items}
-    names = {
-        pk: (external_id, name)
-        for pk, external_id, name in Player.objects.filter(pk__in=ids).values_list(
-            "pk", "external_id", "display_name"
-        )
-    }
+    names = names_now(player_ids={item[0] for item in items})
     return [
         {
             "player_id": pk,
