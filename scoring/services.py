@@ -279,6 +279,17 @@ def scorer_for(version: Any) -> Scorer:
     return build_scorer(setup_of(version), registry(), pool)
 
 
+def runs_in_process(version: Any) -> bool:
+    """Whether the version's scorer is a plugin this process runs itself (a built-in
+    one: no sandbox, microseconds an attempt); False for a setup that cannot run."""
+    if version.scoring_strategy != strategies.CUSTOM:
+        return False
+    try:
+        return registry().info(version.scoring_plugin_id).runs_in_process
+    except ValueError:
+        return False
+
+
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MS = timedelta(milliseconds=1)
 

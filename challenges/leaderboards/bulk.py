@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import json
+import queue
 import re
 import sys
 import threading
@@ -58,7 +59,7 @@ WRITER_SWITCH_INTERVAL_S = 0.0005
 
 
 @contextmanager
-def writer_thread(work: Callable[[], None]) -> Iterator[None]:
+def writer_thread(work: Callable[[], None]) -> Iterator[threading.Thread]:
     """Run ``work`` in a thread on its own connection while the block runs (the block
     tells it to stop before it ends: the thread is joined then), with a short GIL switch
     interval meanwhile. The writer waits on the socket many times per COPY; each time it
@@ -76,10 +77,57 @@ def writer_thread(work: Callable[[], None]) -> Iterator[None]:
     thread = threading.Thread(target=_on_own_connection, args=(connected_work,), daemon=True)
     thread.start()
     try:
-        yield
+        yield thread
     finally:
         thread.join()
         sys.setswitchinterval(was)
+
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class _Raised:
+    error: BaseException
+
+
+@contextmanager
+def read_ahead(read: Callable[[], T | None]) -> Iterator[Callable[[], T | None]]:
+    """``read`` (called until it gives None) for a loop that works on each item it
+    reads: where ``own_connections``, a thread on its own connection reads the next item
+    while the loop works on the last one, so the database reads while Python scores.
+    The loop's call raises what ``read`` raised."""
+    if not own_connections():
+        yield read
+        return
+    ready: queue.Queue[T | _Raised | None] = queue.Queue(maxsize=1)
+    stop = threading.Event()
+
+    def work() -> None:
+        while not stop.is_set():
+            try:
+                item = read()
+            except BaseException as exc:  # raised in the loop's thread
+                ready.put(_Raised(exc))
+                return
+            ready.put(item)
+            if item is None:
+                return
+
+    def take() -> T | None:
+        item = ready.get()
+        if isinstance(item, _Raised):
+            raise item.error
+        return item
+
+    with writer_thread(work) as thread:
+        try:
+            yield take
+        finally:
+            stop.set()
+            while thread.is_alive():  # a reader blocked on a full queue: free it
+                with suppress(queue.Empty):
+                    ready.get(timeout=0.01)
 
 
 # --- models built positionally ----------------------------------------------------------------
@@ -215,11 +263,24 @@ AttemptRow = tuple[int, int, str, bool, int | None, int | None, int | None, int,
 
 
 def attempt_rows(
-    *, challenge_id: int, first_id: int, last_id: int, limit: int | None = None
+    *,
+    challenge_id: int,
+    first_id: int,
+    last_id: int,
+    limit: int | None = None,
+    names: dict[int, str] | None = None,
 ) -> list[AttemptRow]:
     """The challenge's attempts with ids in [first_id, last_id], in id order (the first
-    ``limit`` of them)."""
-    rows = sql.attempt_rows(challenge_id, first_id, last_id, limit or last_id - first_id + 1)
+    ``limit`` of them). ``names``: the players' external ids by player id, read for the
+    range before (``player_names``; one missing, e.g. of an attempt committed since, is
+    read and added): the database then joins nothing."""
+    limit = limit or last_id - first_id + 1
+    rows = sql.attempt_rows(challenge_id, first_id, last_id, limit, names=names is None)
+    if names is not None:
+        missing = {r[1] for r in rows if r[1] not in names}
+        if missing:
+            names.update(sql.player_names(challenge_id, first_id, last_id, ids=sorted(missing)))
+        rows = [(i, p, names[p], *rest) for i, p, _, *rest in rows]
     if sql.postgres():  # the database computed the epoch milliseconds
         return rows  # type: ignore[return-value]
     return [(*r[:7], scoring.epoch_ms(r[8]), r[8]) for r in rows]  # type: ignore[misc]

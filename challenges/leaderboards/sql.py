@@ -190,30 +190,48 @@ def attempts_copy(text: str) -> None:
 # A rescore's attempts by id range. PostgreSQL computes epoch milliseconds exactly
 # (numeric) and gives created_at as its own text (copied back as it is); SQLite gives
 # the raw datetime and Python computes the milliseconds.
-ATTEMPT_ROWS = {
-    "postgresql": f"""
-SELECT a.id, a.player_id, p.external_id, a.succeeded, a.tokens_total, a.elapsed_ms,
-       a.rating, (EXTRACT(EPOCH FROM a.created_at) * 1000)::bigint, a.created_at::text
-FROM {ATTEMPT} a JOIN {PLAYER} p ON p.id = a.player_id
-WHERE a.challenge_id = %s AND a.id BETWEEN %s AND %s
-ORDER BY a.id LIMIT %s
-""",  # noqa: S608 - our tables
-    "default": f"""
-SELECT a.id, a.player_id, p.external_id, a.succeeded, a.tokens_total, a.elapsed_ms,
-       a.rating, 0, a.created_at
-FROM {ATTEMPT} a JOIN {PLAYER} p ON p.id = a.player_id
-WHERE a.challenge_id = %s AND a.id BETWEEN %s AND %s
-ORDER BY a.id LIMIT %s
-""",  # noqa: S608 - our tables
+_ATTEMPT_TIMES = {
+    "postgresql": "(EXTRACT(EPOCH FROM a.created_at) * 1000)::bigint, a.created_at::text",
+    "default": "0, a.created_at",
 }
 
 
 def attempt_rows(
-    challenge_id: int, first_id: int, last_id: int, limit: int
+    challenge_id: int, first_id: int, last_id: int, limit: int, *, names: bool = True
 ) -> list[tuple[Any, ...]]:
     """The first ``limit`` attempts of a challenge with ids in [first_id, last_id], in id
-    order."""
-    return fetch(_pick(ATTEMPT_ROWS), [challenge_id, first_id, last_id, limit], datetimes=(8,))
+    order; without ``names``, NULL for the player's external id (a join per row costs
+    the database more than the rest of the read: ``player_names`` gives them for a
+    range at once)."""
+    player, join = "NULL", ""
+    if names:
+        player, join = "p.external_id", f"JOIN {PLAYER} p ON p.id = a.player_id"
+    statement = f"""
+SELECT a.id, a.player_id, {player}, a.succeeded, a.tokens_total, a.elapsed_ms, a.rating,
+       {_pick(_ATTEMPT_TIMES)}
+FROM {ATTEMPT} a {join}
+WHERE a.challenge_id = %s AND a.id BETWEEN %s AND %s
+ORDER BY a.id LIMIT %s
+"""  # noqa: S608 - our tables
+    return fetch(statement, [challenge_id, first_id, last_id, limit], datetimes=(8,))
+
+
+def player_names(
+    challenge_id: int, first_id: int, last_id: int, *, ids: Sequence[int] = ()
+) -> dict[int, str]:
+    """The external ids of the players with attempts of a challenge in [first_id,
+    last_id] (one hash join), or of the players ``ids``."""
+    if ids:
+        marks = ", ".join(["%s"] * len(ids))
+        rows = fetch(f"SELECT id, external_id FROM {PLAYER} WHERE id IN ({marks})", ids)  # noqa: S608
+    else:
+        rows = fetch(
+            f"SELECT p.id, p.external_id FROM {PLAYER} p WHERE p.id IN ("  # noqa: S608
+            f"SELECT a.player_id FROM {ATTEMPT} a "
+            "WHERE a.challenge_id = %s AND a.id BETWEEN %s AND %s)",
+            [challenge_id, first_id, last_id],
+        )
+    return dict(rows)
 
 
 SCORE_COLUMNS = (

@@ -32,7 +32,7 @@ import logging
 import queue
 import time
 from collections.abc import Callable
-from contextlib import ExitStack
+from contextlib import AbstractContextManager, ExitStack, nullcontext
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -79,8 +79,11 @@ def rescore_start(
     # while, and ingestion waits for that lock). An attempt recorded after the plan is
     # in no chunk: it is scored at ingestion once the job exists, or by the switch,
     # which scores every attempt above the planned ranges still missing a score.
-    in_sql = scores.scored_in_sql(version if version is not None else challenge)
-    most = settings.PODIUM_SCORING_CHUNK * (SQL_CHUNK_FACTOR if in_sql else 1)
+    # A scorer that runs no Python per attempt (SQL) or runs in this process gets bigger
+    # chunks: fewer chunk ends, where the writer drains and the next reads start.
+    setup = version if version is not None else challenge
+    fast = scores.scored_in_sql(setup) or scoring.runs_in_process(setup)
+    most = settings.PODIUM_SCORING_CHUNK * (FAST_CHUNK_FACTOR if fast else 1)
     plan = _plan_chunks(challenge.pk, most=most)
     with transaction.atomic():
         challenge = Challenge.objects.select_for_update().get(pk=challenge.pk)
@@ -131,7 +134,7 @@ def _job_fields(job: RescoreJob) -> dict[str, Any]:
 
 CHUNKS_PER_JOB = 16
 FEWEST_PER_CHUNK = 1000
-SQL_CHUNK_FACTOR = 5
+FAST_CHUNK_FACTOR = 5
 
 
 def chunk_size(*, total: int, most: int) -> int:
@@ -275,12 +278,13 @@ def _chunk_score(chunk_id: int) -> tuple[RescoreJob, RescoreChunk] | None:
         every = bulk.attempt_rows(challenge_id=job.challenge_id, **span)
     scorer = scoring.rows_scorer(version=version, challenge=version.challenge, attempts=every)
     batches = _Batches(job.challenge_id, **span, every=every)
-    with _BatchWriter(chunk_id, version) as writer:
-        while (batch := batches.next()) is not None:
+    with _BatchWriter(chunk_id, version) as writer, batches.reading() as next_batch:
+        while (batch := next_batch()) is not None:
+            started = time.perf_counter()
             outcomes = scorer(batch)
             if not writer.put(batch, outcomes):
                 return None  # the job was cancelled or superseded, or a twin finished first
-            batches.took_since_last()
+            batches.took_since(started)
     if writer.stopped:
         return None
     return retry_transient(lambda: _chunk_done(chunk_id, version.pk, **span), what="chunk done")
@@ -356,38 +360,46 @@ class _BatchWriter:
 
 class _Batches:
     """Consecutive slices of a chunk's attempts (read from the database as they are
-    needed, unless ``every`` row was read already), sized so that a batch takes about
-    BATCH_TARGET_S to score (a slow snippet: a few attempts; a built-in plugin: up to
-    STREAM_BATCH): the job's progress and its cancel are seen that often."""
+    needed, the next one while the last is scored, unless ``every`` row was read
+    already), sized so that a batch takes about BATCH_TARGET_S to score (a slow snippet:
+    a few attempts; a built-in plugin: up to STREAM_BATCH): the job's progress and its
+    cancel are seen that often."""
 
     def __init__(
         self, challenge_id: int, *, first_id: int, last_id: int, every: list | None = None
     ):
         self.challenge_id, self.first_id, self.last_id = challenge_id, first_id, last_id
         self.every, self.taken, self.size = every, 0, FIRST_BATCH
-        self.started = time.perf_counter()
+        self.names: dict[int, str] | None = None  # the players' external ids, by id
 
-    def next(self) -> list[bulk.AttemptRow] | None:
+    def reading(self) -> AbstractContextManager[Callable[[], list[bulk.AttemptRow] | None]]:
+        if self.every is not None:
+            return nullcontext(self._read)
+        return bulk.read_ahead(self._read)
+
+    def _read(self) -> list[bulk.AttemptRow] | None:
         if self.every is not None:
             batch = self.every[self.taken : self.taken + self.size]
             self.taken += len(batch)
         elif self.first_id <= self.last_id:
+            if self.names is None:
+                self.names = sql.player_names(self.challenge_id, self.first_id, self.last_id)
             batch = bulk.attempt_rows(
                 challenge_id=self.challenge_id,
                 first_id=self.first_id,
                 last_id=self.last_id,
                 limit=self.size,
+                names=self.names,
             )
         else:
             batch = []
         if not batch:
             return None
         self.first_id = batch[-1][0] + 1
-        self.started = time.perf_counter()
         return batch
 
-    def took_since_last(self) -> None:
-        took = max(time.perf_counter() - self.started, 1e-6)
+    def took_since(self, started: float) -> None:
+        took = max(time.perf_counter() - started, 1e-6)
         wanted = int(self.size * BATCH_TARGET_S / took)
         if took > BATCH_TARGET_S / 100:  # a slow scorer grows its batches step by step;
             wanted = min(wanted, self.size * 4)  # a fast one goes to full batches at once
@@ -395,8 +407,8 @@ class _Batches:
 
 
 FIRST_BATCH = 10
-WRITE_QUEUE = 4  # computed batches waiting for the writer, and the most written at once
-STREAM_BATCH = 5000
+WRITE_QUEUE = 2  # computed batches waiting for the writer, and the most written at once
+STREAM_BATCH = 20000
 BATCH_TARGET_S = 1.0
 
 

@@ -9,6 +9,7 @@ import gc
 import sys
 from pathlib import Path
 
+import pytest
 from celery import signals
 
 from challenges.leaderboards import bulk
@@ -35,6 +36,7 @@ def test_a_worker_process_freezes_and_runs_the_collector_between_tasks(monkeypat
         (gc.enable if was_enabled else gc.disable)()
 
 
+@pytest.mark.django_db(transaction=True)  # the thread connects as it starts
 def test_the_writer_switch_interval_is_short_only_while_it_runs():
     was = sys.getswitchinterval()
     with bulk.writer_thread(lambda: None):

@@ -80,11 +80,13 @@ def test_batches_grow_to_the_scorers_pace(per_row_s, sizes, monkeypatch):
     monkeypatch.setattr(rescoring.time, "perf_counter", lambda: clock[0])
     batches = rescoring._Batches(0, first_id=0, last_id=0, every=[(i,) for i in range(10**5)])
     seen = []
-    for _ in sizes:
-        batch = batches.next()
-        seen.append(len(batch))
-        clock[0] += len(batch) * per_row_s
-        batches.took_since_last()
+    with batches.reading() as next_batch:
+        for _ in sizes:
+            batch = next_batch()
+            started = clock[0]
+            seen.append(len(batch))
+            clock[0] += len(batch) * per_row_s
+            batches.took_since(started)
     assert seen == sizes
 
 

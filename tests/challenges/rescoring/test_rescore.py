@@ -85,7 +85,7 @@ def test_rescore_of_the_same_setup_makes_a_new_version():
 
 def test_chunks_cover_every_attempt_once(settings, monkeypatch):
     settings.PODIUM_SCORING_CHUNK = 7
-    monkeypatch.setattr(rescoring, "SQL_CHUNK_FACTOR", 1)
+    monkeypatch.setattr(rescoring, "FAST_CHUNK_FACTOR", 1)
     challenge = make_challenge(scoring_strategy="fastest")
     other = make_challenge(scoring_strategy="fastest")
     for i in range(30):  # interleave ids with another challenge's attempts
@@ -186,7 +186,7 @@ def test_cancel_keeps_the_active_version():
 
 def test_cancel_mid_run_shows_no_partial_scores(settings, monkeypatch):
     settings.PODIUM_SCORING_CHUNK = 2
-    monkeypatch.setattr(rescoring, "SQL_CHUNK_FACTOR", 1)
+    monkeypatch.setattr(rescoring, "FAST_CHUNK_FACTOR", 1)
     challenge = make_challenge(scoring_strategy="fastest")
     record(challenge, *[attempt_input(f"p{i}", elapsed_ms=i + 10) for i in range(6)])
     job = setup_services.challenge_rescore(challenge=challenge)
@@ -309,20 +309,29 @@ def test_chunk_size_is_about_a_sixteenth_within_bounds(total, most, size):
     assert rescoring.chunk_size(total=total, most=most) == size
 
 
-@pytest.mark.parametrize("strategy", ["fastest", "custom"])
-def test_built_ins_scored_in_sql_get_bigger_chunks(settings, strategy):
+@pytest.mark.parametrize("strategy", ["fastest", "custom", "custom-isolated"])
+def test_scorers_without_python_per_attempt_or_a_sandbox_get_bigger_chunks(
+    settings, strategy, monkeypatch
+):
+    """Scored in SQL (a built-in strategy on PostgreSQL) or by a plugin this process runs
+    itself: FAST_CHUNK_FACTOR times PODIUM_SCORING_CHUNK attempts a chunk; anything
+    else (a plugin run isolated, a snippet): PODIUM_SCORING_CHUNK."""
     from challenges.leaderboards import scores
+    from scoring import services as scoring
 
     settings.PODIUM_SCORING_CHUNK = 1
-    setup = {"scoring_strategy": strategy}
-    if strategy == "custom":
+    setup = {"scoring_strategy": strategy.split("-")[0]}
+    if strategy.startswith("custom"):
         setup["scoring_plugin_id"] = "builtin.weighted_scorer"
+    if strategy == "custom-isolated":
+        monkeypatch.setattr(scoring, "runs_in_process", lambda version: False)
     challenge = make_challenge(**setup)
     record(challenge, *[attempt_input(f"p{i}", elapsed_ms=i) for i in range(12)])
     job = setup_services.challenge_rescore(challenge=challenge)
-    factor = rescoring.SQL_CHUNK_FACTOR if scores.scored_in_sql(job.version) else 1
+    fast = {"fastest": _on_postgresql(), "custom": True, "custom-isolated": False}[strategy]
     assert scores.scored_in_sql(job.version) == (strategy == "fastest" and _on_postgresql())
-    assert job.chunks_total == -(-12 // factor)
+    assert scoring.runs_in_process(job.version) == (strategy == "custom")
+    assert job.chunks_total == (-(-12 // rescoring.FAST_CHUNK_FACTOR) if fast else 12)
     assert rescoring.job_run_inline(job=job).status == Status.SUCCEEDED
 
 
