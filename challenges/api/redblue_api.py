@@ -379,10 +379,9 @@ def standings_out(found: selectors.Standings, *, limit: int, offset: int) -> dic
             for r in rows[offset : offset + limit]
         ]
 
-    ratio = {t: found.ratio(t) for t in TEAMS}
     return {
-        "red": {"points": precision.served(found.red), "ratio": ratio["red"]},
-        "blue": {"points": precision.served(found.blue), "ratio": ratio["blue"]},
+        "red": {"points": precision.served(found.red), "ratio": found.ratio("red")},
+        "blue": {"points": precision.served(found.blue), "ratio": found.ratio("blue")},
         "red_count": len(found.red_players),
         "blue_count": len(found.blue_players),
         "red_players": board(found.red_players),
