@@ -95,17 +95,14 @@ def medal(rank: int, score: float, setup: Any) -> tuple[str, str] | None:
 def relative_time(value: datetime, now: datetime) -> str:
     """ "just now", "5 minutes ago", "3 days ago", or the date for old times."""
     seconds = (now - value).total_seconds()
-    if seconds < 0:
+    if seconds < 60:
         return "in the future" if seconds < -60 else "just now"
     for limit, size, unit in (
-        (60, 0, ""),
         (3600, 60, "minute"),
         (86400, 3600, "hour"),
         (86400 * 30, 86400, "day"),
     ):
         if seconds < limit:
-            if not size:
-                return "just now"
             n = int(seconds // size)
             return f"{n} {unit}{'' if n == 1 else 's'} ago"
     return value.astimezone(UTC).strftime("%Y-%m-%d")  # as the exact times and the admin
