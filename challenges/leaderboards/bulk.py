@@ -258,7 +258,7 @@ def attempts_insert(attempts: Sequence[Attempt]) -> None:
 # A rescore reads a million attempts: plain tuples, not model instances.
 # (id, player_id, external_id, succeeded, tokens_total, elapsed_ms, rating, created_ms,
 #  created_at) where created_at is the database's own text on PostgreSQL (copied back
-#  as it is) and a datetime elsewhere.
+#  as it is) and a datetime elsewhere; external_id is None when read with ``names``.
 AttemptRow = tuple[int, int, str, bool, int | None, int | None, int | None, int, object]
 
 
@@ -271,16 +271,16 @@ def attempt_rows(
     names: dict[int, str] | None = None,
 ) -> list[AttemptRow]:
     """The challenge's attempts with ids in [first_id, last_id], in id order (the first
-    ``limit`` of them). ``names``: the players' external ids by player id, read for the
-    range before (``player_names``; one missing, e.g. of an attempt committed since, is
-    read and added): the database then joins nothing."""
+    ``limit`` of them). With ``names`` (the players' external ids by player id, read for
+    the range before: ``sql.player_names``), the database joins nothing: the rows'
+    external ids are None, and ``names`` gets any player it lacked (one of an attempt
+    committed since)."""
     limit = limit or last_id - first_id + 1
     rows = sql.attempt_rows(challenge_id, first_id, last_id, limit, names=names is None)
     if names is not None:
         missing = {r[1] for r in rows if r[1] not in names}
         if missing:
             names.update(sql.player_names(challenge_id, first_id, last_id, ids=sorted(missing)))
-        rows = [(i, p, names[p], *rest) for i, p, _, *rest in rows]
     if sql.postgres():  # the database computed the epoch milliseconds
         return rows  # type: ignore[return-value]
     return [(*r[:7], scoring.epoch_ms(r[8]), r[8]) for r in rows]  # type: ignore[misc]
