@@ -293,14 +293,13 @@ def scorer_for(version: Any) -> Scorer:
 
 
 def runs_in_process(version: Any) -> bool:
-    """Whether the version's scorer is a plugin this process runs itself (a built-in
-    one: no sandbox, microseconds an attempt); False for a setup that cannot run."""
-    if version.scoring_strategy != strategies.CUSTOM:
-        return False
+    """Whether the version's scorer is a built-in plugin this process runs itself (no
+    sandbox: microseconds an attempt); False for a setup that cannot run."""
     try:
-        return registry().info(version.scoring_plugin_id).runs_in_process
+        info = registry().info(version.scoring_plugin_id)
     except ValueError:
         return False
+    return version.scoring_strategy == strategies.CUSTOM and info.runs_in_process
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
