@@ -32,7 +32,7 @@ that a run takes minutes; every delivery must succeed (none failed, none twice a
     BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/podium_bench_live \\
     BENCH_REDIS_URL=redis://127.0.0.1:6379/14 \\
     .venv/bin/python bench/live.py [--subscribers 1000] [--seconds 20] [--rate N]
-                                   [--reads 5 [--rounds 3]]
+                                   [--reads 5 [--rounds 5]]
     .venv/bin/python bench/live.py --fanout [--events 1000] [--endpoints 10]
 """
 
@@ -275,7 +275,7 @@ def main() -> int:
         "--reads", type=float, default=0,
         help="seconds per wrk round: the web read targets measured while the streams are open",
     )  # fmt: skip
-    parser.add_argument("--rounds", type=int, default=3, help="--reads: wrk rounds")
+    parser.add_argument("--rounds", type=int, default=5, help="--reads: wrk rounds")
     args = parser.parse_args()
     if args.fanout:
         return fanout(args)

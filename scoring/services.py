@@ -7,7 +7,7 @@ engine errors into field errors.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -280,14 +280,13 @@ def scorer_for(version: Any) -> Scorer:
 
 
 def runs_in_process(version: Any) -> bool:
-    """Whether the version's scorer is a plugin this process runs itself (a built-in
-    one: no sandbox, microseconds an attempt); False for a setup that cannot run."""
-    if version.scoring_strategy != strategies.CUSTOM:
-        return False
+    """Whether the version's scorer is a built-in plugin this process runs itself (no
+    sandbox: microseconds an attempt); False for a setup that cannot run."""
     try:
-        return registry().info(version.scoring_plugin_id).runs_in_process
+        info = registry().info(version.scoring_plugin_id)
     except ValueError:
         return False
+    return version.scoring_strategy == strategies.CUSTOM and info.runs_in_process
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -300,17 +299,19 @@ def epoch_ms(dt: datetime) -> int:
 
 
 class _Contexts:
-    """One ScoringContext per player of a challenge (they differ only by end user)."""
+    """One ScoringContext per player of a challenge (they differ only by end user), kept
+    under the player's id (a rescore's rows) or external id (``items_from_attempts``)."""
 
     def __init__(self, challenge: Any, timeout_ms: int):
         self._id = None if challenge.pk is None else str(challenge.pk)
         self._rest = (challenge.tenant_id, challenge.app_id, challenge.workflow_id, timeout_ms)
-        self.cache: dict[str | None, ScoringContext] = {}
+        self.cache: dict[Any, ScoringContext] = {}
 
-    def __call__(self, end_user_id: str | None) -> ScoringContext:
-        ctx = self.cache.get(end_user_id)
+    def __call__(self, end_user_id: str | None, key: Any = None) -> ScoringContext:
+        key = end_user_id if key is None else key
+        ctx = self.cache.get(key)
         if ctx is None:  # built positionally: one per player of a rescore's chunk
-            ctx = self.cache[end_user_id] = ScoringContext(self._id, end_user_id, *self._rest)
+            ctx = self.cache[key] = ScoringContext(self._id, end_user_id, *self._rest)
         return ctx
 
 
@@ -382,14 +383,19 @@ def _row_payloads(
 
 
 def rows_scorer(
-    *, version: Any, challenge: Any, attempts: Sequence[Any] | None = None
+    *,
+    version: Any,
+    challenge: Any,
+    attempts: Sequence[Any] | None = None,
+    names: Mapping[int, str] | None = None,
 ) -> Callable[[Sequence[Any]], list[Outcome]]:
     """A function scoring batches of plain attempt rows under ``version`` (the scorer is
     built once, the contexts cached across batches); never raises for a scorer's fault.
 
     ``attempts``: every row the function will be given, when known. A snippet scorer
     then reads their payloads here, at once, rather than per batch: the batches are
-    scored while PostgreSQL's COPY holds the connection, when no query can run."""
+    scored while PostgreSQL's COPY holds the connection, when no query can run.
+    ``names``: the players' external ids by player id, for rows read without them."""
     context = _Contexts(challenge, version.timeout_ms)
     try:
         scorer = scorer_for(version)
@@ -405,9 +411,12 @@ def rows_scorer(
 
     key = _sort_key(version)
 
+    def new_context(row: Any) -> ScoringContext:
+        return context(row[2] if names is None else names[row[1]], row[1])
+
     def score(rows: Sequence[Any]) -> list[Outcome]:
         items = [
-            (AttemptMetrics(*r[3:8]), contexts[r[2]] if r[2] in contexts else context(r[2]))
+            (AttemptMetrics(*r[3:8]), contexts[r[1]] if r[1] in contexts else new_context(r))
             for r in rows
         ]
         if snippet is None:

@@ -86,11 +86,6 @@ def writer_thread(work: Callable[[], None]) -> Iterator[threading.Thread]:
 T = TypeVar("T")
 
 
-@dataclass(frozen=True)
-class _Raised:
-    error: BaseException
-
-
 @contextmanager
 def read_ahead(read: Callable[[], T | None]) -> Iterator[Callable[[], T | None]]:
     """``read`` (called until it gives None) for a loop that works on each item it
@@ -100,7 +95,7 @@ def read_ahead(read: Callable[[], T | None]) -> Iterator[Callable[[], T | None]]
     if not own_connections():
         yield read
         return
-    ready: queue.Queue[T | _Raised | None] = queue.Queue(maxsize=1)
+    ready: queue.Queue[T | BaseException | None] = queue.Queue(maxsize=1)
     stop = threading.Event()
 
     def work() -> None:
@@ -108,7 +103,7 @@ def read_ahead(read: Callable[[], T | None]) -> Iterator[Callable[[], T | None]]
             try:
                 item = read()
             except BaseException as exc:  # raised in the loop's thread
-                ready.put(_Raised(exc))
+                ready.put(exc)
                 return
             ready.put(item)
             if item is None:
@@ -116,8 +111,8 @@ def read_ahead(read: Callable[[], T | None]) -> Iterator[Callable[[], T | None]]
 
     def take() -> T | None:
         item = ready.get()
-        if isinstance(item, _Raised):
-            raise item.error
+        if isinstance(item, BaseException):
+            raise item
         return item
 
     with writer_thread(work) as thread:
@@ -258,7 +253,7 @@ def attempts_insert(attempts: Sequence[Attempt]) -> None:
 # A rescore reads a million attempts: plain tuples, not model instances.
 # (id, player_id, external_id, succeeded, tokens_total, elapsed_ms, rating, created_ms,
 #  created_at) where created_at is the database's own text on PostgreSQL (copied back
-#  as it is) and a datetime elsewhere.
+#  as it is) and a datetime elsewhere; external_id is None when read with ``names``.
 AttemptRow = tuple[int, int, str, bool, int | None, int | None, int | None, int, object]
 
 
@@ -271,16 +266,17 @@ def attempt_rows(
     names: dict[int, str] | None = None,
 ) -> list[AttemptRow]:
     """The challenge's attempts with ids in [first_id, last_id], in id order (the first
-    ``limit`` of them). ``names``: the players' external ids by player id, read for the
-    range before (``player_names``; one missing, e.g. of an attempt committed since, is
-    read and added): the database then joins nothing."""
-    limit = limit or last_id - first_id + 1
-    rows = sql.attempt_rows(challenge_id, first_id, last_id, limit, names=names is None)
-    if names is not None:
-        missing = {r[1] for r in rows if r[1] not in names}
-        if missing:
-            names.update(sql.player_names(challenge_id, first_id, last_id, ids=sorted(missing)))
-        rows = [(i, p, names[p], *rest) for i, p, _, *rest in rows]
+    ``limit`` of them). With ``names`` (the players' external ids by player id, read for
+    the range before: ``sql.player_names``), the rows' external ids are None and
+    ``names`` gets any player it lacked (one of an attempt committed since); without,
+    the rows hold them."""
+    rows = sql.attempt_rows(challenge_id, first_id, last_id, limit or last_id - first_id + 1)
+    known = {} if names is None else names
+    missing = {r[1] for r in rows if r[1] not in known}
+    if missing:
+        known.update(sql.player_names(challenge_id, first_id, last_id, ids=sorted(missing)))
+    if names is None:
+        rows = [(r[0], r[1], known[r[1]], *r[3:]) for r in rows]
     if sql.postgres():  # the database computed the epoch milliseconds
         return rows  # type: ignore[return-value]
     return [(*r[:7], scoring.epoch_ms(r[8]), r[8]) for r in rows]  # type: ignore[misc]

@@ -190,30 +190,27 @@ def attempts_copy(text: str) -> None:
 # A rescore's attempts by id range. PostgreSQL computes epoch milliseconds exactly
 # (numeric) and gives created_at as its own text (copied back as it is); SQLite gives
 # the raw datetime and Python computes the milliseconds.
-_ATTEMPT_TIMES = {
-    "postgresql": "(EXTRACT(EPOCH FROM a.created_at) * 1000)::bigint, a.created_at::text",
-    "default": "0, a.created_at",
+ATTEMPT_ROWS = {
+    "postgresql": f"""
+SELECT a.id, a.player_id, NULL, a.succeeded, a.tokens_total, a.elapsed_ms, a.rating,
+       (EXTRACT(EPOCH FROM a.created_at) * 1000)::bigint, a.created_at::text
+FROM {ATTEMPT} a WHERE a.challenge_id = %s AND a.id BETWEEN %s AND %s ORDER BY a.id LIMIT %s
+""",  # noqa: S608 - our tables
+    "default": f"""
+SELECT a.id, a.player_id, NULL, a.succeeded, a.tokens_total, a.elapsed_ms, a.rating,
+       0, a.created_at
+FROM {ATTEMPT} a WHERE a.challenge_id = %s AND a.id BETWEEN %s AND %s ORDER BY a.id LIMIT %s
+""",  # noqa: S608 - our tables
 }
 
 
 def attempt_rows(
-    challenge_id: int, first_id: int, last_id: int, limit: int, *, names: bool = True
+    challenge_id: int, first_id: int, last_id: int, limit: int
 ) -> list[tuple[Any, ...]]:
     """The first ``limit`` attempts of a challenge with ids in [first_id, last_id], in id
-    order; without ``names``, NULL for the player's external id (a join per row costs
-    the database more than the rest of the read: ``player_names`` gives them for a
-    range at once)."""
-    player, join = "NULL", ""
-    if names:
-        player, join = "p.external_id", f"JOIN {PLAYER} p ON p.id = a.player_id"
-    statement = f"""
-SELECT a.id, a.player_id, {player}, a.succeeded, a.tokens_total, a.elapsed_ms, a.rating,
-       {_pick(_ATTEMPT_TIMES)}
-FROM {ATTEMPT} a {join}
-WHERE a.challenge_id = %s AND a.id BETWEEN %s AND %s
-ORDER BY a.id LIMIT %s
-"""  # noqa: S608 - our tables
-    return fetch(statement, [challenge_id, first_id, last_id, limit], datetimes=(8,))
+    order, with NULL for the player's external id: a join per row costs the database
+    more than the rest of the read (``player_names`` reads them for a range at once)."""
+    return fetch(_pick(ATTEMPT_ROWS), [challenge_id, first_id, last_id, limit], datetimes=(8,))
 
 
 def player_names(

@@ -276,8 +276,13 @@ def _chunk_score(chunk_id: int) -> tuple[RescoreJob, RescoreChunk] | None:
     every = None
     if version.scoring_strategy == strategies.PYTHON:
         every = bulk.attempt_rows(challenge_id=job.challenge_id, **span)
-    scorer = scoring.rows_scorer(version=version, challenge=version.challenge, attempts=every)
     batches = _Batches(job.challenge_id, **span, every=every)
+    scorer = scoring.rows_scorer(
+        version=version,
+        challenge=version.challenge,
+        attempts=every,
+        names=batches.names if every is None else None,  # else the rows hold them
+    )
     with _BatchWriter(chunk_id, version) as writer, batches.reading() as next_batch:
         while (batch := next_batch()) is not None:
             started = time.perf_counter()
@@ -370,7 +375,7 @@ class _Batches:
     ):
         self.challenge_id, self.first_id, self.last_id = challenge_id, first_id, last_id
         self.every, self.taken, self.size = every, 0, FIRST_BATCH
-        self.names: dict[int, str] | None = None  # the players' external ids, by id
+        self.names: dict[int, str] = {}  # external ids by player id, read with the first batch
 
     def reading(self) -> AbstractContextManager[Callable[[], list[bulk.AttemptRow] | None]]:
         if self.every is not None:
@@ -382,8 +387,8 @@ class _Batches:
             batch = self.every[self.taken : self.taken + self.size]
             self.taken += len(batch)
         elif self.first_id <= self.last_id:
-            if self.names is None:
-                self.names = sql.player_names(self.challenge_id, self.first_id, self.last_id)
+            if not self.names:
+                self.names.update(sql.player_names(self.challenge_id, self.first_id, self.last_id))
             batch = bulk.attempt_rows(
                 challenge_id=self.challenge_id,
                 first_id=self.first_id,
