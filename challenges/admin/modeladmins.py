@@ -473,20 +473,16 @@ class PlayerAdmin(admin.ModelAdmin):
     def save_model(self, request: HttpRequest, obj: Player, form: Any, change: bool) -> None:
         with transaction.atomic():
             if change and "display_name" in form.changed_data:
+                old = form.initial["display_name"]
                 audit.audit_record(
                     kind=audit.Kind.PLAYER_RENAME,
                     by=request.user,
-                    before={
-                        "player": obj.external_id,
-                        "display_name": form.initial["display_name"],
-                    },
+                    before={"player": obj.external_id, "display_name": old},
                     after={"player": obj.external_id, "display_name": obj.display_name},
                 )
                 # Kept: a board frozen before now still shows the old name.
-                player_names.renames_record(
-                    renames=[(obj.pk, form.initial["display_name"], obj.display_name)],
-                    at=timezone.now(),
-                )
+                renames = [(obj.pk, old, obj.display_name)]
+                player_names.renames_record(renames=renames, at=timezone.now())
             super().save_model(request, obj, form, change)
 
 
