@@ -310,8 +310,9 @@ class _Contexts:
     def __call__(self, end_user_id: str | None, key: Any = None) -> ScoringContext:
         key = end_user_id if key is None else key
         ctx = self.cache.get(key)
-        if ctx is None:  # built positionally: one per player of a rescore's chunk
-            ctx = self.cache[key] = ScoringContext(self._id, end_user_id, *self._rest)
+        if ctx is None:  # one per player of a rescore's chunk: the tuple built directly
+            ctx = tuple.__new__(ScoringContext, (self._id, end_user_id, *self._rest))
+            self.cache[key] = ctx
         return ctx
 
 
@@ -415,8 +416,9 @@ def rows_scorer(
         return context(row[2] if names is None else names[row[1]], row[1])
 
     def score(rows: Sequence[Any]) -> list[Outcome]:
+        new = tuple.__new__  # a million records: built directly, as NamedTuple._make does
         items = [
-            (AttemptMetrics(*r[3:8]), contexts[r[1]] if r[1] in contexts else new_context(r))
+            (new(AttemptMetrics, r[3:8]), contexts[r[1]] if r[1] in contexts else new_context(r))
             for r in rows
         ]
         if snippet is None:

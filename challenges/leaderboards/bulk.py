@@ -266,15 +266,14 @@ def attempt_rows(
     names: dict[int, str] | None = None,
 ) -> list[AttemptRow]:
     """The challenge's attempts with ids in [first_id, last_id], in id order (the first
-    ``limit`` of them). With ``names`` (the players' external ids by player id, read for
-    the range before: ``sql.player_names``), the rows' external ids are None and
-    ``names`` gets any player it lacked (one of an attempt committed since); without,
-    the rows hold them."""
+    ``limit`` of them). With ``names`` (the players' external ids by player id, kept
+    from one batch to the next), the rows' external ids are None and ``names`` gets the
+    players it lacked; without, the rows hold them."""
     rows = sql.attempt_rows(challenge_id, first_id, last_id, limit or last_id - first_id + 1)
     known = {} if names is None else names
     missing = {r[1] for r in rows if r[1] not in known}
     if missing:
-        known.update(sql.player_names(challenge_id, first_id, last_id, ids=sorted(missing)))
+        known.update(sql.player_names(sorted(missing)))
     if names is None:
         rows = [(r[0], r[1], known[r[1]], *r[3:]) for r in rows]
     if sql.postgres():  # the database computed the epoch milliseconds

@@ -209,26 +209,16 @@ def attempt_rows(
 ) -> list[tuple[Any, ...]]:
     """The first ``limit`` attempts of a challenge with ids in [first_id, last_id], in id
     order, with NULL for the player's external id: a join per row costs the database
-    more than the rest of the read (``player_names`` reads them for a range at once)."""
+    more than the rest of the read (``player_names`` reads them by id)."""
     return fetch(_pick(ATTEMPT_ROWS), [challenge_id, first_id, last_id, limit], datetimes=(8,))
 
 
-def player_names(
-    challenge_id: int, first_id: int, last_id: int, *, ids: Sequence[int] = ()
-) -> dict[int, str]:
-    """The external ids of the players with attempts of a challenge in [first_id,
-    last_id] (one hash join), or of the players ``ids``."""
-    if ids:
-        marks = ", ".join(["%s"] * len(ids))
-        rows = fetch(f"SELECT id, external_id FROM {PLAYER} WHERE id IN ({marks})", ids)  # noqa: S608
-    else:
-        rows = fetch(
-            f"SELECT p.id, p.external_id FROM {PLAYER} p WHERE p.id IN ("  # noqa: S608
-            f"SELECT a.player_id FROM {ATTEMPT} a "
-            "WHERE a.challenge_id = %s AND a.id BETWEEN %s AND %s)",
-            [challenge_id, first_id, last_id],
-        )
-    return dict(rows)
+def player_names(ids: Sequence[int]) -> dict[int, str]:
+    """The external ids of the players ``ids``, by id (PostgreSQL: one array parameter)."""
+    if postgres():
+        return dict(fetch(f"SELECT id, external_id FROM {PLAYER} WHERE id = ANY(%s)", [ids]))  # noqa: S608
+    marks = ", ".join(["%s"] * len(ids))  # a batch's players: fewer than SQLite's 32,766
+    return dict(fetch(f"SELECT id, external_id FROM {PLAYER} WHERE id IN ({marks})", ids))  # noqa: S608
 
 
 SCORE_COLUMNS = (

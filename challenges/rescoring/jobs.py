@@ -375,7 +375,7 @@ class _Batches:
     ):
         self.challenge_id, self.first_id, self.last_id = challenge_id, first_id, last_id
         self.every, self.taken, self.size = every, 0, FIRST_BATCH
-        self.names: dict[int, str] = {}  # external ids by player id, read with the first batch
+        self.names: dict[int, str] = {}  # external ids by player id, read batch by batch
 
     def reading(self) -> AbstractContextManager[Callable[[], list[bulk.AttemptRow] | None]]:
         if self.every is not None:
@@ -387,8 +387,6 @@ class _Batches:
             batch = self.every[self.taken : self.taken + self.size]
             self.taken += len(batch)
         elif self.first_id <= self.last_id:
-            if not self.names:
-                self.names.update(sql.player_names(self.challenge_id, self.first_id, self.last_id))
             batch = bulk.attempt_rows(
                 challenge_id=self.challenge_id,
                 first_id=self.first_id,

@@ -1,8 +1,7 @@
 """A rescore reads its next batch while it scores the last (issue 27): on PostgreSQL a
 thread on its own connection reads ahead; its items come in order, its errors reach the
 loop, and a loop that stops early leaves no thread behind. The players' external ids
-come from one read per chunk, and an attempt whose player that read missed still gets
-its own."""
+are read by id, a batch's new ones at once."""
 
 from __future__ import annotations
 
@@ -66,42 +65,42 @@ def test_a_loop_that_stops_early_leaves_no_thread_behind():
     assert len(seen) < 10  # it read a few ahead, not on and on
 
 
-def test_a_player_missing_from_the_chunks_names_is_read(monkeypatch):
-    """The names are read once for the chunk; an attempt of a player they lack (one
-    committed after that read) gets its player's external id all the same."""
+def test_each_batch_reads_the_names_of_the_players_it_has_not_seen(monkeypatch):
+    """The rows are read without the player join; a batch reads the external ids of the
+    players the chunk has not met yet, once each, and every attempt is scored with its
+    own player's."""
     challenge = make_challenge(
         scoring_strategy="custom", scoring_plugin_id="builtin.weighted_scorer"
     )
-    record(challenge, *[attempt_input(f"p{i}", rating=i % 10) for i in range(40)])
+    record(challenge, *[attempt_input(f"p{i % 20}", rating=i % 10) for i in range(40)])
     monkeypatch.setattr(rescoring, "_send", lambda job: None)
     monkeypatch.setattr(rescoring, "FIRST_BATCH", 7)
     monkeypatch.setattr(rescoring, "STREAM_BATCH", 7)
     real = sql.player_names
+    asked: list[int] = []
 
-    def forgetful(*span, ids=()):
-        names = real(*span, ids=ids)
-        if ids:
-            return names  # the read of the missing ones
-        return {pk: name for pk, name in names.items() if name not in {"p3", "p30"}}
+    def spy(ids):
+        asked.extend(ids)
+        return real(ids)
 
-    monkeypatch.setattr(sql, "player_names", forgetful)
+    monkeypatch.setattr(sql, "player_names", spy)
     contexts = []
     from scoring.scorers.weighted import WeightedScorer
 
     score_many = WeightedScorer.score_many
 
-    def spy(self, items, config):
+    def scored(self, items, config):
         contexts.extend(ctx.end_user_id for _, ctx in items)
         return score_many(self, items, config)
 
-    monkeypatch.setattr(WeightedScorer, "score_many", spy)
+    monkeypatch.setattr(WeightedScorer, "score_many", scored)
     job = setup_services.challenge_rescore(challenge=challenge)
-    for chunk in job.chunks.all():
-        rescoring.chunk_run(chunk_id=chunk.pk, finalize=False)
-    expected = dict(
-        Attempt.objects.filter(challenge=challenge).values_list("pk", "player__external_id")
+    assert job.chunks_total == 1
+    rescoring.chunk_run(chunk_id=job.chunks.get().pk, finalize=False)
+    attempts = Attempt.objects.filter(challenge=challenge).order_by("pk")
+    assert sorted(asked) == sorted(set(attempts.values_list("player_id", flat=True)))
+    assert contexts == list(attempts.values_list("player__external_id", flat=True))
+    scored_rows = AttemptScore.objects.filter(version=job.version).select_related("player")
+    assert {s.attempt_id: s.player.external_id for s in scored_rows} == dict(
+        attempts.values_list("pk", "player__external_id")
     )
-    assert sorted(contexts) == sorted(expected.values())
-    scored = AttemptScore.objects.filter(version=job.version)
-    assert scored.count() == 40
-    assert {s.attempt_id: s.player.external_id for s in scored.select_related("player")} == expected
