@@ -16,10 +16,7 @@ class ChallengesConfig(AppConfig):
 
         # The public ranking's receivers: deletions mark checkpoints stale. The score
         # partitions' (PostgreSQL): a version's partition is made with the version.
-        from challenges.leaderboards import (
-            partitions,  # noqa: F401
-            ranking,  # noqa: F401
-        )
+        from challenges.leaderboards import partitions, ranking  # noqa: F401
 
         # After every migrate: the statements whose plans the database keeps (sql.py).
         post_migrate.connect(_plans_install, sender=self, dispatch_uid="podium-kept-plans")

@@ -135,7 +135,6 @@ def _comparable(value: Any) -> Any:
 
 def challenge_values(challenge: Challenge) -> dict[str, Any]:
     """What an edit may change, for the before/after of its events."""
-
     return {name: getattr(challenge, name) for name in (*INFO_FIELDS, *challenge.SETUP_FIELDS)}
 
 

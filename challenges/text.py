@@ -13,7 +13,9 @@ import re
 from datetime import UTC, datetime, tzinfo
 from typing import Any
 
+from django.db.models import QuerySet
 from django.utils import timezone
+from django.utils.text import slugify
 
 from scoring.engine.outcome import Outcome
 
@@ -194,3 +196,14 @@ class TextSafeJSONDecoder(json.JSONDecoder):
         if "\\u" in s and BAD_ESCAPE.search(s):
             return text_clean(value)
         return value
+
+
+def unique_slug(name: str, taken: QuerySet[Any], fallback: str) -> str:
+    """``name`` as a slug that no row of ``taken`` has, "-2", "-3"… added as needed
+    (``fallback`` when the name makes no slug)."""
+    base = slugify(name)[:190] or fallback
+    slug, n = base, 1
+    while taken.filter(slug=slug).exists():
+        n += 1
+        slug = f"{base}-{n}"
+    return slug

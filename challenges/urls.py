@@ -42,6 +42,8 @@ class ExternalIdConverter:
 
 register_converter(ExternalIdConverter, "external_id")
 EXTERNAL_ID = r"(?P<external_id>[\s\S]+)"
+# A challenge's API routes: ASCII digits only, as the router's (api.views.ID_PATTERN).
+CHALLENGE = r"^challenges/(?P<pk>[0-9]+)/"
 
 router = Router()
 router.register("challenges", api.ChallengeViewSet, basename="challenge")
@@ -71,12 +73,12 @@ urlpatterns = [
 api_urlpatterns = [
     # Moderation and the audit trail (challenges/api/competition_api.py).
     re_path(
-        rf"^challenges/(?P<pk>[0-9]+)/players/{EXTERNAL_ID}/hide/$",
+        rf"{CHALLENGE}players/{EXTERNAL_ID}/hide/$",
         api_competition.PlayerModeration.as_view(hidden=True),
         name="player-hide",
     ),
     re_path(
-        rf"^challenges/(?P<pk>[0-9]+)/players/{EXTERNAL_ID}/unhide/$",
+        rf"{CHALLENGE}players/{EXTERNAL_ID}/unhide/$",
         api_competition.PlayerModeration.as_view(hidden=False),
         name="player-unhide",
     ),
@@ -92,44 +94,26 @@ api_urlpatterns = [
     ),
     path("audit/", api_competition.AuditList.as_view(), name="audit"),
     # Red/blue challenges (challenges/api/redblue_api.py).
+    re_path(rf"{CHALLENGE}teams/join/$", api_redblue.TeamJoin.as_view(), name="team-join"),
     re_path(
-        r"^challenges/(?P<pk>[0-9]+)/teams/join/$",
-        api_redblue.TeamJoin.as_view(),
-        name="team-join",
+        rf"{CHALLENGE}submissions/$", api_redblue.SubmissionCreate.as_view(), name="submissions"
     ),
-    re_path(
-        r"^challenges/(?P<pk>[0-9]+)/submissions/$",
-        api_redblue.SubmissionCreate.as_view(),
-        name="submissions",
-    ),
-    re_path(
-        r"^challenges/(?P<pk>[0-9]+)/pairings/$",
-        api_redblue.PairingList.as_view(),
-        name="pairings",
-    ),
-    re_path(
-        r"^challenges/(?P<pk>[0-9]+)/standings/$",
-        api_redblue.StandingsView.as_view(),
-        name="standings",
-    ),
+    re_path(rf"{CHALLENGE}pairings/$", api_redblue.PairingList.as_view(), name="pairings"),
+    re_path(rf"{CHALLENGE}standings/$", api_redblue.StandingsView.as_view(), name="standings"),
     re_path(
         r"^pairings/(?P<pk>[0-9]+)/judgement/$",
         api_redblue.JudgementCreate.as_view(),
         name="judgement",
     ),
     # Webhooks (challenges/api/webhooks_api.py).
+    re_path(rf"{CHALLENGE}webhooks/$", api_webhooks.EndpointList.as_view(), name="webhook-list"),
     re_path(
-        r"^challenges/(?P<pk>[0-9]+)/webhooks/$",
-        api_webhooks.EndpointList.as_view(),
-        name="webhook-list",
-    ),
-    re_path(
-        r"^challenges/(?P<pk>[0-9]+)/webhooks/(?P<wid>[0-9]+)/deliveries/$",
+        rf"{CHALLENGE}webhooks/(?P<wid>[0-9]+)/deliveries/$",
         api_webhooks.DeliveryList.as_view(),
         name="webhook-deliveries",
     ),
     re_path(
-        r"^challenges/(?P<pk>[0-9]+)/webhooks/(?P<wid>[0-9]+)/deliveries/(?P<did>[0-9]+)/redeliver/$",
+        rf"{CHALLENGE}webhooks/(?P<wid>[0-9]+)/deliveries/(?P<did>[0-9]+)/redeliver/$",
         api_webhooks.Redeliver.as_view(),
         name="webhook-redeliver",
     ),

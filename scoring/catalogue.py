@@ -66,11 +66,7 @@ def plugins_catalogue() -> list[CatalogueEntry]:
         try:
             info = reg.info(plugin_id)
         except RegistryError as exc:
-            entries.append(
-                CatalogueEntry(
-                    "plugin", plugin_id, plugin_id, "", entrypoint, status=BROKEN, error=str(exc)
-                )
-            )
+            entries.append(_broken(plugin_id, entrypoint, str(exc)))
             continue
         entries.append(
             CatalogueEntry(
@@ -85,11 +81,13 @@ def plugins_catalogue() -> list[CatalogueEntry]:
                 isolated=not info.runs_in_process,
             )
         )
-    for plugin_id, (entrypoint, why) in reg.refused().items():
-        entries.append(
-            CatalogueEntry("plugin", plugin_id, plugin_id, "", entrypoint, status=BROKEN, error=why)
-        )
+    entries += [_broken(plugin_id, *refused) for plugin_id, refused in reg.refused().items()]
     return sorted(entries, key=lambda e: e.id)
+
+
+def _broken(plugin_id: str, entrypoint: str, why: str) -> CatalogueEntry:
+    """A plugin that cannot be used (it does not load, or its registration was refused)."""
+    return CatalogueEntry("plugin", plugin_id, plugin_id, "", entrypoint, status=BROKEN, error=why)
 
 
 def scorer_catalogue() -> dict[str, list[CatalogueEntry]]:

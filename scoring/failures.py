@@ -68,8 +68,8 @@ def failures_log(
             key = (version.pk, error)
             burst = _bursts.get(key)
             if burst is None:
-                if len(_bursts) >= MAX_TRACKED:
-                    _evict(summaries)
+                if len(_bursts) >= MAX_TRACKED:  # the oldest burst makes room
+                    _close(min(_bursts, key=lambda k: _bursts[k].started), summaries)
                 burst = _bursts[key] = _Burst(now, _fields(version, error))
             if burst.logged < LIMIT:
                 burst.logged += 1
@@ -119,11 +119,6 @@ def _sweep(now: float, summaries: list[dict[str, Any]]) -> None:
     for key, burst in list(_bursts.items()):
         if now - burst.started >= WINDOW_S:
             _close(key, summaries)
-
-
-def _evict(summaries: list[dict[str, Any]]) -> None:
-    oldest = min(_bursts, key=lambda k: _bursts[k].started)
-    _close(oldest, summaries)
 
 
 def _close(key: tuple[int | None, str], summaries: list[dict[str, Any]]) -> None:

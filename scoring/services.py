@@ -23,10 +23,12 @@ from scoring.engine.protocol import (
     MAX_TIMEOUT_MS,
     AttemptMetrics,
     ConfigError,
+    FieldErrors,
     RegistryError,
     ScoringContext,
 )
 from scoring.engine.runner import Scorer, ScoringSetup, build_scorer
+from scoring.engine.scorers_list import FIELDS as SCORER_FIELDS
 from scoring.engine.scorers_list import ScorerList, ScorersInvalid, validate_scorers
 from scoring.engine.snippet import (
     AttemptPayload,
@@ -37,12 +39,8 @@ from scoring.engine.snippet import (
 from scoring.project_registry import registry
 
 
-class SetupInvalid(ValueError):
+class SetupInvalid(FieldErrors):
     """A scoring setup that cannot be saved; ``errors`` maps a field name to a message."""
-
-    def __init__(self, errors: dict[str, str]):
-        self.errors = errors
-        super().__init__("; ".join(f"{k}: {v}" for k, v in errors.items()))
 
 
 def setup_validate(*, setup: dict[str, Any]) -> dict[str, Any]:
@@ -153,9 +151,7 @@ def _validate_plugin(setup: dict[str, Any], out: dict[str, Any], errors: dict[st
     except RegistryError as exc:
         errors["scoring_plugin_id"] = f"The plugin cannot be loaded: {exc}"
     except ConfigError as exc:
-        errors["scoring_config"] = "; ".join(
-            f"{key}: {msg}" if key else msg for key, msg in exc.errors.items()
-        )
+        errors["scoring_config"] = exc.field_message
 
 
 def _validate_snippet(setup: dict[str, Any], out: dict[str, Any], errors: dict[str, str]) -> None:
@@ -169,9 +165,7 @@ def _validate_snippet(setup: dict[str, Any], out: dict[str, Any], errors: dict[s
     try:
         out["scoring_config"] = config = validate_config(None, config)
     except ConfigError as exc:
-        errors["scoring_config"] = "; ".join(
-            f"{key}: {msg}" if key else msg for key, msg in exc.errors.items()
-        )
+        errors["scoring_config"] = exc.field_message
         config = {}
     out["scoring_code"] = code = code_normalise(setup.get("scoring_code"))
     prepared = None
@@ -204,14 +198,7 @@ def _fold_single(setup: dict[str, Any]) -> dict[str, Any] | None:
     only = scorers[0]
     if only.get("key") or only.get("purpose", "score") != "score":
         return None
-    if only.get("type", "python") != "python" or set(only) - {
-        "type",
-        "purpose",
-        "display_name",
-        "compute_scores_snippet",
-        "config",
-        "metrics",
-    }:
+    if only.get("type", "python") != "python" or not set(only) <= set(SCORER_FIELDS) - {"key"}:
         return None
     if any(setup.get(name) for name in ("scoring_code", "score_key", "scoring_config", "metrics")):
         return None  # both forms at once: the list's validation names the clash

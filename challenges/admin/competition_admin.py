@@ -119,24 +119,22 @@ class AppendOnly(ReadOnly):
         return False
 
 
-class AdminsOnly:
-    """An admin shown to admins (``is_scoring_admin``) only."""
-
-    def has_module_permission(self, request: HttpRequest) -> bool:
-        return is_scoring_admin(request.user)
-
-    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return is_scoring_admin(request.user)
-
-
 class StaffOnly:
     """An admin shown to staff (and admins) only."""
 
+    shown_to = staticmethod(is_staff_member)
+
     def has_module_permission(self, request: HttpRequest) -> bool:
-        return is_staff_member(request.user)
+        return self.shown_to(request.user)
 
     def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return is_staff_member(request.user)
+        return self.shown_to(request.user)
+
+
+class AdminsOnly(StaffOnly):
+    """An admin shown to admins (``is_scoring_admin``) only."""
+
+    shown_to = staticmethod(is_scoring_admin)
 
 
 class PlayerHideForm(forms.ModelForm):

@@ -9,7 +9,7 @@ from datetime import datetime
 from django.db.models import Count, IntegerField, Max, OuterRef, Prefetch, Subquery, Value
 from django.db.models.functions import Coalesce
 
-from challenges.admin.qa import qa_failing_count
+from challenges.admin.qa import qa_failing_count, scores_count
 from challenges.models import Attempt, AttemptScore, Challenge, RescoreJob
 
 MOST = 200  # challenges shown (the changelist has the rest)
@@ -43,15 +43,7 @@ def _per_challenge(aggregate: Count | Max) -> Subquery:
 def failures_count(version: OuterRef) -> Coalesce:
     """How many scores of ``version`` (an outer reference) failed, 0 when none (the
     partial index ``score_failed`` holds only those rows)."""
-    failed = (
-        AttemptScore.objects.filter(version=version)
-        .exclude(error="")
-        .order_by()
-        .values("version")
-        .annotate(value=Count("pk"))
-        .values("value")
-    )
-    return Coalesce(Subquery(failed), Value(0), output_field=IntegerField())
+    return scores_count(AttemptScore.objects.filter(version=version).exclude(error=""))
 
 
 def dashboard_rows() -> list[DashboardRow]:

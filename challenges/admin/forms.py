@@ -641,9 +641,8 @@ class ChallengeAdminForm(forms.ModelForm):
     ) -> None:
         plugin_id = cleaned.get("scoring_plugin_id") or ""
         entrypoint = cleaned.get("scoring_entrypoint") or ""
-        if plugin_id != self.initial.get("scoring_plugin_id") and entrypoint == self.initial.get(
-            "scoring_entrypoint"
-        ):
+        other_plugin = plugin_id != self.initial.get("scoring_plugin_id")
+        if other_plugin and entrypoint == self.initial.get("scoring_entrypoint"):
             entrypoint = ""  # the read-only input still shows the previous plugin's (no script)
         setup["scoring_plugin_id"], setup["scoring_entrypoint"] = plugin_id, entrypoint
         self._weights_used = bool(plugin and plugin.weights and not cleaned.get("config_as_json"))
@@ -651,11 +650,9 @@ class ChallengeAdminForm(forms.ModelForm):
             setup["scoring_config"] = self._weights_config(cleaned, plugin)
             return
         config = cleaned.get("scoring_config")
-        if config is None:
-            config = {}
-        if not isinstance(config, dict):
+        if config is not None and not isinstance(config, dict):
             self.add_error("scoring_config", 'Must be a JSON object, like {"key": 1}.')
-        setup["scoring_config"] = config
+        setup["scoring_config"] = {} if config is None else config
 
     def _weights_config(self, cleaned: dict[str, Any], plugin: PluginChoice) -> dict[str, Any]:
         """The config the weights form gives; an empty input leaves the option out (its

@@ -372,33 +372,22 @@ class ChallengeAdmin(admin.ModelAdmin):
         def view(method: Any) -> Any:
             return self.admin_site.admin_view(method)  # login, staff, CSRF
 
-        urls = [
-            path(
-                "<path:object_id>/rescore/",
-                view(self.rescore_view),
-                name="challenges_challenge_rescore",
-            ),
-            path(
-                "<path:object_id>/scoring/try/",
-                view(self.try_view),
-                name="challenges_challenge_try",
-            ),
-            path(
+        routes = [
+            ("<path:object_id>/rescore/", self.rescore_view, "challenges_challenge_rescore"),
+            ("<path:object_id>/scoring/try/", self.try_view, "challenges_challenge_try"),
+            (
                 "<path:object_id>/scoring/preview/",
-                view(self.preview_view),
-                name="challenges_challenge_preview",
+                self.preview_view,
+                "challenges_challenge_preview",
             ),
-            path(
+            (
                 "<path:object_id>/versions/<int:version_id>/activate/",
-                view(self.activate_view),
-                name="challenges_challenge_activate",
+                self.activate_view,
+                "challenges_challenge_activate",
             ),
-            path(
-                "<path:object_id>/versions/",
-                view(self.versions_view),
-                name="challenges_challenge_versions",
-            ),
+            ("<path:object_id>/versions/", self.versions_view, "challenges_challenge_versions"),
         ]
+        urls = [path(route, view(method), name=name) for route, method, name in routes]
         return [*urls, *super().get_urls()]
 
     def rescore_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
@@ -484,20 +473,16 @@ class PlayerAdmin(admin.ModelAdmin):
     def save_model(self, request: HttpRequest, obj: Player, form: Any, change: bool) -> None:
         with transaction.atomic():
             if change and "display_name" in form.changed_data:
+                old = form.initial["display_name"]
                 audit.audit_record(
                     kind=audit.Kind.PLAYER_RENAME,
                     by=request.user,
-                    before={
-                        "player": obj.external_id,
-                        "display_name": form.initial["display_name"],
-                    },
+                    before={"player": obj.external_id, "display_name": old},
                     after={"player": obj.external_id, "display_name": obj.display_name},
                 )
                 # Kept: a board frozen before now still shows the old name.
-                player_names.renames_record(
-                    renames=[(obj.pk, form.initial["display_name"], obj.display_name)],
-                    at=timezone.now(),
-                )
+                renames = [(obj.pk, old, obj.display_name)]
+                player_names.renames_record(renames=renames, at=timezone.now())
             super().save_model(request, obj, form, change)
 
 

@@ -23,6 +23,7 @@ from django.db.models import Max, Min, Q
 from django.db.models.functions import Mod
 
 from challenges.leaderboards import bulk
+from challenges.leaderboards.names import names_now
 from challenges.models import (
     Attempt,
     AttemptScore,
@@ -386,12 +387,7 @@ def leaderboard_preview(
 
     current_ids, new_ids = top_ids(current), top_ids(new)
     shown = {*current_ids, *new_ids, *([also] if also else [])}
-    names = dict(
-        (pk, (ext, name))
-        for pk, ext, name in Player.objects.filter(pk__in=shown).values_list(
-            "pk", "external_id", "display_name"
-        )
-    )
+    names = names_now(player_ids=shown)
 
     def row(player_id: int) -> PreviewRow:
         ext, name = names.get(player_id, ("?", "?"))

@@ -20,16 +20,16 @@ from challenges.models import AttemptScore, Challenge
 from scoring.engine.scorers_list import QA
 
 
+def scores_count(scores: QuerySet[AttemptScore]) -> Coalesce:
+    """How many ``scores`` there are (filtered on an outer reference to their version), 0
+    when none: a subquery to annotate versions or challenges with."""
+    found = scores.order_by().values("version").annotate(value=Count("pk")).values("value")
+    return Coalesce(Subquery(found), Value(0), output_field=IntegerField())
+
+
 def qa_failing_count(version: OuterRef) -> Coalesce:
     """How many scores of ``version`` (an outer reference) have a failing QA check."""
-    found = (
-        AttemptScore.objects.filter(version=version, qa_failed__gt=0)
-        .order_by()
-        .values("version")
-        .annotate(value=Count("pk"))
-        .values("value")
-    )
-    return Coalesce(Subquery(found), Value(0), output_field=IntegerField())
+    return scores_count(AttemptScore.objects.filter(version=version, qa_failed__gt=0))
 
 
 def qa_failing(*, version_id: int) -> int:

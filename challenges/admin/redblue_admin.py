@@ -64,7 +64,8 @@ class PairingAdmin(ReadOnly, admin.ModelAdmin):
 
     @admin.display(description="Matrix")
     def matrix(self, obj: Pairing) -> str:
-        return matrix_link(obj.challenge)
+        url = reverse("admin:challenges_pairing_matrix", args=[obj.challenge_id])
+        return format_html('<a href="{}">Pairing matrix</a>', url)
 
     @admin.display(description="Breached")
     def breached(self, obj: Pairing) -> str:
@@ -88,8 +89,3 @@ class PairingAdmin(ReadOnly, admin.ModelAdmin):
             "matrix": selectors.pairing_matrix(challenge=challenge),
         }
         return TemplateResponse(request, "admin/challenges/pairing_matrix.html", context)
-
-
-def matrix_link(challenge: Challenge) -> str:
-    url = reverse("admin:challenges_pairing_matrix", args=[challenge.pk])
-    return format_html('<a href="{}">Pairing matrix</a>', url)

@@ -4,8 +4,6 @@ attempt) and the audit trail. Views parse, call one service or selector, and ren
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
@@ -75,16 +73,13 @@ class _Moderation(APIView):
     def get_permissions(self) -> list[BasePermission]:
         return [IsStaffMember()] if self.hidden else [IsScoringAdmin()]
 
-    def _body(self, request: Request) -> dict[str, Any]:
-        return validated(HideSerializer, request.data)
-
 
 class PlayerModeration(_Moderation):
     @extend_schema(request=HideSerializer, responses={200: ModerationResult})
     def post(self, request: Request, pk: int, external_id: str) -> Response:
         challenge = get_object_or_404(Challenge, pk=pk)
         player = get_object_or_404(Player, external_id=external_id)
-        body = self._body(request)
+        body = validated(HideSerializer, request.data)
         scope = None if body["all_challenges"] else challenge
         change = moderation.player_hide if self.hidden else moderation.player_unhide
         try:
@@ -100,7 +95,7 @@ class AttemptModeration(_Moderation):
     @extend_schema(request=HideSerializer, responses={200: ModerationResult})
     def post(self, request: Request, pk: int) -> Response:
         attempt = get_object_or_404(Attempt, pk=pk)
-        body = self._body(request)
+        body = validated(HideSerializer, request.data)
         if body["all_challenges"]:
             raise serializers.ValidationError({"all_challenges": ["Only for players."]})
         try:

@@ -20,7 +20,7 @@ from rest_framework.views import APIView
 
 from challenges.api.competition_api import conflict, refusal_response
 from challenges.api.fields import StrictCharField, StrictIntegerField
-from challenges.api.serializers import StrictSerializer, query_validated, validated
+from challenges.api.serializers import QuerySerializer, StrictSerializer, query_validated, validated
 from challenges.api.views import BodyCheckedMixin
 from challenges.ingestion import admission, idempotency
 from challenges.leaderboards import precision
@@ -198,18 +198,10 @@ class SubmissionCreate(_RedBlueView):
 
 
 # --- the judge ----------------------------------------------------------------------------
-class PairingsQuery(serializers.Serializer):
+class PairingsQuery(QuerySerializer):
+    integers = ("limit",)
     status = serializers.ChoiceField(choices=["pending", "judged"], required=False)
     limit = StrictIntegerField(min_value=1, max_value=500, required=False, default=100)
-
-    def to_internal_value(self, data: Any) -> Any:
-        converted = {k: v for k, v in data.items() if k in self.fields}
-        if "limit" in converted:
-            try:
-                converted["limit"] = int(converted["limit"])
-            except ValueError:
-                raise serializers.ValidationError({"limit": ["Must be an integer."]}) from None
-        return super().to_internal_value(converted)
 
 
 class PairingSide(serializers.Serializer):
@@ -254,8 +246,8 @@ def _pairing_out(p: Pairing, suite: list[str]) -> dict[str, Any]:
         "created_at": iso_z(p.created_at),
         "categories": p.categories,
         "rating": p.rating,
-        "red_points": precision.served(p.red_points) if p.red_points is not None else None,
-        "blue_points": precision.served(p.blue_points) if p.blue_points is not None else None,
+        "red_points": precision.served(p.red_points),
+        "blue_points": precision.served(p.blue_points),
         "points_error": p.points_error,
     }
 
@@ -343,20 +335,12 @@ class JudgementCreate(BodyCheckedMixin, APIView):
 
 
 # --- the public standings -------------------------------------------------------------------
-class StandingsQuery(serializers.Serializer):
+class StandingsQuery(QuerySerializer):
     """``?limit=&offset=`` of the standings' player boards, as a leaderboard's."""
 
+    integers = ("limit", "offset")
     limit = StrictIntegerField(min_value=1, max_value=500, required=False, default=50)
     offset = StrictIntegerField(min_value=0, max_value=10**9, required=False, default=0)
-
-    def to_internal_value(self, data: Any) -> Any:
-        converted = {k: v for k, v in data.items() if k in self.fields}
-        for key in converted:  # query strings are text: digits become ints first
-            try:
-                converted[key] = int(converted[key])
-            except ValueError:
-                raise serializers.ValidationError({key: ["Must be an integer."]}) from None
-        return super().to_internal_value(converted)
 
 
 _STANDINGS_QUERY = StandingsQuery()
@@ -395,10 +379,9 @@ def standings_out(found: selectors.Standings, *, limit: int, offset: int) -> dic
             for r in rows[offset : offset + limit]
         ]
 
-    ratio = {t: found.ratio(t) for t in TEAMS}
     return {
-        "red": {"points": precision.served(found.red), "ratio": ratio["red"]},
-        "blue": {"points": precision.served(found.blue), "ratio": ratio["blue"]},
+        "red": {"points": precision.served(found.red), "ratio": found.ratio("red")},
+        "blue": {"points": precision.served(found.blue), "ratio": found.ratio("blue")},
         "red_count": len(found.red_players),
         "blue_count": len(found.blue_players),
         "red_players": board(found.red_players),

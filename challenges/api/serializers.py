@@ -582,7 +582,28 @@ class RescoreStartedSerializer(serializers.Serializer):
     job = serializers.IntegerField()
 
 
-class LeaderboardQuerySerializer(serializers.Serializer):
+class QuerySerializer(serializers.Serializer):
+    """A query string's parameters: others (format=, cache busters) are not ours, and the
+    ``integers`` are text turned into ints before the strict checks."""
+
+    integers: tuple[str, ...] = ()
+
+    def to_internal_value(self, data: Any) -> Any:
+        converted = {}
+        for key, value in data.items():
+            if key not in self.fields:
+                continue
+            if key in self.integers:
+                try:
+                    value = int(value)
+                except ValueError:
+                    raise serializers.ValidationError({key: ["Must be an integer."]}) from None
+            converted[key] = value
+        return super().to_internal_value(converted)
+
+
+class LeaderboardQuerySerializer(QuerySerializer):
+    integers = ("limit", "offset", "version")
     limit = StrictIntegerField(min_value=1, max_value=500, required=False, default=50)
     offset = StrictIntegerField(min_value=0, max_value=10**9, required=False, default=0)
     player = serializers.CharField(max_length=255, required=False)
@@ -598,20 +619,6 @@ class LeaderboardQuerySerializer(serializers.Serializer):
         help_text="Aggregate boards with slice_by: rank over the attempts whose "
         "sample[slice_by] equals this value.",
     )
-
-    def to_internal_value(self, data: Any) -> Any:
-        # Query strings are text: turn digit strings into ints before the strict checks.
-        converted = {}
-        for key, value in data.items():
-            if key not in self.fields:
-                continue  # other query parameters (format=, cache busters) are not ours
-            if key in ("limit", "offset", "version"):
-                try:
-                    value = int(value)
-                except ValueError:
-                    raise serializers.ValidationError({key: ["Must be an integer."]}) from None
-            converted[key] = value
-        return super().to_internal_value(converted)
 
 
 class LeaderboardRowSerializer(serializers.Serializer):

@@ -242,8 +242,10 @@ def aggregate_read(query: BoardQuery, *, ahead: bool = False) -> Any:
     view, challenge = board_view(query), query.challenge
     if query.shape == "json":  # the API's body: the bytes DRF would send, kept
         build_json = lambda: JSONRenderer().render(_api_body(query, view))  # noqa: E731
+        if not view.key:  # nothing stored yet
+            return build_json()
         asked = (query.offset, query.limit, query.player)
-        return _kept_plain("api-eval-json", view, asked, build_json)
+        return kept("api-eval-json", (view.key, view.slice, *asked), build_json)
     if query.shape == "board":
         build = lambda: board_html(query, view)[0]  # noqa: E731
         return _kept("board-eval", view, (challenge.rescoring, query.metric), build, ahead=ahead)
@@ -268,14 +270,6 @@ def _kept(
     )
     named, family = (view.key, view.slice, *parts), (view.family, view.slice, *parts)
     return kept_recomputed(kind, named, family, build, fresh=fresh, ahead=ahead)
-
-
-def _kept_plain(
-    kind: str, view: evaluation.EvaluationView, asked: tuple[Any, ...], build: Callable[[], Any]
-) -> Any:
-    """Kept under the stored board's key and what was asked; built afresh while nothing is
-    stored (no key yet)."""
-    return kept(kind, (view.key, view.slice, *asked), build) if view.key else build()
 
 
 def _api_body(query: BoardQuery, view: evaluation.EvaluationView) -> dict[str, Any]:

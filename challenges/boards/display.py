@@ -26,7 +26,7 @@ WEIGHTED_LABELS = {"base": "Success bonus", "rating_contribution": "Rating bonus
 SUBTRACTED = ("time_penalty", "token_penalty")
 
 
-def format_value(score: float, strategy: str, setup: Any = None) -> str:
+def format_value(score: float, strategy: str) -> str:
     """The leaderboard value in the unit the strategy or scorer defines: a time, tokens,
     a rating out of 10, a weighted scorer's points; a snippet's score is a plain number
     (a 0/1 score reads 1, never "1.00 pts")."""
@@ -95,24 +95,17 @@ def medal(rank: int, score: float, setup: Any) -> tuple[str, str] | None:
 def relative_time(value: datetime, now: datetime) -> str:
     """ "just now", "5 minutes ago", "3 days ago", or the date for old times."""
     seconds = (now - value).total_seconds()
-    if seconds < 0:
+    if seconds < 60:
         return "in the future" if seconds < -60 else "just now"
     for limit, size, unit in (
-        (60, 0, ""),
         (3600, 60, "minute"),
         (86400, 3600, "hour"),
         (86400 * 30, 86400, "day"),
     ):
         if seconds < limit:
-            if not size:
-                return "just now"
             n = int(seconds // size)
             return f"{n} {unit}{'' if n == 1 else 's'} ago"
     return value.astimezone(UTC).strftime("%Y-%m-%d")  # as the exact times and the admin
-
-
-def _term_label(key: str) -> str:
-    return TERM_LABELS.get(key) or key.replace("_", " ").strip().capitalize()
 
 
 def _term_value(value: Any) -> str | None:
@@ -135,7 +128,7 @@ def breakdown(details: Any, metrics: dict[str, Any]) -> list[tuple[str, str]]:
         for key, value in flat.items():
             if key in ("error", "metadata", "scores") or not isinstance(key, str):
                 continue
-            label = _term_label(key)
+            label = TERM_LABELS.get(key) or key.replace("_", " ").strip().capitalize()
             if weighted:
                 label = WEIGHTED_LABELS.get(key, label)
                 if key in SUBTRACTED and isinstance(value, int | float):

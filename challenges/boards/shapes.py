@@ -28,13 +28,14 @@ from challenges.text import iso_z
 
 def board_rows(
     board: selectors.Board,
-    strategy: str,
+    setup: Any,
     breakdowns: dict[int, selectors.Breakdown],
     now: datetime,
-    setup: Any = None,
-    slug: str = "",
+    slug: str,
 ) -> list[dict[str, Any]]:
-    """Every cell of the table, formatted once."""
+    """Every cell of the table, formatted once; ``setup``: the version the board ranks
+    by (or the challenge)."""
+    strategy = setup.scoring_strategy
     rows = []
     players_url = f"/challenges/{slug}/players/"
     for row in board.rows:
@@ -43,11 +44,7 @@ def board_rows(
             {
                 "rank": row.rank,
                 "shared": False,
-                "medal": (
-                    display.medal(row.rank, row.score, setup)
-                    if setup is not None
-                    else display.MEDALS.get(row.rank)
-                ),
+                "medal": display.medal(row.rank, row.score, setup),
                 "name": row.display_name,
                 "url": players_url + quote(row.player_external_id, safe="") + "/",
                 "value": display.format_value(row.score, strategy),
@@ -84,7 +81,7 @@ def board_html(challenge: Challenge, shape: str, board: selectors.Board, shown: 
     updated = challenge.last_activity or (board.version.scored_at if board.version else None)
     if shown["frozen"] and updated:
         updated = freeze.last_activity(challenge, updated)
-    rows = board_rows(board, setup.scoring_strategy, breakdowns, now, setup, challenge.slug)
+    rows = board_rows(board, setup, breakdowns, now, challenge.slug)
     context = {
         "challenge": challenge,
         "board": board,

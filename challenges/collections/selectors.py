@@ -45,11 +45,10 @@ def collection_by_slug(slug: str) -> Collection | None:
     return collection_list().filter(slug=slug).first()
 
 
-def collection_challenges(collection: Collection, *, public: bool = True) -> list[Challenge]:
-    """The member challenges in order; for the public, only the active ones (an inactive
+def collection_challenges(collection: Collection) -> list[Challenge]:
+    """The member challenges the public sees, in order: the active ones (an inactive
     challenge's board is not public, so it is no column and counts for no one)."""
-    found = [m.challenge for m in collection.members.all()]
-    return [c for c in found if c.is_active] if public else found
+    return [m.challenge for m in collection.members.all() if m.challenge.is_active]
 
 
 def _cells(board_id: int) -> Iterator[BoardRow]:
@@ -76,11 +75,6 @@ def _cells(board_id: int) -> Iterator[BoardRow]:
                 rating=rating,
             )
             yield BoardRow(r.player_external_id, r.display_name, cell)
-
-
-def public_board_id(challenge: Challenge) -> int | None:
-    """The board the public reads of ``challenge`` (its frozen board during a freeze)."""
-    return freeze.board_id(challenge=challenge, user=AnonymousUser())
 
 
 @dataclass(frozen=True)
@@ -113,7 +107,8 @@ def collection_board(*, collection: Collection) -> CollectionBoard:
     """The collection's standings over its members' public boards, kept until a member
     board's ranking changes."""
     challenges = collection_challenges(collection)
-    read = [public_board_id(c) for c in challenges]
+    # The board the public reads of each (its frozen board during a freeze).
+    read = [freeze.board_id(challenge=c, user=AnonymousUser()) for c in challenges]
     key = (
         collection.pk,
         collection.updated_at.isoformat(),

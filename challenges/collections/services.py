@@ -7,7 +7,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from django.db import transaction
-from django.utils.text import slugify
 
 from challenges.audit import Kind, audit_record
 from challenges.models import (
@@ -17,23 +16,12 @@ from challenges.models import (
     CollectionMember,
     CollectionStrategy,
 )
+from challenges.text import unique_slug
+from scoring.engine.protocol import FieldErrors
 
 
-class CollectionInvalid(ValueError):
+class CollectionInvalid(FieldErrors):
     """A collection the service refuses: ``errors`` maps each field to its message."""
-
-    def __init__(self, errors: dict[str, str]):
-        super().__init__("; ".join(f"{k}: {v}" for k, v in errors.items()))
-        self.errors = errors
-
-
-def _unique_slug(name: str) -> str:
-    base = slugify(name)[:190] or "collection"
-    slug, n = base, 1
-    while Collection.objects.filter(slug=slug).exists():
-        n += 1
-        slug = f"{base}-{n}"
-    return slug
 
 
 def members_check(challenge_ids: Sequence[int]) -> list[int]:
@@ -95,7 +83,7 @@ def collection_create(
         raise CollectionInvalid({"slug": "A collection with this slug already exists."})
     collection = Collection.objects.create(
         name=name,
-        slug=slug or _unique_slug(name),
+        slug=slug or unique_slug(name, Collection.objects.all(), "collection"),
         description=description,
         strategy=strategy,
     )

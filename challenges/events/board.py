@@ -57,11 +57,8 @@ def board_check_request(
 
 def boards_to_look_at() -> list[int]:
     """The challenges the periodic tick looks at: the active ones with a version."""
-    return list(
-        Challenge.objects.filter(is_active=True, active_version__isnull=False).values_list(
-            "pk", flat=True
-        )
-    )
+    looked_at = Challenge.objects.filter(is_active=True, active_version__isnull=False)
+    return list(looked_at.values_list("pk", flat=True))
 
 
 def board_top(*, challenge: Challenge) -> list[dict[str, Any]]:

@@ -60,8 +60,23 @@ def _refresh(*, player_ids: list[int], challenge_ids: list[int] | None) -> None:
             batch_scoring.batch_request(challenge_id=challenge.pk)
 
 
-def _where(challenge: Challenge | None) -> dict[str, Any]:
-    return {"challenge": challenge.slug if challenge else "all challenges"}
+def _where(challenge: Challenge | None) -> str:
+    return challenge.slug if challenge else "all challenges"
+
+
+def _player_changed(
+    *, player: Player, challenge: Challenge | None, hidden: bool, reason: str, by: Any
+) -> None:
+    """The entries refreshed and the audit record of a player's hide or unhide."""
+    _refresh(player_ids=[player.pk], challenge_ids=[challenge.pk] if challenge else None)
+    audit_record(
+        kind=Kind.PLAYER_HIDE if hidden else Kind.PLAYER_UNHIDE,
+        by=by,
+        challenge=challenge,
+        before={"player": player.external_id, "hidden": not hidden, "challenge": _where(challenge)},
+        after={"player": player.external_id, "hidden": hidden, "challenge": _where(challenge)},
+        reason=reason,
+    )
 
 
 @transaction.atomic
@@ -72,24 +87,14 @@ def player_hide(
     reason = _reason(reason)
     Player.objects.select_for_update().filter(pk=player.pk).exists()  # one hide at a time
     if PlayerHide.objects.filter(player=player, challenge=challenge).exists():
-        raise ModerationError(
-            f"{player.external_id!r} is already hidden from {_where(challenge)['challenge']}."
-        )
+        raise ModerationError(f"{player.external_id!r} is already hidden from {_where(challenge)}.")
     hide = PlayerHide.objects.create(
         player=player,
         challenge=challenge,
         reason=reason,
         hidden_by=by if getattr(by, "is_authenticated", False) else None,
     )
-    _refresh(player_ids=[player.pk], challenge_ids=[challenge.pk] if challenge else None)
-    audit_record(
-        kind=Kind.PLAYER_HIDE,
-        by=by,
-        challenge=challenge,
-        before={"player": player.external_id, "hidden": False, **_where(challenge)},
-        after={"player": player.external_id, "hidden": True, **_where(challenge)},
-        reason=reason,
-    )
+    _player_changed(player=player, challenge=challenge, hidden=True, reason=reason, by=by)
     return hide
 
 
@@ -103,18 +108,8 @@ def player_unhide(
     Player.objects.select_for_update().filter(pk=player.pk).exists()
     deleted, _ = PlayerHide.objects.filter(player=player, challenge=challenge).delete()
     if not deleted:
-        raise ModerationError(
-            f"{player.external_id!r} is not hidden from {_where(challenge)['challenge']}."
-        )
-    _refresh(player_ids=[player.pk], challenge_ids=[challenge.pk] if challenge else None)
-    audit_record(
-        kind=Kind.PLAYER_UNHIDE,
-        by=by,
-        challenge=challenge,
-        before={"player": player.external_id, "hidden": True, **_where(challenge)},
-        after={"player": player.external_id, "hidden": False, **_where(challenge)},
-        reason=reason,
-    )
+        raise ModerationError(f"{player.external_id!r} is not hidden from {_where(challenge)}.")
+    _player_changed(player=player, challenge=challenge, hidden=False, reason=reason, by=by)
 
 
 @transaction.atomic

@@ -41,7 +41,7 @@ from challenges.fieldsets import BOARD_FIELDS
 from challenges.leaderboards import exclusions, freeze, precision, sql
 from challenges.leaderboards import ranking as board_ranking
 from challenges.leaderboards.metric_counts import challenge_metrics, public_metrics
-from challenges.leaderboards.names import names_as_of
+from challenges.leaderboards.names import names_as_of, names_now
 from challenges.models import (
     Aggregate,
     Attempt,
@@ -50,7 +50,6 @@ from challenges.models import (
     Challenge,
     EvaluationBoard,
     LeaderboardRanking,
-    Player,
     ScoringVersion,
 )
 from scoring.engine import strategies
@@ -58,13 +57,14 @@ from scoring.engine.uncertainty import (
     SAMPLES_MAX,
     SAMPLES_MIN,
     IntervalSetup,
-    PlayerInterval,
     board_intervals,
 )
 
 KEY_MAX = 64  # sample_key and slice_by: a field name of ``sample``
 SLICES_MAX = 200  # slices computed per board (the most attempts first)
 SLICE_MAX = 200  # characters of a slice's value (EvaluationBoard.slice); longer: no slice
+# A stored row (EvaluationBoard.rows): an IntervalRow's fields, but the names, in order.
+STORED_ROW = ("player", "score", "n", "ci_low", "ci_high", "rank", "rank_low", "rank_high", "tier")
 AGGREGATE_RULE = (
     "This board ranks each player by the {statistic} of their scores over all their "
     "counted attempts, not by their best attempt. Equal values: the player whose latest "
@@ -317,25 +317,11 @@ def _boards(
                 attempts=result.attempts,
                 items=result.items,
                 paired=result.paired,
-                rows=[_stored(row) for row in result.rows],
+                rows=[[getattr(row, name) for name in STORED_ROW] for row in result.rows],
                 slices=slices if value == "" else {},
             )
         )
     return out
-
-
-def _stored(row: PlayerInterval) -> list[Any]:
-    return [
-        row.player,
-        row.score,
-        row.n,
-        row.ci_low,
-        row.ci_high,
-        row.rank,
-        row.rank_low,
-        row.rank_high,
-        row.tier,
-    ]
 
 
 # --- reading ----------------------------------------------------------------------------
@@ -529,12 +515,7 @@ def _rows(
     board's), hidden players left out."""
     ids = [row[0] for row in stored]
     hidden = exclusions.hidden_player_ids(challenge_id=challenge.pk, player_ids=ids)
-    names = dict(
-        (pk, (external, name))
-        for pk, external, name in Player.objects.filter(pk__in=ids).values_list(
-            "pk", "external_id", "display_name"
-        )
-    )
+    names = names_now(player_ids=ids)
     if names_at is not None and names:
         past = names_as_of(player_ids=names, at=names_at)
         names = {pk: (external, past.get(pk, name)) for pk, (external, name) in names.items()}

@@ -109,12 +109,8 @@ def frozen_ensure(*, challenge: Challenge, version_id: int | None = None) -> int
 def frozen_drop(*, challenge_ids: Iterable[int]) -> None:
     """Drop the frozen boards of these challenges (rebuilt at the next frozen read)."""
     challenge_ids = list(challenge_ids)
-    boards = [
-        frozen_id(pk)
-        for pk in ScoringVersion.objects.filter(challenge_id__in=list(challenge_ids)).values_list(
-            "pk", flat=True
-        )
-    ]
+    versions = ScoringVersion.objects.filter(challenge_id__in=challenge_ids)
+    boards = [frozen_id(pk) for pk in versions.values_list("pk", flat=True)]
     if boards:
         LeaderboardRanking.objects.filter(version_id__in=boards).delete()
         LeaderboardEntry.objects.filter(version_id__in=boards).delete()

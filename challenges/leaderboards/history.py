@@ -25,7 +25,8 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from challenges.leaderboards import exclusions, freeze, ranking, selectors, sql
-from challenges.models import Challenge, HistoryDue, HistoryRecord, Player, ScoringVersion
+from challenges.leaderboards.names import names_now
+from challenges.models import Challenge, HistoryDue, HistoryRecord, ScoringVersion
 
 TOP = 10  # k of "entered / left the top k"
 LARGEST = 10  # players listed under largest_moves
@@ -154,13 +155,7 @@ def board_diff(before: Board, after: Board) -> Diff:
 
 
 def _named(items: list[tuple[int, Any, Any]]) -> list[dict[str, Any]]:
-    ids = {item[0] for item in items}
-    names = {
-        pk: (external_id, name)
-        for pk, external_id, name in Player.objects.filter(pk__in=ids).values_list(
-            "pk", "external_id", "display_name"
-        )
-    }
+    names = names_now(player_ids={item[0] for item in items})
     return [
         {
             "player_id": pk,
@@ -182,7 +177,6 @@ def history_record(
     reason: str,
     before: Board | None = None,
     switched_at: datetime | None = None,
-    backfilled: bool = False,
 ) -> HistoryRecord:
     """Write the record of a switch to ``version`` from ``previous_version_id`` (call
     after the new board is complete). ``before``: a snapshot of the board before, when
@@ -198,11 +192,10 @@ def history_record(
         previous_version_id=previous_version_id,
         reason=reason,
         switched_at=switched_at or timezone.now(),
-        backfilled=backfilled,
     )
 
 
-def _record_create(diff: Diff, *, backfilled: bool = False, **fields: Any) -> HistoryRecord:
+def _record_create(diff: Diff, **fields: Any) -> HistoryRecord:
     return HistoryRecord.objects.create(
         **fields,
         players_before=diff.players_before,
@@ -212,7 +205,6 @@ def _record_create(diff: Diff, *, backfilled: bool = False, **fields: Any) -> Hi
         left_top=_named(diff.left_top),
         largest_moves=_named(diff.largest_moves),
         kendall_tau=diff.kendall_tau,
-        backfilled=backfilled,
     )
 
 

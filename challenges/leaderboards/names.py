@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from datetime import datetime
 
 from challenges.leaderboards import sql
-from challenges.models import PlayerRename
+from challenges.models import Player, PlayerRename
 
 
 def renames_record(*, renames: Iterable[tuple[int, str, str]], at: datetime) -> None:
@@ -32,6 +32,13 @@ def renames_record(*, renames: Iterable[tuple[int, str, str]], at: datetime) -> 
     ]
     if rows:
         PlayerRename.objects.bulk_create(rows)
+
+
+def names_now(*, player_ids: Iterable[int]) -> dict[int, tuple[str, str]]:
+    """{player id: (external id, display name now)} of these players (unknown ids are
+    left out), in one query."""
+    rows = Player.objects.filter(pk__in=player_ids).values_list("pk", "external_id", "display_name")
+    return {pk: (external_id, name) for pk, external_id, name in rows}
 
 
 def names_as_of(*, player_ids: Iterable[int], at: datetime) -> dict[int, str]:

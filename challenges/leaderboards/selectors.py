@@ -288,10 +288,6 @@ def leaderboard_breakdowns(*, version_id: int, attempt_ids: list[int]) -> dict[i
     }
 
 
-def _ties(values: list[dict[str, Any]]) -> list[tuple[float, datetime]]:
-    return [(v["sort_key"], v["created_at"]) for v in values]
-
-
 def _rows(values: list[dict[str, Any]], ranks: list[int]) -> list[LeaderboardRow]:
     return [
         LeaderboardRow(
@@ -344,7 +340,8 @@ def _slice(
     start = j * PAGE
     params = _key_params(ranking.keys[j])
     values = _rows_where(ranking.version_id, "from_key", params, offset - start + limit, names_at)
-    ranks = board_ranking.assign_ranks(_ties(values), place=start, rank=ranking.ranks[j])
+    ties = [(v["sort_key"], v["created_at"]) for v in values]
+    ranks = board_ranking.assign_ranks(ties, place=start, rank=ranking.ranks[j])
     skip = offset - start
     return _rows(values[skip:], ranks[skip:])
 

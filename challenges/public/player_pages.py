@@ -38,9 +38,7 @@ def player_detail(request: HttpRequest, slug: str, external_id: str) -> HttpResp
             "when_exact": display.exact_time(item.created_at),
             "when_iso": item.created_at.isoformat(),
             "metrics": display.metric_cells(item.metrics),
-            "value": (
-                display.format_value(item.score, strategy, setup) if item.score is not None else ""
-            ),
+            "value": display.format_value(item.score, strategy) if item.score is not None else "",
             "terms": display.breakdown(item.details, {}),  # metrics have a column
             "counts": item.counts,
         }
@@ -52,7 +50,7 @@ def player_detail(request: HttpRequest, slug: str, external_id: str) -> HttpResp
         best = {
             "rank": row.rank,
             "medal": display.medal(row.rank, row.score, setup),
-            "value": display.format_value(row.score, strategy, setup),
+            "value": display.format_value(row.score, strategy),
             "when": display.relative_time(row.created_at, now),
             "when_exact": display.exact_time(row.created_at),
             "when_iso": row.created_at.isoformat(),

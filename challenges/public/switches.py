@@ -59,7 +59,7 @@ def version_page(request: HttpRequest, slug: str, number: int) -> HttpResponse:
         version = found.version
         board = selectors.board_page(challenge=challenge, page=page, board_id=found.board_id)
         now = timezone.now()
-        rows = board_rows(board, version.scoring_strategy, {}, now, version, challenge.slug)
+        rows = board_rows(board, version, {}, now, challenge.slug)
         context = {
             "challenge": challenge,
             "version": version,

@@ -84,11 +84,7 @@ def pairing_plugin_clean(values: dict[str, Any]) -> tuple[dict[str, Any], dict[s
             reg.info(plugin_id).config_schema, values.get("red_blue_config", {})
         )
     except ConfigError as exc:
-        return out, {
-            "red_blue_config": "; ".join(
-                f"{key}: {msg}" if key else msg for key, msg in exc.errors.items()
-            )
-        }
+        return out, {"red_blue_config": exc.field_message}
     return out, {}
 
 

@@ -13,7 +13,6 @@ from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
-from django.utils.text import slugify
 
 from challenges import audit
 from challenges.fieldsets import (
@@ -30,19 +29,9 @@ from challenges.models import Challenge, ChallengeFormat, RescoreJob, ScoringVer
 from challenges.redblue import points as red_blue_points
 from challenges.redblue.validation import red_blue_validate
 from challenges.rescoring import jobs as rescoring
-from challenges.text import line_breaks_normalised
+from challenges.text import line_breaks_normalised, unique_slug
 from scoring import services as scoring
 from scoring.engine import strategies
-
-
-def _unique_slug(name: str, exclude_pk: int | None = None) -> str:
-    base = slugify(name)[:190] or "challenge"
-    slug, n = base, 1
-    taken = Challenge.objects.exclude(pk=exclude_pk)
-    while taken.filter(slug=slug).exists():
-        n += 1
-        slug = f"{base}-{n}"
-    return slug
 
 
 @transaction.atomic
@@ -61,7 +50,7 @@ def challenge_create(*, data: dict[str, Any], by: Any = None) -> Challenge:
     _board_validate(challenge)
     red_blue_validate(challenge=challenge)
     if not challenge.slug:
-        challenge.slug = _unique_slug(challenge.name)
+        challenge.slug = unique_slug(challenge.name, Challenge.objects.all(), "challenge")
     challenge.save()
     version = ScoringVersion.objects.create_next(challenge=challenge, by=by, reason="created")
     version.scored_at = timezone.now()
@@ -164,7 +153,9 @@ def _challenge_update(
     if refreeze:  # a new freeze: revealed again only by a new reveal
         challenge.revealed_at = None
     if not challenge.slug:
-        challenge.slug = _unique_slug(challenge.name, exclude_pk=challenge.pk)
+        challenge.slug = unique_slug(
+            challenge.name, Challenge.objects.exclude(pk=challenge.pk), "challenge"
+        )
     new_version = None
     if any(name in data for name in SETUP_FIELDS):
         setup = scoring.setup_validate(setup=setup_merge(challenge=challenge, changes=data))

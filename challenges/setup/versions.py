@@ -118,15 +118,7 @@ def version_diff(previous: dict[str, Any] | None, current: dict[str, Any]) -> li
         elif field == "scoring_config":
             changes.extend(_config_changes(before or {}, after or {}))
         elif field == "scoring_code":
-            diff = difflib.unified_diff(
-                (before or "").splitlines(),
-                (after or "").splitlines(),
-                "before",
-                "after",
-                lineterm="",
-                n=2,
-            )
-            changes.append(Change(label, "", "", tuple(diff)[2:]))
+            changes.append(Change(label, "", "", _code_diff(before or "", after or "")))
         elif field == "timeout_ms":
             changes.append(Change(label, f"{before} ms", f"{after} ms"))
         elif field == "scorers":
@@ -155,16 +147,18 @@ def _scorer_changes(before: list[dict], after: list[dict]) -> list[Change]:
         for part in ("type", "display_name", "purpose", "config", "metrics"):
             if a.get(part) != b.get(part):
                 changes.append(Change(f"{label} {part}", _shown(a.get(part)), _shown(b.get(part))))
-        code_a, code_b = (
-            a.get("compute_scores_snippet") or "",
-            b.get("compute_scores_snippet") or "",
-        )
+        code_a, code_b = (x.get("compute_scores_snippet") or "" for x in (a, b))
         if code_a != code_b:
-            diff = difflib.unified_diff(
-                code_a.splitlines(), code_b.splitlines(), "before", "after", lineterm="", n=2
-            )
-            changes.append(Change(f"{label} code", "", "", tuple(diff)[2:]))
+            changes.append(Change(f"{label} code", "", "", _code_diff(code_a, code_b)))
     return changes
+
+
+def _code_diff(before: str, after: str) -> tuple[str, ...]:
+    """A unified diff of two codes, two lines of context, without its file header."""
+    diff = difflib.unified_diff(
+        before.splitlines(), after.splitlines(), "before", "after", lineterm="", n=2
+    )
+    return tuple(diff)[2:]
 
 
 def _shown(value: Any) -> str:

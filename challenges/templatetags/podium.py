@@ -1,4 +1,4 @@
-"""Template filters for the public pages (thin wrappers of ``challenges.public.display``; the
+"""Template filters for the public pages (thin wrappers of ``challenges.boards.display``; the
 leaderboard itself is formatted in Python once per render, not per cell)."""
 
 from __future__ import annotations

@@ -167,13 +167,11 @@ def std_dev(counts: Mapping[float, int]) -> float | None:
 
 
 def maximum(counts: Mapping[float, int]) -> float | None:
-    present = [value for value, c in _numbers(counts).items() if c]
-    return max(present) if present else None
+    return max((value for value, c in _numbers(counts).items() if c), default=None)
 
 
 def minimum(counts: Mapping[float, int]) -> float | None:
-    present = [value for value, c in _numbers(counts).items() if c]
-    return min(present) if present else None
+    return min((value for value, c in _numbers(counts).items() if c), default=None)
 
 
 def _label(value: float | str) -> str:
@@ -240,11 +238,9 @@ def multiclass(pairs: Mapping[tuple[float, float], int]) -> dict[str, Any] | Non
         tp = sum(c for (p, t), c in pairs.items() if p == cls and t == cls)
         predicted = sum(c for (p, _), c in pairs.items() if p == cls)
         support = sum(c for (_, t), c in pairs.items() if t == cls)
-        precision = _divide(tp, predicted)
-        recall = _divide(tp, support)
         per_class[_label(cls)] = {
-            "precision": precision,
-            "recall": recall,
+            "precision": _divide(tp, predicted),
+            "recall": _divide(tp, support),
             "f1": _divide(2 * tp, predicted + support),
             "support": support,
         }

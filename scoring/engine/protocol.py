@@ -194,6 +194,15 @@ class RegistryError(ValueError):
     """A plugin id or entrypoint that the registry refuses."""
 
 
+class FieldErrors(ValueError):
+    """Input refused field by field: ``errors`` maps each field (or a path in it) to a
+    message, and the exception's text lists them all."""
+
+    def __init__(self, errors: dict[str, str]):
+        self.errors = errors
+        super().__init__("; ".join(f"{k}: {v}" for k, v in errors.items()))
+
+
 class ConfigError(ValueError):
     """A config that does not fit a plugin's ``config_schema``.
 
@@ -204,3 +213,8 @@ class ConfigError(ValueError):
     def __init__(self, errors: dict[str, str]):
         self.errors = errors
         super().__init__("; ".join(f"{k or '(config)'}: {v}" for k, v in errors.items()))
+
+    @property
+    def field_message(self) -> str:
+        """The errors as one field error: each after its path, the whole object's alone."""
+        return "; ".join(f"{k}: {v}" if k else v for k, v in self.errors.items())

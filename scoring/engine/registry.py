@@ -126,10 +126,8 @@ class ScorerRegistry:
 
     def unregister(self, plugin_id: str) -> None:
         with self._lock:
-            self._entrypoints.pop(plugin_id, None)
-            self._aliases.pop(plugin_id, None)
-            self._classes.pop(plugin_id, None)
-            self._failures.pop(plugin_id, None)
+            for table in (self._entrypoints, self._aliases, self._classes, self._failures):
+                table.pop(plugin_id, None)
             self._refused.pop(plugin_id, None)
             self._builtin.discard(plugin_id)
 
@@ -149,12 +147,11 @@ class ScorerRegistry:
         try:
             self.register(plugin_id, entrypoint)
         except RegistryError as exc:
-            if plugin_id and isinstance(plugin_id, str) and plugin_id not in self._entrypoints:
-                with self._lock:
-                    self._refused[plugin_id] = (str(entrypoint), str(exc))
-            else:  # the id is taken: the existing registration stands, the clash is noted
-                with self._lock:
-                    self._refused[f"{plugin_id} (duplicate)"] = (str(entrypoint), str(exc))
+            free = plugin_id and isinstance(plugin_id, str) and plugin_id not in self._entrypoints
+            # A taken id: the existing registration stands, the clash is noted.
+            key = plugin_id if free else f"{plugin_id} (duplicate)"
+            with self._lock:
+                self._refused[key] = (str(entrypoint), str(exc))
 
     @contextmanager
     def temporarily(self, plugin_id: str, entrypoint: str) -> Iterator[None]:

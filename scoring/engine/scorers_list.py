@@ -35,7 +35,7 @@ from typing import Any
 from .config import validate_config
 from .metrics import MetricsInvalid, validate_metrics
 from .outcome import Outcome
-from .protocol import AttemptMetrics, ConfigError, ScoringContext
+from .protocol import AttemptMetrics, ConfigError, FieldErrors, ScoringContext
 from .shims import batch_check
 from .snippet import (
     AttemptPayload,
@@ -60,13 +60,9 @@ FIELDS = ("key", "type", "display_name", "purpose", "compute_scores_snippet", "c
 PENDING = "pending: waiting for the next batch run"
 
 
-class ScorersInvalid(ValueError):
+class ScorersInvalid(FieldErrors):
     """A scorers list that cannot be saved; ``errors`` maps a field path
     (``scorers[2].config``, ``rank_by``) to a message."""
-
-    def __init__(self, errors: dict[str, str]):
-        self.errors = errors
-        super().__init__("; ".join(f"{k}: {v}" for k, v in errors.items()))
 
 
 def validate_scorers(scorers: Any, rank_by: Any) -> tuple[list[dict[str, Any]], str]:
@@ -107,9 +103,7 @@ def validate_scorers(scorers: Any, rank_by: Any) -> tuple[list[dict[str, Any]], 
         try:
             config = validate_config(None, {} if config is None else config)
         except ConfigError as exc:
-            errors[f"{where}.config"] = "; ".join(
-                f"{k}: {m}" if k else m for k, m in exc.errors.items()
-            )
+            errors[f"{where}.config"] = exc.field_message
             config = {}
         code = raw.get("compute_scores_snippet")
         try:
@@ -360,14 +354,12 @@ def combine(
     rank_key: str,
     results: Mapping[str, Sequence[Any]],
     count: int,
-    batch: Mapping[str, Sequence[Any]] | None = None,
 ) -> list[Outcome]:
-    """One Outcome per attempt from each scorer's Results (``batch``: the batch
-    scorers' Results, when a batch run has them)."""
-    every = {**results, **(batch or {})}
+    """One Outcome per attempt from each scorer's Results (a batch scorer has none here:
+    ``merge_batch`` adds a batch run's)."""
     outcomes = []
     for i in range(count):
-        ranking = every.get(rank_key)
+        ranking = results.get(rank_key)
         if ranking is None:
             details: dict[str, Any] = {"scores": {}, "metadata": {}, "pending": True}
             score, error = None, ""
@@ -379,12 +371,12 @@ def combine(
         qa: dict[str, Any] = {}
         for spec in specs:
             key = spec["key"]
-            if key == rank_key or key not in every:
+            if key == rank_key or key not in results:
                 continue
             if spec.get("purpose", SCORE) == QA:
-                qa[key] = _entry(every[key][i], qa=True)
+                qa[key] = _entry(results[key][i], qa=True)
             else:
-                others[key] = _entry(every[key][i], qa=False)
+                others[key] = _entry(results[key][i], qa=False)
         if others:
             details["scorers"] = others
         if qa:

@@ -50,7 +50,7 @@ from . import placeholders
 from .outcome import MAX_DETAILS_BYTES as MAX_DETAILS
 from .outcome import Outcome
 from .placeholders import PLACEHOLDER
-from .protocol import AttemptMetrics, ScoringContext
+from .protocol import AttemptMetrics, FieldErrors, ScoringContext
 from .strategies import PYTHON, get_strategy
 
 FUNCTION = "compute_scores"
@@ -62,12 +62,8 @@ MAX_LABEL_CHARS = 256
 _MAX_SAFE_INT = 2**53
 
 
-class SnippetInvalid(ValueError):
+class SnippetInvalid(FieldErrors):
     """Code that cannot be saved; ``errors`` maps a setup field to a message."""
-
-    def __init__(self, errors: dict[str, str]):
-        self.errors = errors
-        super().__init__("; ".join(f"{k}: {v}" for k, v in errors.items()))
 
 
 # --- checking and preparing the code (on save, and before it runs) --------------------------

@@ -52,12 +52,11 @@ class Command(BaseCommand):
         if inline:
             with as_a_task():  # the collector as a worker runs the job's chunks
                 job = rescoring.job_run_inline(job=job)
+            self.stdout.write(progress_line(job, time.monotonic()))
         elif wait:
             job = self._wait(job)
         else:
             return
-        if inline:
-            self.stdout.write(progress_line(job, time.monotonic()))
         if job.status != RescoreJob.Status.SUCCEEDED:
             raise CommandError(f"Job {job.pk} ended {job.status}: {job.error}")
         self.stdout.write(self.style.SUCCESS(f"Version {job.version.number} is active."))

@@ -136,10 +136,7 @@ class Command(BaseCommand):
             started = time.perf_counter()
             [outcome] = scorer.score_many([(AttemptMetrics(**full), ctx)])
             took = (time.perf_counter() - started) * 1000
-            if outcome.score is None:
-                recorded = f"null ({outcome.error})"
-            else:
-                recorded = repr(outcome.score)
+            recorded = f"null ({outcome.error})" if outcome.score is None else repr(outcome.score)
             clamp = (
                 "" if outcome.clamped_from is None else f"  clamped from {outcome.clamped_from!r}"
             )
