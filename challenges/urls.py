@@ -71,6 +71,9 @@ urlpatterns = [
     ),
 ]
 api_urlpatterns = [
+    # The router's routes first: the leaderboard, which bots poll, then resolves without
+    # trying every route below (none of which the router's patterns match).
+    path("", include(router.urls)),
     # Moderation and the audit trail (challenges/api/competition_api.py).
     re_path(
         rf"{CHALLENGE}players/{EXTERNAL_ID}/hide/$",
@@ -118,5 +121,4 @@ api_urlpatterns = [
         name="webhook-redeliver",
     ),
     path("scorers/", scorer_api.ScorerCatalogueView.as_view(), name="scorer-catalogue"),
-    path("", include(router.urls)),
 ]
