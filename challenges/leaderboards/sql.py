@@ -213,12 +213,19 @@ def attempt_rows(
     return fetch(_pick(ATTEMPT_ROWS), [challenge_id, first_id, last_id, limit], datetimes=(8,))
 
 
+IDS_PER_STATEMENT = 10_000  # SQLite: under its cap of parameters in one statement
+
+
 def player_names(ids: Sequence[int]) -> dict[int, str]:
     """The external ids of the players ``ids``, by id (PostgreSQL: one array parameter)."""
     if postgres():
         return dict(fetch(f"SELECT id, external_id FROM {PLAYER} WHERE id = ANY(%s)", [ids]))  # noqa: S608
-    marks = ", ".join(["%s"] * len(ids))  # a batch's players: fewer than SQLite's 32,766
-    return dict(fetch(f"SELECT id, external_id FROM {PLAYER} WHERE id IN ({marks})", ids))  # noqa: S608
+    names: dict[int, str] = {}
+    for start in range(0, len(ids), IDS_PER_STATEMENT):
+        part = ids[start : start + IDS_PER_STATEMENT]
+        marks = ", ".join(["%s"] * len(part))
+        names.update(fetch(f"SELECT id, external_id FROM {PLAYER} WHERE id IN ({marks})", part))  # noqa: S608
+    return names
 
 
 SCORE_COLUMNS = (

@@ -104,3 +104,15 @@ def test_each_batch_reads_the_names_of_the_players_it_has_not_seen(monkeypatch):
     assert {s.attempt_id: s.player.external_id for s in scored_rows} == dict(
         attempts.values_list("pk", "player__external_id")
     )
+
+
+def test_names_of_more_players_than_one_statement_takes(monkeypatch):
+    """A read of rows that hold their names asks for them in parts (SQLite caps the
+    parameters of one statement); every row gets its own."""
+    monkeypatch.setattr(sql, "IDS_PER_STATEMENT", 3)
+    challenge = make_challenge(scoring_strategy="fastest")
+    record(challenge, *[attempt_input(f"p{i}", elapsed_ms=i) for i in range(10)])
+    attempts = Attempt.objects.filter(challenge=challenge)
+    first, last = min(a.pk for a in attempts), max(a.pk for a in attempts)
+    rows = bulk.attempt_rows(challenge_id=challenge.pk, first_id=first, last_id=last)
+    assert [r[2] for r in rows] == [f"p{i}" for i in range(10)]
