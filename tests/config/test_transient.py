@@ -94,7 +94,9 @@ def test_a_request_after_the_database_dropped_the_kept_connection_reconnects():
     close_old_connections()  # a request ends
     pid = connection.connection.info.backend_pid  # kept for the next request
     with psycopg.connect(_dsn(), autocommit=True) as other:
-        other.execute("SELECT pg_terminate_backend(%s)", [pid])
+        # With a timeout it returns once the session has ended (not when it was only
+        # signalled): the next request then finds its FATAL notice on the socket.
+        other.execute("SELECT pg_terminate_backend(%s, 5000)", [pid])
     close_old_connections()  # the next request starts (request_started)
     assert Challenge.objects.count() == 1
 
