@@ -375,7 +375,9 @@ class _Batches:
     ):
         self.challenge_id, self.first_id, self.last_id = challenge_id, first_id, last_id
         self.every, self.taken, self.size = every, 0, FIRST_BATCH
-        self.names: dict[int, str] = {}  # external ids by player id, read batch by batch
+        # External ids by player id: the reader thread adds a batch's new players before
+        # it hands the batch over, so the scorer finds every name it looks up.
+        self.names: dict[int, str] = {}
 
     def reading(self) -> AbstractContextManager[Callable[[], list[bulk.AttemptRow] | None]]:
         if self.every is not None:
