@@ -36,13 +36,23 @@
     focused = focusKey(board);
   });
 
-  document.addEventListener("htmx:afterSettle", function () {
+  // Reopened in the same task as the swap, so no reader (or test) ever sees the new rows
+  // with their breakdowns closed; again after settling, in case htmx's settle reset them.
+  function reopen() {
     var board = document.getElementById("board");
-    if (!board) return;
+    if (!board) return null;
     openRows.forEach(function (row) {
       var d = board.querySelector('details.why[data-row="' + row + '"]');
       if (d) d.open = true;
     });
+    return board;
+  }
+
+  document.addEventListener("htmx:afterSwap", reopen);
+
+  document.addEventListener("htmx:afterSettle", function () {
+    var board = reopen();
+    if (!board) return;
     if (focused) {
       var target = null;
       if (focused.row) {

@@ -113,6 +113,18 @@ def test_live_refresh_picks_up_an_attempt_recorded_through_the_api(
     page.evaluate("window.__sameDocument = true")
     first = rows(page).first.locator("summary")
     first.click()  # an open breakdown survives the refresh
+    # Never shown closed, not even between the swap and htmx's settle (a reader sees a
+    # flicker; a check right after the swap saw it closed).
+    page.evaluate(
+        """() => {
+            window.__shownClosed = 0;
+            new MutationObserver(() => {
+                const board = document.getElementById("board");
+                if (board && board.textContent.includes("Newcomer Nia")
+                    && !board.querySelector("details.why[open]")) window.__shownClosed++;
+            }).observe(document.body, { childList: true, subtree: true });
+        }"""
+    )
     body = {
         "player": "newcomer",
         "player_name": "Newcomer Nia",
@@ -132,6 +144,7 @@ def test_live_refresh_picks_up_an_attempt_recorded_through_the_api(
     assert page.evaluate("window.__sameDocument") is True  # swapped in, not reloaded
     assert "page=1" in page.url
     assert page.locator("#board details.why[open]").count() == 1
+    assert page.evaluate("window.__shownClosed") == 0
     assert page.errors == []
 
 
