@@ -1,7 +1,7 @@
-"""The bulk write paths beside the statements they feed (``sql.py``): COPY text, models
-built positionally, threads on their own connections. Only here and in ``sql.py`` does
-code know which database it runs on or touch Django's private model attributes
-(tests/test_architecture.py; docs/architecture.md, "Raw SQL")."""
+"""The bulk write paths beside the statements they feed (``sql.py``): COPY text and
+binary, models built positionally, threads on their own connections. Only here and in
+``sql.py`` does code know which database it runs on or touch Django's private model
+attributes (tests/test_architecture.py; docs/architecture.md, "Raw SQL")."""
 
 from __future__ import annotations
 
@@ -9,12 +9,14 @@ import functools
 import json
 import queue
 import re
+import struct
 import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
 from django.db import DatabaseError, connection
@@ -23,7 +25,7 @@ from django.utils import timezone
 
 from challenges.leaderboards import sql
 from challenges.models import Attempt, AttemptScore, Player, ScoringVersion
-from challenges.text import BAD_CHAR, outcome_storable
+from challenges.text import outcome_storable
 from scoring import services as scoring
 from scoring.engine.outcome import Outcome
 from scoring.engine.scorers_list import split_qa
@@ -172,39 +174,6 @@ def _copy_json(value: Any) -> str:
     return "\\N" if value is None else copy_text(json.dumps(value))
 
 
-_PLAIN_KEY = re.compile(r"[A-Za-z0-9_ .:-]{1,100}")
-_templates: dict[tuple[str, ...], tuple[str, tuple[type, ...]] | None] = {}
-_MOST_TEMPLATES = 1000
-
-
-def _plain_json(details: Any) -> str | None:
-    """The JSON text of a flat dict of floats under plain keys (what built-in scorers
-    give), written through one format string per key set, a few times faster than
-    json.dumps and the same text; it needs no COPY escaping. None for anything else."""
-    if type(details) is not dict:
-        return None
-    keys = tuple(details)
-    template = _templates.get(keys, False)
-    if template is False:
-        if len(_templates) >= _MOST_TEMPLATES:  # a scorer that invents keys each time
-            _templates.clear()
-        plain = "qa" not in details and all(
-            type(k) is str and _PLAIN_KEY.fullmatch(k) for k in keys
-        )
-        text = "{" + ", ".join([f'"{k}": %r' for k in keys]) + "}"
-        template = _templates[keys] = (text, (float,) * len(keys)) if plain else None
-    values = tuple(details.values())
-    if template is None or tuple(map(type, values)) != template[1]:
-        return None
-    return template[0] % values
-
-
-def _details_json(details: dict[str, Any]) -> str:
-    """JSON text of a details dict (never NaN or infinity: the rules refused them)."""
-    plain = _plain_json(details)
-    return json.dumps(details) if plain is None else plain
-
-
 # --- attempts and players ---------------------------------------------------------------------
 def players_ensure(ordered: list[str], names: list[str]) -> dict[str, Player]:
     """The players of these external ids (sorted), created with these names where new.
@@ -252,8 +221,8 @@ def attempts_insert(attempts: Sequence[Attempt]) -> None:
 
 # A rescore reads a million attempts: plain tuples, not model instances.
 # (id, player_id, external_id, succeeded, tokens_total, elapsed_ms, rating, created_ms,
-#  created_at) where created_at is the database's own text on PostgreSQL (copied back
-#  as it is) and a datetime elsewhere; external_id is None when read with ``names``.
+#  created_at) where created_at is a ``pg_timestamp`` on PostgreSQL (written back as it
+#  is) and a datetime elsewhere; external_id is None when read with ``names``.
 AttemptRow = tuple[int, int, str, bool, int | None, int | None, int | None, int, object]
 
 
@@ -310,48 +279,109 @@ def score_row(
     return model_build(AttemptScore, values, version=version)
 
 
-def _score_lines(
-    version: ScoringVersion, keys: Sequence[tuple[int, int, Any]], outcomes: Sequence[Outcome]
-) -> str:
-    """Score rows in COPY text format; ``keys``: each attempt's (id, player id, created_at),
-    created_at as a datetime or as the database's own text."""
-    version_id = version.pk
-    lines = []
-    for (attempt_id, player_id, created_at), o in zip(keys, outcomes, strict=True):
-        score, sort_key = o.score, o.sort_key
-        if score is not None and sort_key is not None and not o.error:
-            plain = _plain_json(o.details)  # the common row: no QA, nothing to escape
-            if plain is not None:
-                lines.append(
-                    f"{version_id}\t{attempt_id}\t{player_id}\t{created_at}\t{score!r}"
-                    f"\t{sort_key!r}\t{plain}\t\t\\N\t0\n"
-                )
-                continue
-        lines.append(_score_line(version_id, attempt_id, player_id, created_at, o))
-    return "".join(lines)
+# Score rows go to PostgreSQL in COPY's binary format (``SCORE_COLUMNS``): ids, times and
+# floats as their 8 bytes, nothing for Python to write as text or for the database to
+# parse back but the details' JSON (bench/rescore.py). Per row: the field count, then each
+# field's length (-1: NULL) and bytes; a header and a trailer around the rows.
+_COPY_BINARY_HEADER = b"PGCOPY\n\xff\r\n\x00" + bytes(8)  # signature, flags, no extension
+_COPY_BINARY_TRAILER = b"\xff\xff"
+_NULL = b"\xff\xff\xff\xff"
+_FIELDS = 10
+_PG_EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
+_US = timedelta(microseconds=1)
+# A field: its length, then the value (float8, int2).
+_float8, _int2 = (struct.Struct(f">i{c}").pack for c in "dh")
+# The common row, whole but for the details' JSON: a counted score without an error or
+# QA; its details a jsonb (a version byte, then the text).
+_SCORED = struct.Struct(">hiqiqiqiqididib").pack
+_AFTER_DETAILS = b"\x00\x00\x00\x00" + _NULL + _int2(2, 0)  # error "", qa NULL, qa_failed 0
 
 
-def _score_line(
-    version_id: int, attempt_id: int, player_id: int, created_at: Any, o: Outcome
-) -> str:
-    """One score row in COPY text format, whatever the outcome holds."""
-    if o.score is None:
-        score_text = sort_text = "\\N"
-    else:
-        score_text, sort_text = repr(o.score), repr(_sort_key(o))
+def pg_timestamp(value: datetime) -> int:
+    """A datetime as binary COPY takes a timestamptz: microseconds since 2000-01-01 UTC
+    (what ``sql.attempt_rows`` reads for the rescore's rows)."""
+    return (value - _PG_EPOCH) // _US
+
+
+_PLAIN_KEY = re.compile(r"[A-Za-z0-9_ .:-]{1,100}")
+_templates: dict[tuple[str, ...], tuple[str, tuple[type, ...]] | None] = {}
+_MOST_TEMPLATES = 1000
+
+
+def _plain_json(details: Any) -> str | None:
+    """The JSON text of a flat dict of floats under plain keys (what built-in scorers
+    give), written through one format string per key set: faster than json.dumps and
+    the same text. None for anything else."""
+    if type(details) is not dict:
+        return None
+    keys = tuple(details)
+    template = _templates.get(keys, False)
+    if template is False:
+        if len(_templates) >= _MOST_TEMPLATES:  # a scorer that invents keys each time
+            _templates.clear()
+        plain = "qa" not in details and all(
+            type(k) is str and _PLAIN_KEY.fullmatch(k) for k in keys
+        )
+        text = "{" + ", ".join([f'"{k}": %r' for k in keys]) + "}"
+        template = _templates[keys] = (text, (float,) * len(keys)) if plain else None
+    values = tuple(details.values())
+    if template is None or tuple(map(type, values)) != template[1]:
+        return None
+    return template[0] % values
+
+
+def _json(value: Any) -> bytes:
+    """JSON of a details or QA value (never NaN or infinity: the rules refused them)."""
+    plain = _plain_json(value)
+    return (json.dumps(value) if plain is None else plain).encode()
+
+
+def _field(data: bytes | None) -> bytes:
+    return _NULL if data is None else len(data).to_bytes(4, "big") + data
+
+
+_IDS = struct.Struct(">hiqiqiqiq").pack  # the field count, then the ids and created_at
+
+
+def _score_row_binary(
+    version_id: int, attempt_id: int, player_id: int, created_us: int, o: Outcome
+) -> bytes:
+    """One score row in binary COPY, whatever the outcome holds."""
+    o = outcome_storable(o)  # a scorer's text may hold what no column can store
     plain, qa, qa_failed = split_qa(o.details)
-    details = "\\N" if plain is None else copy_text(_details_json(plain))
-    qa_text = "\\N" if qa is None else copy_text(json.dumps(qa))
-    if "\\u" in details or "\\u" in qa_text or (o.error and BAD_CHAR.search(o.error)):
-        o = outcome_storable(o)  # rare: check
-        plain, qa, qa_failed = split_qa(o.details)
-        details = "\\N" if plain is None else copy_text(_details_json(plain))
-        qa_text = "\\N" if qa is None else copy_text(json.dumps(qa))
-    error = copy_text(o.error) if o.error else ""
-    return (
-        f"{version_id}\t{attempt_id}\t{player_id}\t{created_at}\t{score_text}\t{sort_text}"
-        f"\t{details}\t{error}\t{qa_text}\t{qa_failed}\n"
-    )
+    ids = _IDS(_FIELDS, 8, version_id, 8, attempt_id, 8, player_id, 8, created_us)
+    score = _NULL * 2 if o.score is None else _float8(8, o.score) + _float8(8, _sort_key(o))
+    details = _NULL if plain is None else _field(b"\x01" + _json(plain))
+    qa_json = _NULL if qa is None else _field(b"\x01" + _json(qa))
+    return ids + score + details + _field(o.error.encode()) + qa_json + _int2(2, qa_failed)
+
+
+def _score_rows_binary(
+    version_id: int, keys: Sequence[tuple[int, int, int]], outcomes: Sequence[Outcome]
+) -> bytes:
+    """Score rows in binary COPY (without the header and trailer); ``keys``: each
+    attempt's (id, player id, created_at as ``pg_timestamp``)."""
+    rows: list[bytes] = []
+    add = rows.append
+    for (attempt_id, player_id, created), o in zip(keys, outcomes, strict=True):
+        score, details, error, _, sort_key = o
+        if score is not None and sort_key is not None and not error:
+            # The common row: a flat dict of numbers (what built-in scorers give).
+            plain = _plain_json(details)  # nothing in it to escape or to check
+            if plain is not None:
+                text = plain.encode()
+                ids = (8, version_id, 8, attempt_id, 8, player_id, 8, created)
+                add(_SCORED(_FIELDS, *ids, 8, score, 8, sort_key, len(text) + 1, 1))
+                add(text)
+                add(_AFTER_DETAILS)
+                continue
+        add(_score_row_binary(version_id, attempt_id, player_id, created, o))
+    return b"".join(rows)
+
+
+def copy_binary(rows: Sequence[bytes]) -> bytes:
+    """Rows in binary COPY format made one COPY's data."""
+    return b"".join([_COPY_BINARY_HEADER, *rows, _COPY_BINARY_TRAILER])
 
 
 def score_rows(
@@ -366,13 +396,13 @@ def score_rows(
 @dataclass(frozen=True)
 class ScoreBatch:
     """A computed batch of scores (consecutive attempts in id order), made ready to write
-    without the database: the COPY text on PostgreSQL, model rows elsewhere. Built where
+    without the database: binary COPY rows on PostgreSQL, model rows elsewhere. Built where
     the scorer ran, written by whoever holds the transaction (``scores.scores_put``)."""
 
     version: ScoringVersion
     attempt_ids: list[int]
     outcomes: Sequence[Outcome]
-    text: str | None = None  # COPY text (PostgreSQL)
+    data: bytes | None = None  # binary COPY rows (PostgreSQL)
     rows: list[AttemptScore] | None = None
 
 
@@ -383,7 +413,8 @@ def scores_prepare(
     ids = [a[0] for a in attempts]
     if sql.postgres():
         keys = [(a[0], a[1], a[8]) for a in attempts]
-        return ScoreBatch(version, ids, outcomes, text=_score_lines(version, keys, outcomes))
+        data = _score_rows_binary(version.pk, keys, outcomes)
+        return ScoreBatch(version, ids, outcomes, data=data)
     rows = [
         score_row(version, a[0], a[1], a[8], o) for a, o in zip(attempts, outcomes, strict=True)
     ]
@@ -394,7 +425,7 @@ def scores_insert(batches: Sequence[ScoreBatch]) -> None:
     """Insert the batches' rows (one COPY for them all on PostgreSQL)."""
     if sql.postgres():
         if batches:
-            sql.scores_copy("".join(b.text or "" for b in batches))
+            sql.scores_copy(copy_binary([b.data or b"" for b in batches]))
     else:
         AttemptScore.objects.bulk_create(
             [r for b in batches for r in b.rows or ()], batch_size=2000
@@ -408,8 +439,8 @@ def scores_insert_new(
     thousand-row INSERT to compile for a bulk request."""
     rows = score_rows(version=version, attempts=attempts, outcomes=outcomes)
     if sql.postgres():
-        keys = [(a.pk, a.player_id, a.created_at) for a in attempts]
-        sql.scores_copy(_score_lines(version, keys, outcomes))
+        keys = [(a.pk, a.player_id, pg_timestamp(a.created_at)) for a in attempts]
+        sql.scores_copy(copy_binary([_score_rows_binary(version.pk, keys, outcomes)]))
     else:
         AttemptScore.objects.bulk_create(rows)
     return rows

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from django.db import transaction
-from django.db.models import Exists, F, OuterRef, QuerySet
+from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet
 
 from challenges.leaderboards import bulk, changes, exclusions, sql
 from challenges.leaderboards.bulk import score_rows
@@ -82,7 +82,8 @@ def scores_count(*, version_id: int, first_id: int, last_id: int) -> tuple[int, 
     rows = AttemptScore.objects.filter(
         version_id=version_id, attempt_id__gte=first_id, attempt_id__lte=last_id
     )
-    return rows.count(), rows.exclude(error="").count()
+    counts = rows.aggregate(scored=Count("pk"), failed=Count("pk", filter=~Q(error="")))
+    return counts["scored"], counts["failed"]
 
 
 def scores_replace_in_sql(

@@ -155,13 +155,15 @@ def challenge_lock_shared(challenge_id: int) -> None:
         execute(f"SELECT 1 FROM {CHALLENGE} WHERE id = %s FOR SHARE", [challenge_id])  # noqa: S608
 
 
-def copy_in(table: str, columns: str, text: str) -> None:
-    """COPY rows in PostgreSQL's text format into ``table``. The raw psycopg cursor's
-    errors are made Django's: a lost connection is then an OperationalError like any
-    other, and the connection is marked unusable."""
+def copy_in(table: str, columns: str, data: str | bytes) -> None:
+    """COPY rows into ``table``: ``data`` in PostgreSQL's text format (a str) or its
+    binary format (bytes, header and trailer included). The raw psycopg cursor's errors
+    are made Django's: a lost connection is then an OperationalError like any other, and
+    the connection is marked unusable."""
+    form = " (FORMAT binary)" if isinstance(data, bytes) else ""
     with connection.cursor() as cursor, connection.wrap_database_errors:
-        with cursor.cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
-            copy.write(text)
+        with cursor.cursor.copy(f"COPY {table} ({columns}) FROM STDIN{form}") as copy:
+            copy.write(data)
 
 
 _IDS_NEXT = "SELECT nextval(pg_get_serial_sequence(%s, 'id')) FROM generate_series(1, %s)"
@@ -188,12 +190,14 @@ def attempts_copy(text: str) -> None:
 
 # --- attempts and scores (challenges/leaderboards/scores.py) --------------------------------
 # A rescore's attempts by id range. PostgreSQL computes epoch milliseconds exactly
-# (numeric) and gives created_at as its own text (copied back as it is); SQLite gives
-# the raw datetime and Python computes the milliseconds.
+# (numeric) and gives created_at as binary COPY writes a timestamptz back (microseconds
+# since 2000-01-01 UTC, exact: ``bulk.pg_timestamp``); SQLite gives the raw datetime and
+# Python computes the milliseconds.
 ATTEMPT_ROWS = {
     "postgresql": f"""
 SELECT a.id, a.player_id, NULL, a.succeeded, a.tokens_total, a.elapsed_ms, a.rating,
-       (EXTRACT(EPOCH FROM a.created_at) * 1000)::bigint, a.created_at::text
+       (EXTRACT(EPOCH FROM a.created_at) * 1000)::bigint,
+       ((EXTRACT(EPOCH FROM a.created_at) - 946684800) * 1000000)::bigint
 FROM {ATTEMPT} a WHERE a.challenge_id = %s AND a.id BETWEEN %s AND %s ORDER BY a.id LIMIT %s
 """,  # noqa: S608 - our tables
     "default": f"""
@@ -233,10 +237,10 @@ SCORE_COLUMNS = (
 )
 
 
-def scores_copy(text: str) -> None:
-    """Score rows (``SCORE_COLUMNS``, COPY text format) into the scores table (a partition
-    per version: no foreign key, so nothing deferred to check)."""
-    copy_in(SCORE, SCORE_COLUMNS, text)
+def scores_copy(data: bytes) -> None:
+    """Score rows (``SCORE_COLUMNS``, binary COPY: ``bulk.copy_binary``) into the scores
+    table (a partition per version: no foreign key, so nothing deferred to check)."""
+    copy_in(SCORE, SCORE_COLUMNS, data)
 
 
 # Built-in strategies as SQL (PostgreSQL): the value the engine's strategy computes, so a

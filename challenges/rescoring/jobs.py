@@ -298,7 +298,7 @@ def _chunk_score(chunk_id: int) -> tuple[RescoreJob, RescoreChunk] | None:
 class _BatchWriter:
     """Writes computed batches in short transactions (``_batch_write``).
 
-    Each batch is made ready to write (``bulk.scores_prepare``: its COPY text) by the
+    Each batch is made ready to write (``bulk.scores_prepare``: its binary COPY rows) by the
     thread that scored it. On PostgreSQL, outside a caller's transaction, a thread with
     its own connection writes while the next batch is computed (the database works while
     Python does; the writes wait for nothing the scorer holds), and the batches that
