@@ -222,8 +222,10 @@ IDS_PER_STATEMENT = 10_000  # SQLite: under its cap of parameters in one stateme
 
 def player_names(ids: Sequence[int]) -> dict[int, str]:
     """The external ids of the players ``ids``, by id (PostgreSQL: one array parameter)."""
-    if postgres():
-        return dict(fetch(f"SELECT id, external_id FROM {PLAYER} WHERE id = ANY(%s)", [ids]))  # noqa: S608
+    if postgres():  # the array as its text: psycopg dumps a list element by element
+        array = "{" + ",".join(map(str, ids)) + "}"
+        statement = f"SELECT id, external_id FROM {PLAYER} WHERE id = ANY(%s::bigint[])"  # noqa: S608
+        return dict(fetch(statement, [array]))
     names: dict[int, str] = {}
     for start in range(0, len(ids), IDS_PER_STATEMENT):
         part = ids[start : start + IDS_PER_STATEMENT]
