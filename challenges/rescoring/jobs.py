@@ -235,8 +235,11 @@ def chunk_run(*, chunk_id: int, finalize: bool = True) -> bool:
     done, chunk = scored
     # Read the chunk's new rows once now that they are committed, while the other chunks
     # are still scoring: the final leaderboard rebuild then finds them settled instead
-    # of paying for a million first reads while the switch waits.
-    sql.scores_settle(done.version_id, chunk.first_attempt_id, chunk.last_attempt_id)
+    # of paying for a million first reads while the switch waits. Not a chunk scored in
+    # SQL: its commit does not wait for the disk, and until it is on disk a read cannot
+    # record it in the rows (PostgreSQL's hint bits), so the read would settle nothing.
+    if not scores.scored_in_sql(done.version):
+        sql.scores_settle(done.version_id, chunk.first_attempt_id, chunk.last_attempt_id)
     logger.info(
         "rescore chunk done",
         extra={**_job_fields(done), "chunk_id": chunk_id, "duration_ms": _ms_since(started)},
