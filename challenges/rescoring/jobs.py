@@ -224,22 +224,14 @@ def chunk_run(*, chunk_id: int, finalize: bool = True) -> bool:
         return False
     _mark_running(job_id)  # on its own: the job shows "running" while the chunk scores
     started = time.perf_counter()
-    scored = _chunk_score(chunk_id)
-    if scored is None:
+    done = _chunk_score(chunk_id)
+    if done is None:
         # Done already (a redelivery, a retry after the finalize failed) or the job is
         # over. A job whose chunks are all done is finalized by whoever sees it first:
         # a retried last chunk must not leave it "running" forever.
         if finalize and _job_ready(job_id):
             retry_transient(lambda: job_finalize(job_id=job_id), what="rescore finalize")
         return False
-    done, chunk = scored
-    # Read the chunk's new rows once now that they are committed, while the other chunks
-    # are still scoring: the final leaderboard rebuild then finds them settled instead
-    # of paying for a million first reads while the switch waits. Not a chunk scored in
-    # SQL: its commit does not wait for the disk, and until it is on disk a read cannot
-    # record it in the rows (PostgreSQL's hint bits), so the read would settle nothing.
-    if not scores.scored_in_sql(done.version):
-        sql.scores_settle(done.version_id, chunk.first_attempt_id, chunk.last_attempt_id)
     logger.info(
         "rescore chunk done",
         extra={**_job_fields(done), "chunk_id": chunk_id, "duration_ms": _ms_since(started)},
@@ -252,9 +244,9 @@ def chunk_run(*, chunk_id: int, finalize: bool = True) -> bool:
     return True
 
 
-def _chunk_score(chunk_id: int) -> tuple[RescoreJob, RescoreChunk] | None:
+def _chunk_score(chunk_id: int) -> RescoreJob | None:
     """Score a chunk and mark it done; None if there was nothing to do (done already, the
-    job is over). Returns the chunk's job and the chunk.
+    job is over). Returns the chunk's job.
 
     Compute, then commit: no transaction is open and no lock is held while a scorer
     runs. A built-in strategy on PostgreSQL is one statement (no Python scorer); any
@@ -295,7 +287,16 @@ def _chunk_score(chunk_id: int) -> tuple[RescoreJob, RescoreChunk] | None:
             batches.took_since(started)
     if writer.stopped:
         return None
-    return retry_transient(lambda: _chunk_done(chunk_id, version.pk, **span), what="chunk done")
+    done = retry_transient(lambda: _chunk_done(chunk_id, version.pk, **span), what="chunk done")
+    if done is not None:
+        # Read the chunk's new rows once now that their done mark's commit waited for the
+        # disk, while the other chunks are still scoring: the final leaderboard rebuild
+        # then finds them settled instead of paying for a million first reads while the
+        # switch waits. Only here: until a commit is on disk, a read cannot record it in
+        # the rows (PostgreSQL's hint bits), and a chunk scored in SQL commits without
+        # waiting, so reading it again would settle nothing.
+        sql.scores_settle(version.pk, span["first_id"], span["last_id"])
+    return done
 
 
 class _BatchWriter:
@@ -466,7 +467,7 @@ def _commit_without_waiting_for_disk() -> None:
 
 def _chunk_done(
     chunk_id: int, version_id: int, *, first_id: int, last_id: int
-) -> tuple[RescoreJob, RescoreChunk] | None:
+) -> RescoreJob | None:
     """Mark the chunk done and count it into its job, once."""
     with transaction.atomic():
         chunk = _lock_chunk_of_active_job(chunk_id)
@@ -478,7 +479,7 @@ def _chunk_done(
         return _count_done(chunk, scored, failed)
 
 
-def _count_done(chunk: RescoreChunk, scored: int, failed: int) -> tuple[RescoreJob, RescoreChunk]:
+def _count_done(chunk: RescoreChunk, scored: int, failed: int) -> RescoreJob:
     counted = chunk.partial  # counted batch by batch already (a retry may count twice)
     chunk.done_at, chunk.scored, chunk.failed = timezone.now(), scored, failed
     chunk.save(update_fields=["done_at", "scored", "failed"])
@@ -487,16 +488,16 @@ def _count_done(chunk: RescoreChunk, scored: int, failed: int) -> tuple[RescoreJ
         failed=F("failed") + failed,
         chunks_done=F("chunks_done") + 1,
     )
-    return chunk.job, chunk
+    return chunk.job
 
 
 def _chunk_score_in_sql(
     chunk_id: int, version: ScoringVersion, *, first_id: int, last_id: int
-) -> tuple[RescoreJob, RescoreChunk] | None:
+) -> RescoreJob | None:
     """A built-in strategy's chunk: one statement, in one transaction with the chunk's
     done mark (no Python scorer runs in it)."""
 
-    def run() -> tuple[RescoreJob, RescoreChunk] | None:
+    def run() -> RescoreJob | None:
         with transaction.atomic():
             chunk = _lock_chunk_of_active_job(chunk_id)
             if chunk is None:
