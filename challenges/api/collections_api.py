@@ -12,7 +12,6 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import NotFound
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -24,7 +23,7 @@ from challenges.api.serializers import (
     query_validated,
     validated,
 )
-from challenges.api.views import ID_PATTERN, BodyCheckedMixin
+from challenges.api.views import ID_PATTERN, BodyCheckedMixin, or_404
 from challenges.collections import selectors, services
 from challenges.collections.standings import Standing
 from challenges.leaderboards import precision
@@ -163,19 +162,13 @@ class CollectionViewSet(BodyCheckedMixin, viewsets.GenericViewSet):
     def get_permissions(self) -> list[Any]:
         return [self.permissions_by_action.get(self.action, DenyAll)()]
 
-    def _collection(self, pk: Any) -> Collection:
-        found = selectors.collection_by_id(pk)
-        if found is None:
-            raise NotFound
-        return found
-
     @extend_schema(responses=CollectionSerializer(many=True))
     def list(self, request: Request) -> Response:
         return Response([_collection_out(c) for c in selectors.collection_list()])
 
     @extend_schema(responses=CollectionSerializer)
     def retrieve(self, request: Request, pk: str | None = None) -> Response:
-        return Response(_collection_out(self._collection(pk)))
+        return Response(_collection_out(or_404(selectors.collection_by_id(pk))))
 
     @extend_schema(request=CollectionInSerializer, responses={201: CollectionSerializer})
     def create(self, request: Request) -> Response:
@@ -215,7 +208,7 @@ class CollectionViewSet(BodyCheckedMixin, viewsets.GenericViewSet):
     )
     @action(detail=True, methods=["get"])
     def leaderboard(self, request: Request, pk: str | None = None) -> Response:
-        collection = self._collection(pk)
+        collection = or_404(selectors.collection_by_id(pk))
         params = query_validated(_QUERY, request.query_params)
         if "version" in params:
             raise serializers.ValidationError({"version": ["A collection has no versions."]})

@@ -21,7 +21,7 @@ from rest_framework.views import APIView
 from challenges.api.competition_api import conflict, refusal_response
 from challenges.api.fields import StrictCharField, StrictIntegerField
 from challenges.api.serializers import QuerySerializer, StrictSerializer, query_validated, validated
-from challenges.api.views import BodyCheckedMixin
+from challenges.api.views import BodyCheckedMixin, row_or_404
 from challenges.ingestion import admission, idempotency
 from challenges.leaderboards import precision
 from challenges.leaderboards import selectors as board_selectors
@@ -35,19 +35,10 @@ from challenges.permissions import (
 from challenges.redblue import points as red_blue_points
 from challenges.redblue import selectors, services
 from challenges.redblue import standings_cache as red_blue_kept
-from challenges.text import iso_z, row_id
+from challenges.text import iso_z
 
 TEAMS = ["red", "blue"]
-
-
-def _challenge(pk: Any, request: Request, *, public: bool = False) -> Challenge:
-    """A red/blue challenge by id (404: unknown, not red/blue, or inactive for the
-    public)."""
-    pk = row_id(pk)
-    found = Challenge.objects.filter(pk=pk, format=ChallengeFormat.RED_BLUE).first() if pk else None
-    if found is None or (public and not found.is_active and not is_staff_member(request.user)):
-        raise NotFound("No red/blue challenge with this id.")
-    return found
+_NO_CHALLENGE = "No red/blue challenge with this id."
 
 
 class CanJudge(CanRecordAttempts):
@@ -61,7 +52,10 @@ class _RedBlueView(BodyCheckedMixin, APIView):
     permission_classes = [CanRecordAttempts]
 
     def _writable(self, request: Request, pk: Any) -> Challenge:
-        challenge = _challenge(pk, request)
+        """A red/blue challenge by id (404: unknown or not red/blue) the token may write."""
+        challenge = row_or_404(
+            Challenge.objects, pk, _NO_CHALLENGE, format=ChallengeFormat.RED_BLUE
+        )
         self.check_object_permissions(request, challenge)  # integration scopes
         return challenge
 
@@ -306,14 +300,9 @@ class JudgementCreate(BodyCheckedMixin, APIView):
         "suite is a 400 naming it.",
     )
     def post(self, request: Request, pk: str) -> Response:
-        pairing_id = row_id(pk)
-        pairing = (
-            Pairing.objects.select_related("challenge").filter(pk=pairing_id).first()
-            if pairing_id
-            else None
+        pairing = row_or_404(
+            Pairing.objects.select_related("challenge"), pk, "No pairing with this id."
         )
-        if pairing is None:
-            raise NotFound("No pairing with this id.")
         if not CanRecordAttempts().has_object_permission(request, self, pairing.challenge):
             return Response({"detail": "This token may not judge this challenge."}, status=403)
         judgement = validated(JudgementSerializer, request.data)
@@ -408,7 +397,7 @@ class StandingsView(APIView):
             pk=pk, include_inactive=is_staff_member(request.user)
         )
         if challenge is None or challenge.format != ChallengeFormat.RED_BLUE:
-            raise NotFound("No red/blue challenge with this id.")
+            raise NotFound(_NO_CHALLENGE)
         params = query_validated(_STANDINGS_QUERY, request.query_params)
 
         def body() -> dict[str, Any]:

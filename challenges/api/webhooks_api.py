@@ -3,9 +3,6 @@ delivery log, redeliver (docs/events.md). Views parse, call one service, render.
 
 from __future__ import annotations
 
-from typing import Any
-
-from django.http import Http404
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.request import Request
@@ -14,6 +11,7 @@ from rest_framework.views import APIView
 
 from challenges.api.fields import StrictCharField
 from challenges.api.serializers import StrictSerializer, validated
+from challenges.api.views import row_or_404
 from challenges.events import webhook_delivery
 from challenges.models import Challenge, Event, WebhookDelivery, WebhookEndpoint
 from challenges.permissions import IsScoringAdmin
@@ -79,14 +77,6 @@ class DeliverySerializer(serializers.Serializer):
     finished_at = serializers.DateTimeField(allow_null=True)
 
 
-def _found(model: Any, raw: Any, **where: Any) -> Any:
-    pk = row_id(raw)
-    found = None if pk is None else model.objects.filter(pk=pk, **where).first()
-    if found is None:
-        raise Http404
-    return found
-
-
 DELIVERIES_PAGE = 200
 
 
@@ -95,7 +85,7 @@ class EndpointList(APIView):
 
     @extend_schema(responses={200: EndpointSerializer(many=True)})
     def get(self, request: Request, pk: str) -> Response:
-        challenge = _found(Challenge, pk)
+        challenge = row_or_404(Challenge.objects, pk)
         endpoints = WebhookEndpoint.objects.filter(challenge=challenge).order_by("pk")
         return Response(EndpointSerializer(endpoints, many=True).data)
 
@@ -105,7 +95,7 @@ class EndpointList(APIView):
         description="Add an endpoint; the response shows its signing secret, once.",
     )
     def post(self, request: Request, pk: str) -> Response:
-        challenge = _found(Challenge, pk)
+        challenge = row_or_404(Challenge.objects, pk)
         body = validated(EndpointInSerializer, request.data)
         try:
             endpoint = webhook_delivery.endpoint_create(challenge=challenge, **body)
@@ -122,7 +112,7 @@ class DeliveryList(APIView):
         description=f"The endpoint's deliveries, newest first (at most {DELIVERIES_PAGE}).",
     )
     def get(self, request: Request, pk: str, wid: str) -> Response:
-        endpoint = _found(WebhookEndpoint, wid, challenge_id=row_id(pk))
+        endpoint = row_or_404(WebhookEndpoint.objects, wid, challenge_id=row_id(pk))
         deliveries = (
             WebhookDelivery.objects.filter(endpoint=endpoint)
             .select_related("event")
@@ -140,8 +130,8 @@ class Redeliver(APIView):
 
     @extend_schema(request=None, responses={202: DeliverySerializer})
     def post(self, request: Request, pk: str, wid: str, did: str) -> Response:
-        endpoint = _found(WebhookEndpoint, wid, challenge_id=row_id(pk))
-        delivery = _found(WebhookDelivery, did, endpoint=endpoint)
+        endpoint = row_or_404(WebhookEndpoint.objects, wid, challenge_id=row_id(pk))
+        delivery = row_or_404(WebhookDelivery.objects, did, endpoint=endpoint)
         try:
             delivery = webhook_delivery.delivery_redeliver(delivery=delivery)
         except webhook_delivery.WebhookInvalid as exc:
