@@ -317,6 +317,11 @@ def _rows_where(
     ]
 
 
+def _entry_key(v: dict[str, Any]) -> board_ranking.Key:
+    """A row's ranking key (sort_key, created_at in microseconds, attempt_id)."""
+    return (v["sort_key"], board_ranking.to_us(v["created_at"]), v["attempt_id"])
+
+
 def _key_params(key: board_ranking.Key) -> list[Any]:
     """A ranking key as the statements' parameters (sort_key, created_at, attempt_id)."""
     return [key[0], sql.timestamp(board_ranking.from_us(key[1])), key[2]]
@@ -447,10 +452,9 @@ def leaderboard_player(
     entry = _rows_where(board, "player", [external_id], 1, freeze.names_at(challenge, board))
     if not entry:
         return LeaderboardPage(version, ranking.entries, [])
-    found = entry[0]
-    key = (found["sort_key"], board_ranking.to_us(found["created_at"]), found["attempt_id"])
+    key = _entry_key(entry[0])
     rank = _ranks_of(ranking, [key]).get(key, 1)
-    return LeaderboardPage(version, ranking.entries, _rows([found], [rank]))
+    return LeaderboardPage(version, ranking.entries, _rows(entry, [rank]))
 
 
 # --- the public page --------------------------------------------------------------------
@@ -495,26 +499,16 @@ def board_page(
     if query:
         values = _rows_named(board, query, PAGE + 1, names_at)
         more, values = len(values) > PAGE, values[:PAGE]
-        keys = [
-            (v["sort_key"], board_ranking.to_us(v["created_at"]), v["attempt_id"]) for v in values
-        ]
+        keys = [_entry_key(v) for v in values]
         ranks = _ranks_of(ranking, keys)
         rows = _rows(values, [ranks.get(k, 0) for k in keys])
         return Board(version, ranking.entries, rows, 0, pages, more_matches=more, **common)
-    found = False
-    if player:
-        entry = _rows_where(board, "player", [player], 1)
-        if entry:
-            found = True
-            key = (
-                entry[0]["sort_key"],
-                board_ranking.to_us(entry[0]["created_at"]),
-                entry[0]["attempt_id"],
-            )
-            page = _place_of(ranking, key) // PAGE + 1
+    entry = _rows_where(board, "player", [player], 1) if player else []
+    if entry:
+        page = _place_of(ranking, _entry_key(entry[0])) // PAGE + 1
     page = min(max(page, 1), pages)
     rows = _slice(ranking, offset=(page - 1) * PAGE, limit=PAGE, names_at=names_at)
-    return Board(version, ranking.entries, rows, page, pages, player_found=found, **common)
+    return Board(version, ranking.entries, rows, page, pages, player_found=bool(entry), **common)
 
 
 def page_numbers(page: int, pages: int, *, around: int = 2) -> list[int | None]:
@@ -540,15 +534,9 @@ def leaderboard_top(
     page checkpoints, which may lag ``PODIUM_RANKING_MAX_AGE_MS`` under steady
     ingestion): a row's competition rank depends only on the rows ahead of it.
     ``names_at``: names as of then (a frozen board's, ``freeze.names_at``)."""
-    rows = []
-    previous = None
-    rank = 0
-    for place, v in enumerate(_rows_where(board_id, "all", [], limit, names_at), start=1):
-        if (v["sort_key"], v["created_at"]) != previous:
-            rank = place
-        previous = (v["sort_key"], v["created_at"])
-        rows.append(_rows([v], [rank])[0])
-    return rows
+    values = _rows_where(board_id, "all", [], limit, names_at)
+    ties = [(v["sort_key"], v["created_at"]) for v in values]
+    return _rows(values, board_ranking.assign_ranks(ties, place=0, rank=1))
 
 
 def leaderboard_stream(
@@ -574,5 +562,4 @@ def leaderboard_stream(
             yield _rows([v], [rank])[0]
         if len(batch) < EXPORT_BATCH:
             return
-        last = batch[-1]
-        key = (last["sort_key"], board_ranking.to_us(last["created_at"]), last["attempt_id"])
+        key = _entry_key(batch[-1])
