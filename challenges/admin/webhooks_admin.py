@@ -63,12 +63,8 @@ class WebhookEndpointAdmin(AdminsOnly, admin.ModelAdmin):
         if change:
             super().save_model(request, obj, form, change)
             return
-        endpoint = webhook_delivery.endpoint_create(
-            challenge=form.cleaned_data["challenge"],
-            url=form.cleaned_data["url"],
-            events=form.cleaned_data["events"],
-            description=form.cleaned_data["description"],
-        )
+        # The form's fields (Meta.fields) are the service's arguments, as the API's body.
+        endpoint = webhook_delivery.endpoint_create(**form.cleaned_data)
         obj.pk = endpoint.pk
         obj.secret = endpoint.secret
         self.message_user(
