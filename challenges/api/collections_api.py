@@ -8,8 +8,7 @@ from typing import Any
 
 from django.db import IntegrityError
 from django.utils import timezone
-from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.permissions import AllowAny
@@ -23,7 +22,13 @@ from challenges.api.serializers import (
     query_validated,
     validated,
 )
-from challenges.api.views import ID_PATTERN, BodyCheckedMixin, or_404
+from challenges.api.views import (
+    ID_PATTERN,
+    PAGE_PARAMETERS,
+    PLAYER_PARAMETER,
+    BodyCheckedMixin,
+    or_404,
+)
 from challenges.collections import selectors, services
 from challenges.collections.standings import Standing
 from challenges.leaderboards import precision
@@ -192,13 +197,7 @@ class CollectionViewSet(BodyCheckedMixin, viewsets.GenericViewSet):
         return Response(_collection_out(collection), status=status.HTTP_201_CREATED)
 
     @extend_schema(
-        parameters=[
-            OpenApiParameter("limit", OpenApiTypes.INT, description="1–500, default 50"),
-            OpenApiParameter("offset", OpenApiTypes.INT, description="default 0"),
-            OpenApiParameter(
-                "player", OpenApiTypes.STR, description="an external id: that player's row"
-            ),
-        ],
+        parameters=[*PAGE_PARAMETERS, PLAYER_PARAMETER],
         responses={200: CollectionBoardSerializer},
         description=(
             "The collection's standings over its member challenges' public boards: more "

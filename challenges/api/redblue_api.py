@@ -21,7 +21,7 @@ from rest_framework.views import APIView
 from challenges.api.competition_api import conflict, refusal_response
 from challenges.api.fields import StrictCharField, StrictIntegerField
 from challenges.api.serializers import QuerySerializer, StrictSerializer, query_validated, validated
-from challenges.api.views import BodyCheckedMixin, row_or_404
+from challenges.api.views import PAGE_PARAMETERS, BodyCheckedMixin, row_or_404
 from challenges.ingestion import admission, idempotency
 from challenges.leaderboards import precision
 from challenges.leaderboards import selectors as board_selectors
@@ -382,10 +382,7 @@ class StandingsView(APIView):
     permission_classes = [AllowAny]
 
     @extend_schema(
-        parameters=[
-            OpenApiParameter("limit", OpenApiTypes.INT, description="1–500, default 50"),
-            OpenApiParameter("offset", OpenApiTypes.INT, description="default 0"),
-        ],
+        parameters=PAGE_PARAMETERS,
         responses={200: StandingsOut},
         description="Each team's points and ratio, and a board per team (players paged "
         "with limit and offset). No prompt, feedback or judge output.",

@@ -73,6 +73,14 @@ from scoring.services import SetupInvalid
 # Ids are ASCII digits: "１" (full-width) is not an alias of 1, and anything else is a 404
 # from the router. Numbers too large for the column are unknown ids (404) too.
 ID_PATTERN = "[0-9]+"
+# The paging of the boards the API serves: a challenge's, a collection's, the standings.
+PAGE_PARAMETERS = [
+    OpenApiParameter("limit", OpenApiTypes.INT, description="1–500, default 50"),
+    OpenApiParameter("offset", OpenApiTypes.INT, description="default 0"),
+]
+PLAYER_PARAMETER = OpenApiParameter(
+    "player", OpenApiTypes.STR, description="an external id: that player's row"
+)
 _SLUG_TAKEN = {"slug": ["A challenge with this slug already exists."]}
 
 
@@ -281,11 +289,8 @@ class ChallengeViewSet(BodyCheckedMixin, viewsets.ModelViewSet):
 
     @extend_schema(
         parameters=[
-            OpenApiParameter("limit", OpenApiTypes.INT, description="1–500, default 50"),
-            OpenApiParameter("offset", OpenApiTypes.INT, description="default 0"),
-            OpenApiParameter(
-                "player", OpenApiTypes.STR, description="an external id: that player's row"
-            ),
+            *PAGE_PARAMETERS,
+            PLAYER_PARAMETER,
             OpenApiParameter(
                 "slice",
                 OpenApiTypes.STR,
