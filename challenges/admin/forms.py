@@ -326,8 +326,7 @@ class ChallengeAdminForm(forms.ModelForm):
         self._weight_fields()
         self._template_fields()
         self._metric_fields()
-        python = instance.pk and instance.scoring_strategy == strategies.PYTHON
-        saved_scorers = list(instance.scorers or []) if python else []
+        saved_scorers = list(instance.scorers or []) if self._saved_python else []
         self.scorer_row_count = admin_scorers.add_scorer_fields(self, saved_scorers)
         self._scorer_rows_of: list[int] = []
         self.fields[
@@ -336,6 +335,11 @@ class ChallengeAdminForm(forms.ModelForm):
         if not self.can_edit_scoring:
             for name in self.scoring_field_names:
                 self.fields[name].disabled = True
+
+    @property
+    def _saved_python(self) -> bool:
+        """Whether the form edits a saved python challenge: its saved setup is shown."""
+        return bool(self.instance.pk) and self.instance.scoring_strategy == strategies.PYTHON
 
     # --- generated fields -------------------------------------------------------------
     def _plugin_select(self) -> None:
@@ -369,8 +373,7 @@ class ChallengeAdminForm(forms.ModelForm):
             saved: dict[str, Any] = {}
         else:
             code = self.instance.scoring_code if self.instance.pk else ""
-            python = self.instance.pk and self.instance.scoring_strategy == strategies.PYTHON
-            saved = (self.instance.scoring_config or {}) if python else {}
+            saved = (self.instance.scoring_config or {}) if self._saved_python else {}
             keys = placeholders(code) + list(saved)
         for key in dict.fromkeys(keys):
             name = f"{TEMPLATE_PREFIX}{key}"
@@ -393,8 +396,7 @@ class ChallengeAdminForm(forms.ModelForm):
             count = min(max(indexes, default=-1) + 1, 64)
             saved: list[Any] = []
         else:
-            python = self.instance.pk and self.instance.scoring_strategy == strategies.PYTHON
-            saved = list(self.instance.metrics or []) if python else []
+            saved = list(self.instance.metrics or []) if self._saved_python else []
             count = len(saved) + 1
         for i in range(max(count, 2)):
             row = saved[i] if i < len(saved) and isinstance(saved[i], dict) else {}
@@ -684,11 +686,7 @@ class ChallengeAdminForm(forms.ModelForm):
         setup["score_key"] = (cleaned.get("score_key") or "").strip()
         setup["lower_is_better"] = bool(cleaned.get("lower_is_better"))
         # Kept as it is: only python challenges saved before issue 20 have it (API only).
-        setup["sample_with_metrics"] = bool(
-            self.instance.pk
-            and self.instance.scoring_strategy == strategies.PYTHON
-            and self.instance.sample_with_metrics
-        )
+        setup["sample_with_metrics"] = self._saved_python and self.instance.sample_with_metrics
         config = {}
         for field in self.template_fields():
             text = cleaned.get(field.name) or ""
