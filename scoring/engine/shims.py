@@ -41,8 +41,7 @@ def check_function(
         raise SnippetInvalid(
             {(field if k == "scoring_code" else k): m for k, m in exc.errors.items()}
         ) from None
-    if rendered.endswith(_STAND_IN):
-        rendered = rendered[: -len(_STAND_IN)]
+    rendered = rendered.removesuffix(_STAND_IN)
     try:
         tree = ast.parse(rendered, "<snippet>")
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:

@@ -354,10 +354,7 @@ class Runner:
         sample = sample if _type(sample) is _dict else {}
         metrics = _dict(_zip(METRIC_KEYS, item[1], strict=False))
         self.namespace["attempt_metrics"] = metrics
-        if self.arity == 1:
-            args = (sample,)
-        else:
-            args = (sample, SolverOutput(item[2], item[3], metrics))
+        args = (sample,) if self.arity == 1 else (sample, SolverOutput(item[2], item[3], metrics))
         sink = self.sink
         sink.used = 0
         started = _perf()
