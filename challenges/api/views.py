@@ -180,18 +180,15 @@ class ChallengeViewSet(BodyCheckedMixin, viewsets.ModelViewSet):
             raise serializers.ValidationError(_SLUG_TAKEN) from exc
 
     def perform_update(self, serializer: ChallengeSerializer) -> None:
+        challenge, data = serializer.instance, dict(serializer.validated_data)
         try:
             # Outside the update's transaction: the probe may run the snippet.
             setup_probe(
-                challenge=serializer.instance,
-                setup=setup_services.setup_merge(
-                    challenge=serializer.instance, changes=dict(serializer.validated_data)
-                ),
+                challenge=challenge,
+                setup=setup_services.setup_merge(challenge=challenge, changes=data),
             )
             result = setup_services.challenge_update(
-                challenge=serializer.instance,
-                data=dict(serializer.validated_data),
-                by=self.request.user,
+                challenge=challenge, data=data, by=self.request.user
             )
         except SetupInvalid as exc:
             raise _setup_errors(exc) from exc
