@@ -84,6 +84,9 @@ def setup_validate(*, setup: dict[str, Any]) -> dict[str, Any]:
         if folded is not None:
             setup = folded
             out.update(folded)
+        found = sandbox.availability()
+        if not found.available:
+            errors["scoring_strategy"] = found.message
         if setup.get("scorers"):
             _validate_scorers(setup, out, errors)
         else:
@@ -155,11 +158,8 @@ def _validate_plugin(setup: dict[str, Any], out: dict[str, Any], errors: dict[st
 
 
 def _validate_snippet(setup: dict[str, Any], out: dict[str, Any], errors: dict[str, str]) -> None:
-    """The python strategy: the sandbox is there, the code compiles and defines
-    compute_scores, every placeholder has a value, score_key and metrics are well formed."""
-    found = sandbox.availability()
-    if not found.available:
-        errors["scoring_strategy"] = found.message
+    """The python strategy's one snippet: the code compiles and defines compute_scores,
+    every placeholder has a value, score_key and metrics are well formed."""
     config = setup.get("scoring_config")
     config = {} if config is None else config
     try:
@@ -216,9 +216,6 @@ def _fold_single(setup: dict[str, Any]) -> dict[str, Any] | None:
 
 def _validate_scorers(setup: dict[str, Any], out: dict[str, Any], errors: dict[str, str]) -> None:
     """Several scorers: the single-scorer fields stay empty (the list holds everything)."""
-    found = sandbox.availability()
-    if not found.available:
-        errors["scoring_strategy"] = found.message
     for name, empty in (("scoring_code", ""), ("score_key", ""), ("scoring_config", {})):
         if setup.get(name) not in (empty, None):
             errors[name] = "Leave it empty with 'scorers': each scorer has its own."
