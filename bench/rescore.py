@@ -19,7 +19,9 @@ statement in every repeat). The switch's aim of 2 s for 100,000 players is print
 beside it: on a machine where the plain statement alone takes longer, it is the
 statement (sorting a million scores, inserting 100,000 index entries) that bounds it.
 Needs PostgreSQL (BENCH_DATABASE_URL, default
-postgres://postgres@127.0.0.1:5432/podium_bench — the database is dropped and recreated).
+postgres://postgres@127.0.0.1:5432/podium_bench — the database is dropped and recreated),
+as a role that may run CHECKPOINT (a superuser, or a member of pg_checkpoint): each
+measurement starts from one.
 
     .venv/bin/python bench/rescore.py [--attempts 1000000] [--players 100000] [--repeats 3]
     .venv/bin/python bench/rescore.py --scaling 1,2,4   # the weighted rescore alone, by
@@ -301,6 +303,16 @@ def main() -> None:
     )
     args = parser.parse_args()
     _pg.setup_django(os.environ.get("BENCH_DATABASE_URL", _pg.DEFAULT_URL))
+    from django.db import DatabaseError
+
+    try:  # before the load: a role that may not checkpoint is told at once
+        _checkpoint()
+    except DatabaseError as exc:
+        raise SystemExit(
+            f"bench/rescore.py starts each measurement from a CHECKPOINT, which this role "
+            f"may not run ({str(exc).strip()}): connect as a superuser or a member of "
+            f"pg_checkpoint (BENCH_DATABASE_URL)"
+        ) from None
     weighted = {
         "scoring_strategy": "custom",
         "scoring_plugin_id": "builtin.weighted_scorer",
