@@ -967,23 +967,34 @@ def counts_before_ties(
 
 
 # --- rescoring (challenges/rescoring/jobs.py) ---------------------------------------------------
-_FIRST_ATTEMPT = f"SELECT min(id) FROM {ATTEMPT} WHERE challenge_id = %s"  # noqa: S608
+_ID_SPAN = f"SELECT min(id), max(id) FROM {ATTEMPT} WHERE challenge_id = %s"  # noqa: S608
 _NEXT_START = f"""
 SELECT id FROM {ATTEMPT} WHERE challenge_id = %s AND id >= %s ORDER BY id LIMIT 1 OFFSET %s
 """  # noqa: S608 - our table
+_COUNT_FROM = f"SELECT count(*) FROM {ATTEMPT} WHERE challenge_id = %s AND id >= %s"  # noqa: S608
 
 
-def chunk_starts(challenge_id: int, size: int) -> list[int]:
-    """The id of every ``size``-th attempt of a challenge, in id order (the first
-    included). A walk along the (challenge, id) index, a statement a chunk: three to
-    four times faster than numbering every row with a window (1,000,000 attempts:
-    0.11-0.15 s against 0.47-0.57 s)."""
+def attempt_id_span(challenge_id: int) -> tuple[int, int] | None:
+    """The lowest and the highest id of a challenge's attempts (two probes of the
+    (challenge, id) index), or None when it has none."""
+    first, last = fetch_one(_ID_SPAN, [challenge_id]) or (None, None)
+    return None if first is None else (first, last)
+
+
+def chunk_starts(challenge_id: int, first: int, size: int) -> tuple[list[int], int]:
+    """The id of every ``size``-th attempt of a challenge in id order from ``first`` (its
+    lowest id, included), and how many attempts there are from ``first`` on. A walk
+    along the (challenge, id) index, a statement a chunk (three to four times faster than
+    numbering every row with a window), then a count of the last chunk alone: every
+    step that finds a next start has passed exactly ``size`` attempts, so the walk is
+    also the count."""
     starts: list[int] = []
-    start = (fetch_one(_FIRST_ATTEMPT, [challenge_id]) or (None,))[0]
+    start: int | None = first
     while start is not None:
         starts.append(start)
         start = (fetch_one(_NEXT_START, [challenge_id, start, size]) or (None,))[0]
-    return starts
+    tail = fetch_one(_COUNT_FROM, [challenge_id, starts[-1]])[0]
+    return starts, size * (len(starts) - 1) + tail
 
 
 # --- metrics (challenges/leaderboards/metric_counts.py) -------------------------------------------

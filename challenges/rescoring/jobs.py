@@ -39,13 +39,12 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Count, F, Max
+from django.db.models import F, Max
 from django.utils import timezone
 
 from challenges import audit, enqueue
 from challenges.leaderboards import bulk, evaluation, partitions, scores, sql
 from challenges.models import (
-    Attempt,
     AuditEvent,
     Challenge,
     HistoryRecord,
@@ -79,12 +78,8 @@ def rescore_start(
     # while, and ingestion waits for that lock). An attempt recorded after the plan is
     # in no chunk: it is scored at ingestion once the job exists, or by the switch,
     # which scores every attempt above the planned ranges still missing a score.
-    # A scorer that runs no Python per attempt (SQL) or runs in this process gets bigger
-    # chunks: fewer chunk ends, where the writer drains and the next reads start.
     setup = version if version is not None else challenge
-    fast = scores.scored_in_sql(setup) or scoring.runs_in_process(setup)
-    most = settings.PODIUM_SCORING_CHUNK * (FAST_CHUNK_FACTOR if fast else 1)
-    plan = _plan_chunks(challenge.pk, most=most)
+    plan = _plan_chunks(challenge.pk, **_chunk_shape(setup))
     with transaction.atomic():
         challenge = Challenge.objects.select_for_update().get(pk=challenge.pk)
         if version is None:
@@ -135,11 +130,30 @@ def _job_fields(job: RescoreJob) -> dict[str, Any]:
 CHUNKS_PER_JOB = 16
 FEWEST_PER_CHUNK = 1000
 FAST_CHUNK_FACTOR = 5
+SQL_CHUNKS_PER_JOB = 4
+SQL_CHUNK_FACTOR = 25
 
 
-def chunk_size(*, total: int, most: int) -> int:
-    """About CHUNKS_PER_JOB chunks, of FEWEST_PER_CHUNK to ``most`` attempts each."""
-    return max(1, min(most, max(FEWEST_PER_CHUNK, -(-total // CHUNKS_PER_JOB))))
+def _chunk_shape(setup: Challenge | ScoringVersion) -> dict[str, int]:
+    """How many chunks a job of this setup aims at, and the most attempts in one.
+
+    A scorer that runs no Python per attempt or runs in this process gets bigger chunks
+    (FAST_CHUNK_FACTOR): fewer chunk ends, where the writer drains and the next reads
+    start. A chunk the database scores (a built-in strategy on PostgreSQL) is one
+    statement, so the statements that claim a chunk and count it done are most of what
+    a chunk adds: a few big chunks, as many as a few workers run side by side."""
+    if scores.scored_in_sql(setup):
+        return {
+            "per_job": SQL_CHUNKS_PER_JOB,
+            "most": settings.PODIUM_SCORING_CHUNK * SQL_CHUNK_FACTOR,
+        }
+    factor = FAST_CHUNK_FACTOR if scoring.runs_in_process(setup) else 1
+    return {"per_job": CHUNKS_PER_JOB, "most": settings.PODIUM_SCORING_CHUNK * factor}
+
+
+def chunk_size(*, total: int, most: int, per_job: int = CHUNKS_PER_JOB) -> int:
+    """About ``per_job`` chunks, of FEWEST_PER_CHUNK to ``most`` attempts each."""
+    return max(1, min(most, max(FEWEST_PER_CHUNK, -(-total // per_job))))
 
 
 @dataclass(frozen=True)
@@ -148,20 +162,29 @@ class Plan:
     ranges: list[tuple[int, int]]  # inclusive attempt id ranges, one per chunk
 
 
-def _plan_chunks(challenge_id: int, *, most: int) -> Plan:
+def _plan_chunks(challenge_id: int, *, most: int, per_job: int = CHUNKS_PER_JOB) -> Plan:
     """Split the challenge's attempts (as they are now) into id ranges that together
-    cover every id from 1 to the highest one seen."""
-    attempts = Attempt.objects.filter(challenge_id=challenge_id)  # the index alone
-    stats = attempts.aggregate(total=Count("pk"), last=Max("pk"))
-    total, last = stats["total"], stats["last"]
-    size = chunk_size(total=total, most=most)
-    starts = sql.chunk_starts(challenge_id, size) if total else []
-    ends = [start - 1 for start in starts[1:]] + ([last] if starts else [])
-    if starts:
-        # The ranges run from id 1, not from the lowest id seen: a transaction still open
-        # now (a bulk POST) may commit lower ids than an attempt committed after it; they
-        # must be in a chunk too. Higher ids are the switch's catch-up (``_switch``).
-        starts[0] = 1
+    cover every id from 1 to the highest one seen.
+
+    One pass over the index, not a count and then a walk: the chunk size is first taken
+    from the id span, as if the challenge's ids were dense (a challenge that had the
+    site to itself), and the walk counts the attempts as it goes. Only when fewer than
+    half of the span's ids are the challenge's (other challenges' attempts in between)
+    are the chunks too few and too big: the walk is done again with the size the count
+    gives."""
+    span = sql.attempt_id_span(challenge_id)
+    if span is None:
+        return Plan(0, [])
+    first, last = span
+    size = chunk_size(total=last - first + 1, most=most, per_job=per_job)
+    starts, total = sql.chunk_starts(challenge_id, first, size)
+    if (dense := chunk_size(total=total, most=most, per_job=per_job)) * 2 <= size:
+        starts, total = sql.chunk_starts(challenge_id, first, dense)
+    ends = [start - 1 for start in starts[1:]] + [last]
+    # The ranges run from id 1, not from the lowest id seen: a transaction still open
+    # now (a bulk POST) may commit lower ids than an attempt committed after it; they
+    # must be in a chunk too. Higher ids are the switch's catch-up (``_switch``).
+    starts[0] = 1
     return Plan(total, list(zip(starts, ends, strict=True)))
 
 

@@ -86,6 +86,7 @@ def test_rescore_of_the_same_setup_makes_a_new_version():
 def test_chunks_cover_every_attempt_once(settings, monkeypatch):
     settings.PODIUM_SCORING_CHUNK = 7
     monkeypatch.setattr(rescoring, "FAST_CHUNK_FACTOR", 1)
+    monkeypatch.setattr(rescoring, "SQL_CHUNK_FACTOR", 1)
     challenge = make_challenge(scoring_strategy="fastest")
     other = make_challenge(scoring_strategy="fastest")
     for i in range(30):  # interleave ids with another challenge's attempts
@@ -187,6 +188,7 @@ def test_cancel_keeps_the_active_version():
 def test_cancel_mid_run_shows_no_partial_scores(settings, monkeypatch):
     settings.PODIUM_SCORING_CHUNK = 2
     monkeypatch.setattr(rescoring, "FAST_CHUNK_FACTOR", 1)
+    monkeypatch.setattr(rescoring, "SQL_CHUNK_FACTOR", 1)
     challenge = make_challenge(scoring_strategy="fastest")
     record(challenge, *[attempt_input(f"p{i}", elapsed_ms=i + 10) for i in range(6)])
     job = setup_services.challenge_rescore(challenge=challenge)
@@ -309,13 +311,55 @@ def test_chunk_size_is_about_a_sixteenth_within_bounds(total, most, size):
     assert rescoring.chunk_size(total=total, most=most) == size
 
 
+@pytest.mark.parametrize("others_between", [0, 1, 3])
+def test_the_plan_counts_as_it_walks_and_walks_again_only_when_ids_are_sparse(
+    monkeypatch, others_between
+):
+    """The plan sizes its chunks from the id span and counts while it walks: one pass over
+    the index when the challenge's ids are dense. When other challenges' attempts take
+    at least half of the span, that size makes too few chunks: it walks again with the
+    size its count gives. Either way, a sixteenth of the attempts a chunk, and every id
+    from 1 to the highest in exactly one range."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from challenges.models import Attempt
+
+    monkeypatch.setattr(rescoring, "FEWEST_PER_CHUNK", 1)
+    challenge = make_challenge(scoring_strategy="fastest")
+    other = make_challenge(name="Other", scoring_strategy="fastest")
+    for i in range(64):
+        record(challenge, attempt_input(f"p{i}"))
+        for j in range(others_between):
+            record(other, attempt_input(f"q{i}-{j}"))
+    with CaptureQueriesContext(connection) as queries:
+        plan = rescoring._plan_chunks(challenge.pk, most=10**6)
+    sqls = [query["sql"].upper() for query in queries.captured_queries]
+    steps = sum("LIMIT 1 OFFSET" in sql for sql in sqls)
+    # No count of all the challenge's attempts besides the walk: only its last chunk's.
+    assert [sql for sql in sqls if "COUNT(" in sql and ">=" not in sql] == []
+    # Dense: 16 steps (the last finds no next start). One challenge in two: the span's
+    # size (8) makes 8 chunks, then 16 of 4. One in four: 4 chunks, then 16.
+    assert steps == {0: 16, 1: 8 + 16, 3: 4 + 16}[others_between]
+    assert plan.total == 64 and len(plan.ranges) == 16
+    ids = list(
+        Attempt.objects.filter(challenge=challenge).order_by("pk").values_list("pk", flat=True)
+    )
+    assert plan.ranges[0][0] == 1 and plan.ranges[-1][1] == ids[-1]
+    for (_, end), (start, _) in zip(plan.ranges, plan.ranges[1:], strict=False):
+        assert start == end + 1
+    for first, last in plan.ranges:
+        assert sum(first <= pk <= last for pk in ids) == 4
+
+
 @pytest.mark.parametrize("strategy", ["fastest", "custom", "custom-isolated"])
 def test_scorers_without_python_per_attempt_or_a_sandbox_get_bigger_chunks(
     settings, strategy, monkeypatch
 ):
-    """Scored in SQL (a built-in strategy on PostgreSQL) or by a plugin this process runs
-    itself: FAST_CHUNK_FACTOR times PODIUM_SCORING_CHUNK attempts a chunk; anything
-    else (a plugin run isolated, a snippet): PODIUM_SCORING_CHUNK."""
+    """Scored in SQL (a built-in strategy on PostgreSQL): SQL_CHUNK_FACTOR times
+    PODIUM_SCORING_CHUNK attempts a chunk; by a plugin this process runs itself:
+    FAST_CHUNK_FACTOR times; anything else (a plugin run isolated, a snippet, a built-in
+    strategy on SQLite): PODIUM_SCORING_CHUNK."""
     from challenges.leaderboards import scores
     from scoring import services as scoring
 
@@ -328,10 +372,15 @@ def test_scorers_without_python_per_attempt_or_a_sandbox_get_bigger_chunks(
     challenge = make_challenge(**setup)
     record(challenge, *[attempt_input(f"p{i}", elapsed_ms=i) for i in range(12)])
     job = setup_services.challenge_rescore(challenge=challenge)
-    fast = {"fastest": _on_postgresql(), "custom": True, "custom-isolated": False}[strategy]
-    assert scores.scored_in_sql(job.version) == (strategy == "fastest" and _on_postgresql())
+    in_sql = strategy == "fastest" and _on_postgresql()
+    factor = {
+        "fastest": rescoring.SQL_CHUNK_FACTOR if in_sql else 1,
+        "custom": rescoring.FAST_CHUNK_FACTOR,
+        "custom-isolated": 1,
+    }[strategy]
+    assert scores.scored_in_sql(job.version) == in_sql
     assert scoring.runs_in_process(job.version) == (strategy == "custom")
-    assert job.chunks_total == (-(-12 // rescoring.FAST_CHUNK_FACTOR) if fast else 12)
+    assert job.chunks_total == -(-12 // factor)
     assert rescoring.job_run_inline(job=job).status == Status.SUCCEEDED
 
 
