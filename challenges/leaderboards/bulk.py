@@ -8,7 +8,6 @@ from __future__ import annotations
 import functools
 import json
 import queue
-import re
 import struct
 import sys
 import threading
@@ -19,6 +18,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
+import orjson
 from django.db import DatabaseError, connection
 from django.db.models import Model
 from django.utils import timezone
@@ -303,37 +303,25 @@ def pg_timestamp(value: datetime) -> int:
     return (value - _PG_EPOCH) // _US
 
 
-_PLAIN_KEY = re.compile(r"[A-Za-z0-9_ .:-]{1,100}")
-_templates: dict[tuple[str, ...], tuple[str, tuple[type, ...]] | None] = {}
-_MOST_TEMPLATES = 1000
-
-
-def _plain_json(details: Any) -> str | None:
-    """The JSON text of a flat dict of floats under plain keys (what built-in scorers
-    give), written through one format string per key set: faster than json.dumps and
-    the same text. None for anything else."""
-    if type(details) is not dict:
+def _plain_json(details: Any) -> bytes | None:
+    """The JSON of a dict with nothing in it to clean or to move (what built-in scorers
+    give), written by orjson: a tenth of the time of ``json.dumps``. None for anything
+    else, which the general path writes: not a dict, a "qa" key (its own column), text
+    that no JSON column stores (a lone surrogate: orjson refuses it; a NUL), or a null
+    (NaN or infinity, which orjson would write as null; or a None)."""
+    if type(details) is not dict or "qa" in details:
         return None
-    keys = tuple(details)
-    template = _templates.get(keys, False)
-    if template is False:
-        if len(_templates) >= _MOST_TEMPLATES:  # a scorer that invents keys each time
-            _templates.clear()
-        plain = "qa" not in details and all(
-            type(k) is str and _PLAIN_KEY.fullmatch(k) for k in keys
-        )
-        text = "{" + ", ".join([f'"{k}": %r' for k in keys]) + "}"
-        template = _templates[keys] = (text, (float,) * len(keys)) if plain else None
-    values = tuple(details.values())
-    if template is None or tuple(map(type, values)) != template[1]:
+    try:
+        text = orjson.dumps(details)
+    except TypeError:  # orjson.JSONEncodeError: a surrogate, a key not a str, an object
         return None
-    return template[0] % values
+    return None if b"null" in text or b"\\u0000" in text else text
 
 
 def _json(value: Any) -> bytes:
     """JSON of a details or QA value (never NaN or infinity: the rules refused them)."""
     plain = _plain_json(value)
-    return (json.dumps(value) if plain is None else plain).encode()
+    return json.dumps(value).encode() if plain is None else plain
 
 
 def _field(data: bytes | None) -> bytes:
@@ -367,9 +355,8 @@ def _score_rows_binary(
         score, details, error, _, sort_key = o
         if score is not None and sort_key is not None and not error:
             # The common row: a flat dict of numbers (what built-in scorers give).
-            plain = _plain_json(details)  # nothing in it to escape or to check
-            if plain is not None:
-                text = plain.encode()
+            text = _plain_json(details)  # nothing in it to escape or to check
+            if text is not None:
                 ids = (8, version_id, 8, attempt_id, 8, player_id, 8, created)
                 add(_SCORED(_FIELDS, *ids, 8, score, 8, sort_key, len(text) + 1, 1))
                 add(text)

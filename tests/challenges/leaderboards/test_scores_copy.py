@@ -1,5 +1,6 @@
 """The score rows a rescore and an ingestion write on PostgreSQL through binary COPY:
-the details' JSON is the text json.dumps writes, and every kind
+the details' JSON holds the values json.dumps writes (PostgreSQL stores the same jsonb
+from both), and every kind
 of outcome (counted, not counted, failed, with QA, with text no column may hold) is
 stored exactly as the ORM stores it (``bulk.score_row``); COPY text for attempts escapes
 what COPY would misread."""
@@ -20,8 +21,12 @@ from scoring.engine.outcome import Outcome
 from tests.factories import attempt_input, make_challenge, record
 
 
-def test_flat_float_details_are_the_text_json_dumps_writes():
+@pytest.mark.django_db
+def test_flat_float_details_hold_the_values_json_dumps_writes():
+    """orjson writes the common details (a flat dict of floats): the same floats to the
+    last bit as json.dumps, and on PostgreSQL the same stored jsonb."""
     rng = random.Random(5)
+    pairs = []
     for _ in range(5000):
         details = {
             "base": rng.choice([0.0, 100.0]),
@@ -30,7 +35,37 @@ def test_flat_float_details_are_the_text_json_dumps_writes():
             "token_penalty": rng.choice([0.0, 1e-300, 1e16, 123.456, 0.1 + 0.2, -0.0]),
             "exponent": rng.random() * 10 ** rng.randint(-20, 20),
         }
-        assert _json(details) == json.dumps(details).encode()
+        ours = _json(details)
+        assert bulk._plain_json(details) == ours  # the fast path wrote it
+        back = json.loads(ours)
+        assert list(back) == list(details)
+        assert [repr(v) for v in back.values()] == [repr(v) for v in details.values()]
+        pairs.append((ours.decode(), json.dumps(details)))
+    if connection.vendor == "postgresql":
+        ours_texts, dumps_texts = zip(*pairs, strict=True)
+        differing = sql.fetch_one(
+            "SELECT count(*) FILTER (WHERE a::jsonb IS DISTINCT FROM b::jsonb)"
+            " FROM unnest(%s::text[], %s::text[]) AS t(a, b)",
+            [list(ours_texts), list(dumps_texts)],
+        )[0]
+        assert differing == 0
+
+
+@pytest.mark.parametrize(
+    "details",
+    [
+        {"x": float("nan")},
+        {"x": float("inf")},
+        {"x": None},
+        {"qa": {"passed": True}},
+        {"nul\x00key": 1.0},
+        {"x": "a NUL \x00"},
+        {"x": "a lone \ud800"},
+        {1: 2.0},
+    ],
+)
+def test_details_the_fast_path_cannot_write_go_the_general_way(details):
+    assert bulk._plain_json(details) is None
 
 
 @pytest.mark.parametrize(
