@@ -129,26 +129,29 @@ def _job_fields(job: RescoreJob) -> dict[str, Any]:
 
 CHUNKS_PER_JOB = 16
 FEWEST_PER_CHUNK = 1000
-FAST_CHUNK_FACTOR = 5
-SQL_CHUNKS_PER_JOB = 4
-SQL_CHUNK_FACTOR = 25
+FAST_CHUNKS_PER_JOB, FAST_CHUNK_FACTOR = 8, 10
+SQL_CHUNKS_PER_JOB, SQL_CHUNK_FACTOR = 4, 25
 
 
 def _chunk_shape(setup: Challenge | ScoringVersion) -> dict[str, int]:
     """How many chunks a job of this setup aims at, and the most attempts in one.
 
-    A scorer that runs no Python per attempt or runs in this process gets bigger chunks
-    (FAST_CHUNK_FACTOR): fewer chunk ends, where the writer drains and the next reads
-    start. A chunk the database scores (a built-in strategy on PostgreSQL) is one
-    statement, so the statements that claim a chunk and count it done are most of what
-    a chunk adds: a few big chunks, as many as a few workers run side by side."""
+    A scorer that runs Python in a sandbox takes long enough per attempt that a chunk's
+    start and end cost nothing next to it: CHUNKS_PER_JOB chunks of up to
+    PODIUM_SCORING_CHUNK, spread over every worker. A scorer this process runs itself
+    (no sandbox: microseconds an attempt) pays at each chunk's end the writer's last
+    batch, and at each start a first read nothing read ahead: half as many chunks, each
+    up to FAST_CHUNK_FACTOR times bigger. A chunk the database scores (a built-in
+    strategy on PostgreSQL) is one statement, so the statements that claim a chunk and
+    count it done are most of what a chunk adds: a few big chunks, as many as a few
+    workers run side by side."""
     if scores.scored_in_sql(setup):
-        return {
-            "per_job": SQL_CHUNKS_PER_JOB,
-            "most": settings.PODIUM_SCORING_CHUNK * SQL_CHUNK_FACTOR,
-        }
-    factor = FAST_CHUNK_FACTOR if scoring.runs_in_process(setup) else 1
-    return {"per_job": CHUNKS_PER_JOB, "most": settings.PODIUM_SCORING_CHUNK * factor}
+        per_job, factor = SQL_CHUNKS_PER_JOB, SQL_CHUNK_FACTOR
+    elif scoring.runs_in_process(setup):
+        per_job, factor = FAST_CHUNKS_PER_JOB, FAST_CHUNK_FACTOR
+    else:
+        per_job, factor = CHUNKS_PER_JOB, 1
+    return {"per_job": per_job, "most": settings.PODIUM_SCORING_CHUNK * factor}
 
 
 def chunk_size(*, total: int, most: int, per_job: int = CHUNKS_PER_JOB) -> int:

@@ -381,6 +381,9 @@ def test_scorers_without_python_per_attempt_or_a_sandbox_get_bigger_chunks(
     assert scores.scored_in_sql(job.version) == in_sql
     assert scoring.runs_in_process(job.version) == (strategy == "custom")
     assert job.chunks_total == -(-12 // factor)
+    # Fewer, bigger chunks where a chunk's ends cost more than its scoring.
+    per_job = {"fastest": 4 if in_sql else 16, "custom": 8, "custom-isolated": 16}[strategy]
+    assert rescoring._chunk_shape(job.version)["per_job"] == per_job
     assert rescoring.job_run_inline(job=job).status == Status.SUCCEEDED
 
 
