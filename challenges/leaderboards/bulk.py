@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
-import orjson
+import msgspec
 from django.db import DatabaseError, connection
 from django.db.models import Model
 from django.utils import timezone
@@ -293,7 +293,9 @@ _US = timedelta(microseconds=1)
 _float8, _int2 = (struct.Struct(f">i{c}").pack for c in "dh")
 # The common row, whole but for the details' JSON: a counted score without an error or
 # QA; its details a jsonb (a version byte, then the text).
-_SCORED = struct.Struct(">hiqiqiqiqididib").pack
+_SCORED = struct.Struct(">hiqiqiqiqididib")
+_SCORED_INTO, _SCORED_SIZE = _SCORED.pack_into, _SCORED.size
+_SCORED_SPACE = bytes(_SCORED_SIZE)
 _AFTER_DETAILS = b"\x00\x00\x00\x00" + _NULL + _int2(2, 0)  # error "", qa NULL, qa_failed 0
 
 
@@ -303,19 +305,33 @@ def pg_timestamp(value: datetime) -> int:
     return (value - _PG_EPOCH) // _US
 
 
-def _plain_json(details: Any) -> bytes | None:
-    """The JSON of a dict with nothing in it to clean or to move (what built-in scorers
-    give), written by orjson: a tenth of the time of ``json.dumps``. None for anything
-    else, which the general path writes: not a dict, a "qa" key (its own column), text
-    that no JSON column stores (a lone surrogate: orjson refuses it; a NUL), or a null
-    (NaN or infinity, which orjson would write as null; or a None)."""
+_encoder = msgspec.json.Encoder()
+
+
+def _plain_json_into(details: Any, buffer: bytearray) -> bool:
+    """Append to ``buffer`` the JSON of a dict with nothing in it to clean or to move (what
+    built-in scorers give), written by msgspec; whether it did. False, with ``buffer`` as
+    it was, for anything else, which the general path writes: not a dict, a "qa" key (its
+    own column), text that no JSON column stores (a lone surrogate: msgspec refuses it;
+    a NUL), or a null (NaN or infinity, which msgspec writes as null; or a None)."""
     if type(details) is not dict or "qa" in details:
-        return None
+        return False
+    at = len(buffer)
     try:
-        text = orjson.dumps(details)
-    except TypeError:  # orjson.JSONEncodeError: a surrogate, a key not a str, an object
-        return None
-    return None if b"null" in text or b"\\u0000" in text else text
+        _encoder.encode_into(details, buffer, -1)
+    except (TypeError, ValueError, msgspec.EncodeError):  # a surrogate, an object
+        del buffer[at:]
+        return False
+    if buffer.find(b"null", at) >= 0 or buffer.find(b"\\u0000", at) >= 0:
+        del buffer[at:]
+        return False
+    return True
+
+
+def _plain_json(details: Any) -> bytes | None:
+    """``_plain_json_into`` as bytes of their own, or None."""
+    buffer = bytearray()
+    return bytes(buffer) if _plain_json_into(details, buffer) else None
 
 
 def _json(value: Any) -> bytes:
@@ -348,22 +364,25 @@ def _score_rows_binary(
     version_id: int, keys: Sequence[tuple[int, int, int]], outcomes: Sequence[Outcome]
 ) -> bytes:
     """Score rows in binary COPY (without the header and trailer); ``keys``: each
-    attempt's (id, player id, created_at as ``pg_timestamp``)."""
-    rows: list[bytes] = []
-    add = rows.append
+    attempt's (id, player id, created_at as ``pg_timestamp``). The common row is written
+    in place in one buffer: its fixed part reserved, its details' JSON appended, then the
+    fixed part filled in with the JSON's length (no bytes object a row to make and join)."""
+    rows = bytearray()
     for (attempt_id, player_id, created), o in zip(keys, outcomes, strict=True):
         score, details, error, _, sort_key = o
         if score is not None and sort_key is not None and not error:
             # The common row: a flat dict of numbers (what built-in scorers give).
-            text = _plain_json(details)  # nothing in it to escape or to check
-            if text is not None:
+            at = len(rows)
+            rows += _SCORED_SPACE
+            if _plain_json_into(details, rows):  # nothing in it to escape or to check
                 ids = (8, version_id, 8, attempt_id, 8, player_id, 8, created)
-                add(_SCORED(_FIELDS, *ids, 8, score, 8, sort_key, len(text) + 1, 1))
-                add(text)
-                add(_AFTER_DETAILS)
+                text = len(rows) - at - _SCORED_SIZE
+                _SCORED_INTO(rows, at, _FIELDS, *ids, 8, score, 8, sort_key, text + 1, 1)
+                rows += _AFTER_DETAILS
                 continue
-        add(_score_row_binary(version_id, attempt_id, player_id, created, o))
-    return b"".join(rows)
+            del rows[at:]
+        rows += _score_row_binary(version_id, attempt_id, player_id, created, o)
+    return bytes(rows)
 
 
 def copy_binary(rows: Sequence[bytes]) -> bytes:
