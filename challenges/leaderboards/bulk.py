@@ -64,10 +64,9 @@ WRITER_SWITCH_INTERVAL_S = 0.0005
 def writer_thread(work: Callable[[], None]) -> Iterator[threading.Thread]:
     """Run ``work`` in a thread on its own connection while the block runs (the block
     tells it to stop before it ends: the thread is joined then), with a short GIL switch
-    interval meanwhile. The writer waits on the socket many times per COPY; each time it
-    must win the GIL back from the scoring thread, which by default yields it only every
-    5 ms: the database then idles (b88a0e6). Only while both run: no other process or
-    moment has a thread waiting on a socket to feed."""
+    interval meanwhile: the writer waits on the socket many times per COPY and must win
+    the GIL back from the scoring thread each time, which by default yields it only every
+    5 ms (b88a0e6). Only while both run."""
     was = sys.getswitchinterval()
     sys.setswitchinterval(min(was, WRITER_SWITCH_INTERVAL_S))
 
@@ -309,11 +308,9 @@ _encoder = msgspec.json.Encoder()
 
 
 def _plain_json_into(details: Any, buffer: bytearray) -> bool:
-    """Append to ``buffer`` the JSON of a dict with nothing in it to clean or to move (what
-    built-in scorers give), written by msgspec; whether it did. False, with ``buffer`` as
-    it was, for anything else, which the general path writes: not a dict, a "qa" key (its
-    own column), text that no JSON column stores (a lone surrogate: msgspec refuses it;
-    a NUL), or a null (NaN or infinity, which msgspec writes as null; or a None)."""
+    """Append the JSON of ``details`` to ``buffer`` (msgspec) if nothing in it needs the
+    general path: a dict, no "qa" key (its own column), no lone surrogate, NUL or null
+    (NaN or infinity, which msgspec writes as null; or a None). Else False, ``buffer`` as it was."""
     if type(details) is not dict or "qa" in details:
         return False
     at = len(buffer)
@@ -328,16 +325,10 @@ def _plain_json_into(details: Any, buffer: bytearray) -> bool:
     return True
 
 
-def _plain_json(details: Any) -> bytes | None:
-    """``_plain_json_into`` as bytes of their own, or None."""
-    buffer = bytearray()
-    return bytes(buffer) if _plain_json_into(details, buffer) else None
-
-
 def _json(value: Any) -> bytes:
     """JSON of a details or QA value (never NaN or infinity: the rules refused them)."""
-    plain = _plain_json(value)
-    return json.dumps(value).encode() if plain is None else plain
+    buffer = bytearray()
+    return bytes(buffer) if _plain_json_into(value, buffer) else json.dumps(value).encode()
 
 
 def _field(data: bytes | None) -> bytes:
@@ -364,9 +355,8 @@ def _score_rows_binary(
     version_id: int, keys: Sequence[tuple[int, int, int]], outcomes: Sequence[Outcome]
 ) -> bytes:
     """Score rows in binary COPY (without the header and trailer); ``keys``: each
-    attempt's (id, player id, created_at as ``pg_timestamp``). The common row is written
-    in place in one buffer: its fixed part reserved, its details' JSON appended, then the
-    fixed part filled in with the JSON's length (no bytes object a row to make and join)."""
+    attempt's (id, player id, created_at as ``pg_timestamp``). A common row is written in
+    place: its fixed part reserved, its JSON appended, then the fixed part filled in."""
     rows = bytearray()
     for (attempt_id, player_id, created), o in zip(keys, outcomes, strict=True):
         score, details, error, _, sort_key = o

@@ -982,12 +982,9 @@ def attempt_id_span(challenge_id: int) -> tuple[int, int] | None:
 
 
 def chunk_starts(challenge_id: int, first: int, size: int) -> tuple[list[int], int]:
-    """The id of every ``size``-th attempt of a challenge in id order from ``first`` (its
-    lowest id, included), and how many attempts there are from ``first`` on. A walk
-    along the (challenge, id) index, a statement a chunk (three to four times faster than
-    numbering every row with a window), then a count of the last chunk alone: every
-    step that finds a next start has passed exactly ``size`` attempts, so the walk is
-    also the count."""
+    """The id of every ``size``-th attempt of a challenge from ``first`` (its lowest id),
+    and how many there are: a walk of the (challenge, id) index, a statement a chunk, each
+    step passing exactly ``size`` attempts, then a count of the last chunk alone."""
     starts: list[int] = []
     start: int | None = first
     while start is not None:

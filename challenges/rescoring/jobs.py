@@ -134,17 +134,10 @@ SQL_CHUNKS_PER_JOB, SQL_CHUNK_FACTOR = 4, 25
 
 
 def _chunk_shape(setup: Challenge | ScoringVersion) -> dict[str, int]:
-    """How many chunks a job of this setup aims at, and the most attempts in one.
-
-    A scorer that runs Python in a sandbox takes long enough per attempt that a chunk's
-    start and end cost nothing next to it: CHUNKS_PER_JOB chunks of up to
-    PODIUM_SCORING_CHUNK, spread over every worker. A scorer this process runs itself
-    (no sandbox: microseconds an attempt) pays at each chunk's end the writer's last
-    batch, and at each start a first read nothing read ahead: half as many chunks, each
-    up to FAST_CHUNK_FACTOR times bigger. A chunk the database scores (a built-in
-    strategy on PostgreSQL) is one statement, so the statements that claim a chunk and
-    count it done are most of what a chunk adds: a few big chunks, as many as a few
-    workers run side by side."""
+    """Chunks a job of this setup aims at, and the most attempts in one. A sandboxed
+    scorer's chunk ends cost nothing next to its scoring: many chunks, over every worker.
+    One run in process pays the writer's drain and an unread first batch at each end,
+    one scored in SQL its claiming statements: fewer, bigger chunks."""
     if scores.scored_in_sql(setup):
         per_job, factor = SQL_CHUNKS_PER_JOB, SQL_CHUNK_FACTOR
     elif scoring.runs_in_process(setup):
@@ -167,14 +160,9 @@ class Plan:
 
 def _plan_chunks(challenge_id: int, *, most: int, per_job: int = CHUNKS_PER_JOB) -> Plan:
     """Split the challenge's attempts (as they are now) into id ranges that together
-    cover every id from 1 to the highest one seen.
-
-    One pass over the index, not a count and then a walk: the chunk size is first taken
-    from the id span, as if the challenge's ids were dense (a challenge that had the
-    site to itself), and the walk counts the attempts as it goes. Only when fewer than
-    half of the span's ids are the challenge's (other challenges' attempts in between)
-    are the chunks too few and too big: the walk is done again with the size the count
-    gives."""
+    cover every id from 1 to the highest one seen, in one walk of the index that counts
+    them too: sized from the id span, walked again only when fewer than half of its ids
+    are the challenge's (too few, too big chunks)."""
     span = sql.attempt_id_span(challenge_id)
     if span is None:
         return Plan(0, [])
@@ -271,14 +259,11 @@ def chunk_run(*, chunk_id: int, finalize: bool = True) -> bool:
 
 
 def _chunk_score(chunk_id: int) -> RescoreJob | None:
-    """Score a chunk and mark it done; None if there was nothing to do (done already, the
-    job is over). Returns the chunk's job.
-
-    Compute, then commit: no transaction is open and no lock is held while a scorer
-    runs. A built-in strategy on PostgreSQL is one statement (no Python scorer); any
-    other scorer is run on a batch of attempts outside any transaction, then the batch's
-    scores are written in a short transaction under the chunk row lock, which also
-    checks that the job is still on (a cancelled job's chunk stops at its next batch)."""
+    """Score a chunk, mark it done and return its job; None if there was nothing to do
+    (done already, the job is over). Compute, then commit: a built-in strategy on
+    PostgreSQL is one statement (no Python scorer); any other scorer runs on a batch
+    outside any transaction, then the batch is written in a short transaction under the
+    chunk row lock, which checks the job is still on (a cancel stops it at that batch)."""
     chunk = (
         RescoreChunk.objects.select_related("job__version__challenge").filter(pk=chunk_id).first()
     )
@@ -315,27 +300,21 @@ def _chunk_score(chunk_id: int) -> RescoreJob | None:
         return None
     done = retry_transient(lambda: _chunk_done(chunk_id, version.pk, **span), what="chunk done")
     if done is not None:
-        # Read the chunk's new rows once now that their done mark's commit waited for the
-        # disk, while the other chunks are still scoring: the final leaderboard rebuild
-        # then finds them settled instead of paying for a million first reads while the
-        # switch waits. Only here: until a commit is on disk, a read cannot record it in
-        # the rows (PostgreSQL's hint bits), and a chunk scored in SQL commits without
-        # waiting, so reading it again would settle nothing.
+        # Read the chunk's rows once now that their done mark's commit is on disk, while
+        # other chunks score: the switch's rebuild then finds them settled (PostgreSQL's
+        # hint bits), not a million first reads. Not for a chunk scored in SQL: its
+        # commit does not wait for the disk, so a read could record nothing.
         sql.scores_settle(version.pk, span["first_id"], span["last_id"])
     return done
 
 
 class _BatchWriter:
-    """Writes computed batches in short transactions (``_batch_write``).
-
-    Each batch is made ready to write (``bulk.scores_prepare``: its binary COPY rows) by the
-    thread that scored it. On PostgreSQL, outside a caller's transaction, a thread with
-    its own connection writes while the next batch is computed (the database works while
-    Python does; the writes wait for nothing the scorer holds), and the batches that
-    queued up while it wrote go in one transaction together: when the database is the
-    slower side, fewer commits, chunk locks and heartbeats per attempt. Elsewhere
-    (SQLite, or inside a test's transaction, which another connection could not see)
-    batches are written in turn."""
+    """Writes scored batches (made ready by the scoring thread: ``bulk.scores_prepare``)
+    in short transactions (``_batch_write``). On PostgreSQL, outside a caller's
+    transaction, a thread on its own connection writes while the next batch is scored,
+    the batches that queued meanwhile in one transaction (when the database is the slower
+    side: fewer commits, chunk locks and heartbeats). Elsewhere (SQLite, or a test's
+    transaction, which another connection could not see) batches are written in turn."""
 
     def __init__(self, chunk_id: int, version: ScoringVersion):
         self.chunk_id, self.version = chunk_id, version

@@ -36,7 +36,8 @@ def test_flat_float_details_hold_the_values_json_dumps_writes():
             "exponent": rng.random() * 10 ** rng.randint(-20, 20),
         }
         ours = _json(details)
-        assert bulk._plain_json(details) == ours  # the fast path wrote it
+        fast = bytearray()
+        assert bulk._plain_json_into(details, fast) and bytes(fast) == ours  # the fast path
         back = json.loads(ours)
         assert list(back) == list(details)
         assert [repr(v) for v in back.values()] == [repr(v) for v in details.values()]
@@ -65,7 +66,8 @@ def test_flat_float_details_hold_the_values_json_dumps_writes():
     ],
 )
 def test_details_the_fast_path_cannot_write_go_the_general_way(details):
-    assert bulk._plain_json(details) is None
+    buffer = bytearray(b"kept")
+    assert not bulk._plain_json_into(details, buffer) and buffer == b"kept"
 
 
 @pytest.mark.parametrize(
