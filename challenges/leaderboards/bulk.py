@@ -361,10 +361,11 @@ def _score_rows_binary(
     for (attempt_id, player_id, created), o in zip(keys, outcomes, strict=True):
         score, details, error, _, sort_key = o
         if score is not None and sort_key is not None and not error:
-            # The common row: a flat dict of numbers (what built-in scorers give).
+            # The common row (what built-in scorers give): details nothing in which needs
+            # cleaning or moving to another column; else the general path below.
             at = len(rows)
             rows += _SCORED_SPACE
-            if _plain_json_into(details, rows):  # nothing in it to escape or to check
+            if _plain_json_into(details, rows):
                 ids = (8, version_id, 8, attempt_id, 8, player_id, 8, created)
                 text = len(rows) - at - _SCORED_SIZE
                 _SCORED_INTO(rows, at, _FIELDS, *ids, 8, score, 8, sort_key, text + 1, 1)
