@@ -29,10 +29,12 @@ class Worker:
         self.process = subprocess.Popen(command, cwd=ROOT, env=env)
 
     def wait(self, seconds: float = 120) -> None:
-        """Until the worker answers a ping."""
+        """Until the worker answers a ping. The ping goes through an app of its own,
+        never made the current one: tasks this process queues go through Podium's app
+        (its queue is this worker's), as in a deployed web process."""
         from celery import Celery
 
-        control = Celery(broker=self.broker).control
+        control = Celery(broker=self.broker, set_as_current=False).control
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
             if self.process.poll() is not None:

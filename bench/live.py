@@ -222,10 +222,6 @@ def fanout(args: argparse.Namespace) -> int:
     worker = _worker.Worker(env)
     try:
         worker.wait()
-        from config.celery import app
-
-        app.set_current()  # the worker's ping made its own app current (see main)
-        app.set_default()
         # The retry budget is the real schedule's (about 5 hours): the scaled one only
         # shortens the waits between tries, not the time deliveries take to make.
         budget = sum(webhook_delivery.RETRY_AFTER_S) * 1.1
@@ -296,13 +292,6 @@ def main() -> int:
     )  # fmt: skip
     try:
         worker.wait()
-        from config.celery import app
-
-        # The worker's ping made an app of its own the current one, and attempts are
-        # recorded from a thread too (an app is current only in the thread that made
-        # it): tasks must go through Podium's app (its queue is this worker's).
-        app.set_current()
-        app.set_default()
         deadline = time.monotonic() + 30
         while subprocess.run(
             [_http.curl_path(), "-sf", "-o", "/dev/null", f"http://127.0.0.1:{port}/healthz"],
