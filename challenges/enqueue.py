@@ -1,9 +1,9 @@
 """Handing work to the Celery workers: one function per task that the rooms below the
 tasks queue (docs/architecture.md, "Enqueueing").
 
-A task is looked up by its name in the Celery app's registry (``challenges.tasks``
-registers every task when the app is ready), so this module imports no task and sits
-below every room that queues work (tests/test_architecture.py). It is not ``send_task``:
+A task is looked up by name in Podium's app (``config.celery``; not Celery's current
+app, which any ``Celery()`` made in the process replaces): this module imports no task
+and sits below every room that queues work (tests/test_architecture.py). Not ``send_task``:
 the registered task honours CELERY_TASK_ALWAYS_EAGER (the tests) and its own options.
 
 One policy when the broker refuses a task (after Celery's own publishing retries): the
@@ -17,13 +17,13 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from celery import current_app
+from config.celery import app
 
 logger = logging.getLogger(__name__)
 
 
 def _send(name: str, *args: Any, countdown: float | None = None, lost: str) -> bool:
-    task = current_app.tasks[f"challenges.tasks.{name}"]
+    task = app.tasks[f"challenges.tasks.{name}"]
     try:
         if countdown is None:
             task.delay(*args)

@@ -6,12 +6,13 @@ from __future__ import annotations
 import logging
 
 import pytest
-from celery import current_app
+from celery import Celery
 from kombu.exceptions import OperationalError as BrokerError
 
 from challenges import enqueue
 from challenges.models import BatchState
 from challenges.rescoring import batch
+from config.celery import app
 from tests.factories import make_challenge
 
 CALLS = [
@@ -38,7 +39,7 @@ CALLS = [
 
 
 def _task(name: str):
-    return current_app.tasks[f"challenges.tasks.{name}"]
+    return app.tasks[f"challenges.tasks.{name}"]
 
 
 @pytest.mark.parametrize(("send", "kwargs", "name", "args", "countdown"), CALLS)
@@ -62,6 +63,21 @@ def test_a_broker_refusal_is_logged_never_raised(
     with caplog.at_level(logging.WARNING, logger="challenges.enqueue"):
         assert send(**kwargs) is False
     assert "Could not queue" in caplog.text and name in caplog.text
+
+
+def test_tasks_go_through_podiums_app_whichever_app_is_current(monkeypatch):
+    """Any Celery() made in the process becomes Celery's current app (bench/_worker.py's
+    ping did, and a board's rebuild requests went to a queue no worker read): a task
+    still goes through Podium's app, to its broker and queue."""
+    sent = []
+    monkeypatch.setattr(_task("ranking_refresh"), "delay", lambda *a: sent.append(a))
+    elsewhere = Celery("elsewhere", broker="memory://")  # now the current app
+    try:
+        assert enqueue.ranking_refresh(version_id=5) is True
+    finally:
+        app.set_current()
+        elsewhere.close()
+    assert sent == [(5,)]
 
 
 @pytest.mark.django_db

@@ -167,7 +167,8 @@ def test_the_health_check_reuses_its_connection_and_sees_an_outage(relay, monkey
     # Celery reads CELERY_BROKER_URL before the app's own setting: a run with the
     # variable set (the CI's Redis pass) would check the real Redis, not the relay.
     monkeypatch.delenv("CELERY_BROKER_URL", raising=False)
-    app = Celery("health-test", broker=f"redis://127.0.0.1:{relay.port}/15")
+    # Not made Celery's current app: tests after this one queue through Podium's.
+    app = Celery("health-test", broker=f"redis://127.0.0.1:{relay.port}/15", set_as_current=False)
     monkeypatch.setattr(health, "celery_app", app)
     health.broker_check()
     opened = len(relay.conns)
