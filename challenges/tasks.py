@@ -21,7 +21,6 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from celery import shared_task
 from celery.signals import worker_ready
 from celery.utils.time import get_exponential_backoff_interval
 from django.conf import settings
@@ -35,6 +34,7 @@ from challenges.ingestion import budget, idempotency
 from challenges.leaderboards import changes, evaluation, partitions, ranking
 from challenges.rescoring import batch, switch
 from challenges.rescoring import jobs as rescoring
+from config.celery import app
 from config.transient import forget_connection, is_transient
 
 logger = logging.getLogger(__name__)
@@ -50,7 +50,7 @@ def task(name: str, *, retried: bool = True, **options: Any) -> Callable[[Callab
 
     def register(run: Callable[..., None]) -> Any:
         if not retried:
-            return shared_task(name=f"challenges.tasks.{name}", **options)(run)
+            return app.task(name=f"challenges.tasks.{name}", **options)(run)
 
         def retrying(self: Any, *args: Any, **kwargs: Any) -> None:
             try:
@@ -68,7 +68,7 @@ def task(name: str, *, retried: bool = True, **options: Any) -> Callable[[Callab
                 raise self.retry(exc=exc, countdown=countdown) from exc
 
         retrying.__name__, retrying.__doc__ = run.__name__, run.__doc__
-        return shared_task(
+        return app.task(
             name=f"challenges.tasks.{name}", bind=True, max_retries=MAX_RETRIES, **options
         )(retrying)
 

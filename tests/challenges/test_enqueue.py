@@ -6,10 +6,10 @@ from __future__ import annotations
 import logging
 
 import pytest
-from celery import Celery
+from celery import Celery, current_app
 from kombu.exceptions import OperationalError as BrokerError
 
-from challenges import enqueue
+from challenges import enqueue, tasks
 from challenges.models import BatchState
 from challenges.rescoring import batch
 from config.celery import app
@@ -65,19 +65,30 @@ def test_a_broker_refusal_is_logged_never_raised(
     assert "Could not queue" in caplog.text and name in caplog.text
 
 
-def test_tasks_go_through_podiums_app_whichever_app_is_current(monkeypatch):
+@pytest.mark.parametrize(
+    ("send", "name", "method", "args"),
+    [
+        (lambda: enqueue.ranking_refresh(version_id=5), "ranking_refresh", "delay", (5,)),
+        # a web process's receiver sends this one from tasks.py itself
+        (lambda: tasks._send_board_check(3, 1.0), "events_board_check", "apply_async", ((3,),)),
+    ],
+)
+def test_tasks_go_through_podiums_app_whichever_app_is_current(
+    monkeypatch, send, name, method, args
+):
     """Any Celery() made in the process becomes Celery's current app (bench/_worker.py's
     ping did, and a board's rebuild requests went to a queue no worker read): a task
     still goes through Podium's app, to its broker and queue."""
     sent = []
-    monkeypatch.setattr(_task("ranking_refresh"), "delay", lambda *a: sent.append(a))
-    elsewhere = Celery("elsewhere", broker="memory://")  # now the current app
+    monkeypatch.setattr(_task(name), method, lambda *a, **kw: sent.append(a))
+    elsewhere = Celery("elsewhere", broker="memory://")
     try:
-        assert enqueue.ranking_refresh(version_id=5) is True
+        assert current_app.main == "elsewhere"  # the case this test is about
+        send()
     finally:
         app.set_current()
         elsewhere.close()
-    assert sent == [(5,)]
+    assert sent == [args]
 
 
 @pytest.mark.django_db
