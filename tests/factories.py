@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import itertools
+import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
+
+from django.db import OperationalError
 
 from challenges.ingestion import services
 from challenges.models import Challenge
@@ -69,6 +72,25 @@ def attempt_input(
 def record(challenge: Challenge, *inputs: services.AttemptInput) -> list[services.RecordedAttempt]:
     challenge.refresh_from_db()
     return services.attempts_record(challenge=challenge, inputs=list(inputs))
+
+
+def record_beside_readers(
+    challenge: Challenge, *inputs: services.AttemptInput, wait_s: float = 10.0
+) -> list[services.RecordedAttempt]:
+    """``record`` while a server in a thread of this process reads the database through
+    connections of its own. On SQLite the test database is in memory with a shared
+    cache, where a table another connection is reading is locked and a write fails at
+    once ("database table is locked") instead of waiting, as it does on the file
+    database ``make run`` uses (WAL, busy timeout). So it is tried again for up to
+    ``wait_s``: a try that failed wrote nothing, as recording is one transaction."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            return record(challenge, *inputs)
+        except OperationalError as exc:
+            if "table is locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.02)
 
 
 # --- API helpers ------------------------------------------------------------------

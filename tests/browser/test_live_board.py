@@ -16,7 +16,13 @@ from django.core.asgi import get_asgi_application
 from django.db import connections
 
 from tests.browser.conftest import ranked_players
-from tests.factories import WEIGHTED_SEED, attempt_input, make_challenge, record
+from tests.factories import (
+    WEIGHTED_SEED,
+    attempt_input,
+    make_challenge,
+    record,
+    record_beside_readers,
+)
 from tests.urls import page_url
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -109,7 +115,7 @@ def test_the_board_updates_live_without_a_reload(page, asgi_server, board):
     assert before <= 1, polls  # at most the one refresh made on connecting
 
     started = time.monotonic()
-    record(
+    record_beside_readers(
         board,
         attempt_input(
             "newcomer", player_name="Zelda Newcomer", rating=10, elapsed_ms=1, tokens_total=1
@@ -154,7 +160,8 @@ def test_a_restarted_server_is_resumed_with_last_event_id(page, asgi, board):
     live = page.locator("#live-status")
     live.wait_for(state="visible", timeout=10_000)
     page.evaluate("window.__notReloaded = true")
-    record(board, attempt_input("first", player_name="Ada First", rating=10, elapsed_ms=2))
+    first = attempt_input("first", player_name="Ada First", rating=10, elapsed_ms=2)
+    record_beside_readers(board, first)
     page.locator("#board tbody tr").first.filter(has_text="Ada First").wait_for(timeout=4_000)
     section = page.locator("[data-events-url]")
     time.sleep(2)  # the attempt's events (board.changed is coalesced to one a second) are in
@@ -165,7 +172,8 @@ def test_a_restarted_server_is_resumed_with_last_event_id(page, asgi, board):
 
     asgi.stop()  # the restart: streams closed, nothing served
     live.wait_for(state="hidden", timeout=10_000)
-    record(board, attempt_input("down", player_name="Bo While Down", rating=10, elapsed_ms=1))
+    down = attempt_input("down", player_name="Bo While Down", rating=10, elapsed_ms=1)
+    record_beside_readers(board, down)
     asgi.start()  # the same port
 
     page.locator("#board tbody tr").first.filter(has_text="Bo While Down").wait_for(timeout=15_000)
