@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import itertools
-import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
-
-from django.db import OperationalError
 
 from challenges.ingestion import services
 from challenges.models import Challenge
 from challenges.setup import services as setup_services
+from config.transient import retry_transient
 
 _counter = itertools.count(1)
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -75,22 +73,17 @@ def record(challenge: Challenge, *inputs: services.AttemptInput) -> list[service
 
 
 def record_beside_readers(
-    challenge: Challenge, *inputs: services.AttemptInput, wait_s: float = 10.0
+    challenge: Challenge, *inputs: services.AttemptInput
 ) -> list[services.RecordedAttempt]:
     """``record`` while a server in a thread of this process reads the database through
     connections of its own. On SQLite the test database is in memory with a shared
     cache, where a table another connection is reading is locked and a write fails at
     once ("database table is locked") instead of waiting, as it does on the file
-    database ``make run`` uses (WAL, busy timeout). So it is tried again for up to
-    ``wait_s``: a try that failed wrote nothing, as recording is one transaction."""
-    deadline = time.monotonic() + wait_s
-    while True:
-        try:
-            return record(challenge, *inputs)
-        except OperationalError as exc:
-            if "table is locked" not in str(exc) or time.monotonic() > deadline:
-                raise
-            time.sleep(0.02)
+    database ``make run`` uses (WAL, busy timeout). So it is tried again as the app tries
+    a transient error (``retry_transient``: 8 tries, 6 s of waits in all): a try that
+    failed wrote nothing, as recording is one transaction."""
+    work = lambda: record(challenge, *inputs)  # noqa: E731
+    return retry_transient(work, tries=8, first_wait_s=0.05, what="a test's write")
 
 
 # --- API helpers ------------------------------------------------------------------
