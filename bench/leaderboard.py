@@ -17,8 +17,9 @@ weighted plugin through a real rescore (so rows carry score details), then
 2. gunicorn (2 sync workers, as deployed: DEBUG off, the cache in Redis at
    BENCH_CACHE_URL, default redis://127.0.0.1:6379/13) driven by wrk (bench/_http.py:
    Debian's `apt-get install wrk`; client and server pinned to different CPUs), in
-   rounds: /healthz, the API leaderboard (limit 50, first page and offset 50,000), the
-   page (first and page 1,000). Target: each >= 0.6x the requests/s of /healthz.
+   rounds: the API leaderboard (limit 50, first page and offset 50,000), the page (first
+   and page 1,000), each between two windows of /healthz. Target: each >= 0.6x the
+   requests/s of /healthz beside it.
 
 Exits non-zero when a target is missed.
 
