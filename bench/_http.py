@@ -266,14 +266,14 @@ def reads_beside_healthz(
     rates: dict[str, list[float]] = {}
     beside: dict[str, list[float]] = {}  # each target's reference, round by round
     errors = 0
-
-    def measured(path: str) -> float:
-        nonlocal errors
-        result = wrk(server.base + path, seconds=seconds, connections=connections)
-        errors += result.errors
-        return result.rate
-
     with Server(env, workers=2) as server:
+
+        def measured(path: str) -> float:
+            nonlocal errors
+            result = wrk(server.base + path, seconds=seconds, connections=connections)
+            errors += result.errors
+            return result.rate
+
         for path in ["/healthz", *(path for _, path in targets)]:  # warm both workers
             wrk(server.base + path, seconds=1, connections=2)
         for number in range(rounds):
